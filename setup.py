@@ -1,0 +1,27 @@
+from setuptools import setup
+
+setup(
+    name="webarchive-indexing",
+    version="0.1.0",
+    description="Index WARC/ARC collections into ZipNum CDX clusters readable by pywb, "
+                "OpenWayback and Common Crawl's index server",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.11",
+    # the MRJob jobs live in jobs/ beside setup.py, and install as webarchive_indexing.jobs
+    packages=["webarchive_indexing", "webarchive_indexing.jobs"],
+    package_dir={"webarchive_indexing": "webarchive_indexing", "webarchive_indexing.jobs": "jobs"},
+    install_requires=[
+        "warcio>=1.7.4",
+        "surt>=0.3.1",
+        "isal>=1.6",
+        "mrjob>=0.7.4",
+        # mrjob 0.7.4 imports distutils, gone from the standard library since Python 3.12
+        "setuptools",
+    ],
+    extras_require={
+        "test": ["pytest>=7", "pywb==2.10.0", "cdxj-indexer==1.5.0", "pyspark>=3.5"],
+    },
+    entry_points={"console_scripts": ["webarchive-index=webarchive_indexing.cli:main"]},
+)

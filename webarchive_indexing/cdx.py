@@ -1,0 +1,235 @@
+"""CDX index entries from WARC/ARC records, as pywb 2.10's ``cdx-indexer`` writes them.
+
+Three small steps, each usable alone:
+
+* ``record_fields(record)``: the fields of one record (``None`` for a record
+  that is not indexed), following pywb's ``DefaultRecordParser`` rules;
+* ``format_line(fields, fmt)``: one CDXJ or CDX11 line from those fields;
+* ``index_file(path, filename, fmt)``: the sorted lines of a whole file, with
+  the problems met on the way.
+
+    >>> result = index_file("tests/data/real/example.warc.gz", "example.warc.gz")
+    >>> result.lines[0][:40]
+    'com,example)/ 20140127171200 {"url": "ht'
+
+CDX formats are data: a legend of field letters (as in the ``CDX N b a ...``
+header line) or the CDXJ key order.
+"""
+import base64
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+
+from surt import surt
+from warcio.timeutils import iso_date_to_timestamp
+
+from .records import ArchiveError, RecordError, iter_records
+
+# Field letters of the classic CDX header line, as pywb and the Wayback Machine name them.
+FIELD_LETTERS = {
+    "N": "urlkey", "b": "timestamp", "a": "url", "m": "mime", "s": "status",
+    "k": "digest", "r": "redirect", "M": "meta", "S": "length", "V": "offset",
+    "g": "filename",
+}
+LEGENDS = {
+    "cdx11": "N b a m s k r M S V g",
+    "cdx9": "N b a m s k r V g",
+}
+# Key order of pywb's CDXJ JSON (its entry dict starts with "metadata").
+CDXJ_KEYS = ("metadata", "url", "mime", "mime-detected", "status", "digest", "length",
+             "offset", "filename")
+FORMATS = ("cdxj",) + tuple(LEGENDS)
+
+MIME_SPLIT = re.compile("[; ]")
+WARC_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z?$")
+ARC_DATE = re.compile(r"\d{12,}$")
+# Not replayable captures, or records pywb's indexer never lists.
+SKIPPED_WARC_TYPES = ("request", "warcinfo")
+# Heritrix 1.x metadata records whose mime collides with responses.
+SKIPPED_METADATA_MIMES = ("text/anvl",)
+
+
+LOADER_LOG = logging.getLogger("warcio.recordloader")
+
+
+class FieldError(ValueError):
+    """A record that cannot be indexed, for a reason other than the archive's structure."""
+
+
+def header_line(fmt):
+    """The header line a CDX file of this format starts with ('' for CDXJ)."""
+    return f" CDX {LEGENDS[fmt]}\n" if fmt in LEGENDS else ""
+
+
+def wants_payload(record):
+    """Whether the payload sha1 must be computed: pywb does so when no digest is given."""
+    if record.rec_type in ("revisit", "request", "warcinfo"):
+        return False
+    if record.format == "arc":
+        return True
+    digest = record.rec_headers.get_header("WARC-Payload-Digest")
+    return not digest or digest == "-"
+
+
+def skipped_type(warc_type, content_type):
+    """WARC records pywb's indexer never lists, judged by WARC-Type and Content-Type."""
+    return warc_type in SKIPPED_WARC_TYPES or content_type == "application/warc-fields"
+
+
+def _mime(content_type, default="unk"):
+    return MIME_SPLIT.split(content_type, 1)[0] if content_type else default
+
+
+def _status(http_headers):
+    code = http_headers.get_statuscode()
+    if not code or (code == "204" and "Error" in http_headers.statusline):
+        return "-"
+    return code
+
+
+def _warc_fields(record):
+    headers = record.rec_headers
+    date = headers.get_header("WARC-Date") or ""
+    if not WARC_DATE.match(date):
+        raise FieldError(f"bad WARC-Date {date!r}: expected YYYY-MM-DDThh:mm:ssZ")
+    fields = {"url": headers.get_header("WARC-Target-URI"),
+              "timestamp": iso_date_to_timestamp(date),
+              "metadata": headers.get_header("WARC-Json-Metadata")}
+    if record.rec_type == "revisit":
+        fields["mime"] = "warc/revisit"
+    else:
+        fields["mime"] = _mime(record.http_headers.get_header("Content-Type"))
+        fields["mime-detected"] = headers.get_header("WARC-Identified-Payload-Type")
+    fields["status"] = _status(record.http_headers) if record.rec_type == "response" else "-"
+    digest = headers.get_header("WARC-Payload-Digest") or "-"
+    fields["digest"] = digest[5:] if digest.startswith("sha1:") else digest
+    return fields
+
+
+def _arc_fields(record):
+    headers = record.rec_headers
+    date = headers.get_header("archive-date") or ""
+    if not ARC_DATE.match(date):
+        raise FieldError(f"bad ARC archive-date {date!r}: expected 14 digits")
+    url = headers.get_header("uri")
+    for char, escaped in (("\r", "%0D"), ("\n", "%0A"), ("\x0c", "%0C"), ("\x00", "%00")):
+        url = url.replace(char, escaped)
+    return {"url": url, "timestamp": date[:14],
+            "mime": _mime(headers.get_header("content-type")),
+            "status": _status(record.http_headers), "digest": "-"}
+
+
+def record_fields(record, offset, length, payload_sha1=None):
+    """The CDX fields of one warcio record, or None when pywb would not index it."""
+    if record.http_headers.get_statuscode() == "-" or record.rec_type == "arc_header":
+        return None
+    if record.format == "arc":
+        fields = _arc_fields(record)
+    elif skipped_type(record.rec_type, record.content_type):
+        return None
+    else:
+        fields = _warc_fields(record)
+    if not fields["url"]:
+        return None
+    if record.rec_type == "metadata" and fields["mime"] in SKIPPED_METADATA_MIMES:
+        return None
+    try:
+        fields["urlkey"] = surt(fields["url"])
+    except Exception as exc:  # surt raises assorted errors on malformed URLs
+        raise FieldError(f"cannot canonicalize URL {fields['url']!r}: {exc}") from None
+    if payload_sha1 is not None and fields["digest"] == "-":
+        fields["digest"] = base64.b32encode(payload_sha1).decode("ascii")
+    fields["length"], fields["offset"] = str(length), str(offset)
+    return fields
+
+
+def format_line(fields, fmt="cdxj"):
+    """One CDX line (with its newline) in the given format."""
+    if fmt == "cdxj":
+        data = {key: fields[key] for key in CDXJ_KEYS if fields.get(key) not in (None, "", "-")}
+        return f"{fields['urlkey']} {fields['timestamp']} {json.dumps(data)}\n"
+    return " ".join(fields.get(FIELD_LETTERS[letter]) or "-"
+                    for letter in LEGENDS[fmt].split()) + "\n"
+
+
+class _LoaderNotes(logging.Handler):
+    """Collects what warcio's loader says while it repairs a record (e.g. spaces in a URL)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+        LOADER_LOG.addHandler(self)
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+    def drain(self):
+        messages, self.messages = self.messages, []
+        return messages
+
+    def close(self):
+        LOADER_LOG.removeHandler(self)
+        super().close()
+
+
+@dataclass
+class IndexResult:
+    path: str
+    filename: str
+    lines: list = field(default_factory=list)  # sorted, each ending in "\n", header first
+    records: int = 0  # records read, indexed or not
+    errors: list = field(default_factory=list)  # ArchiveError / RecordError
+    warnings: list = field(default_factory=list)  # (offset, message)
+
+    @property
+    def fatal(self):
+        return any(type(e) is ArchiveError for e in self.errors)
+
+
+def iter_fields(fh, path, filename, result):
+    """Yield the fields of every indexable record; problems are appended to ``result``."""
+    notes = _LoaderNotes()
+    try:
+        for item in iter_records(fh, path, wants_payload, skipped_type):
+            if isinstance(item, RecordError):
+                result.errors.append(item)
+                continue
+            result.records += 1
+            if item.record is None:
+                continue
+            try:
+                fields = record_fields(item.record, item.offset, item.length, item.payload_sha1)
+            except FieldError as exc:
+                result.errors.append(RecordError(path, item.offset, str(exc)))
+                continue
+            finally:
+                result.warnings.extend((item.offset, message) for message in notes.drain())
+            if fields is not None:
+                fields["filename"] = filename
+                yield fields
+    except ArchiveError as exc:
+        result.errors.append(exc)
+    finally:
+        notes.close()
+
+
+def index_file(path, filename=None, fmt="cdxj", opener=open):
+    """Index one WARC/ARC file: an ``IndexResult`` whose lines are sorted as pywb sorts them.
+
+    Indexing goes on past a bad record where the archive allows it (each record
+    of a gzipped file is its own member); records read before a fatal problem are kept.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown CDX format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    result = IndexResult(path, filename or path.rsplit("/", 1)[-1])
+    try:
+        fh = opener(path, "rb")
+    except OSError as exc:
+        result.errors.append(ArchiveError(path, 0, f"cannot open: {exc.strerror or exc}"))
+        return result
+    with fh:
+        lines = [format_line(f, fmt) for f in iter_fields(fh, path, result.filename, result)]
+    lines.sort()
+    result.lines = ([header_line(fmt)] if fmt in LEGENDS else []) + lines
+    return result

@@ -1,0 +1,217 @@
+"""ZipNum cluster format: gzip blocks of sorted CDX lines plus a secondary index.
+
+A cluster is what pywb, OpenWayback and Common Crawl's index server read:
+
+* shards ``cdx-00000.gz ...``: concatenated gzip members, each holding
+  ``LINES_PER_BLOCK`` consecutive sorted lines (the last block of a shard may be
+  shorter; a shard without lines is an empty file);
+* ``part-00000 ...``: one line per block of that shard,
+  ``urlkey timestamp<TAB>shard<TAB>offset<TAB>length``;
+* ``cluster.idx``: all part files in shard order with the 1-based block number across
+  the whole cluster appended (pywb's page API needs it);
+* ``cluster.loc``: ``shard<TAB>absolute location[<TAB>fallback...]``.
+
+Everything here is bytes in / bytes out except ``write_cluster``, a local convenience
+that lays a whole cluster out in one directory. Distributed builds use ``ShardWriter``
+per reducer, then ``number_parts`` and ``loc_line`` once all shards exist.
+
+Usage::
+
+    from webarchive_indexing.zipnum import write_cluster
+
+    with open("sorted.cdxj", "rb") as lines:
+        stats = write_cluster(lines, "/data/cluster", splits=[b"com,example)/ 2024"])
+    # {'shards': 2, 'lines': ..., 'blocks': ..., 'bytes': ...}
+
+    # or, per shard, streaming into any binary file object:
+    with open("cdx-00000.gz", "wb") as out:
+        writer = ShardWriter(out, shard_name(0))
+        for line in lines_of_shard_0:
+            writer.add(line)
+        part = writer.close()          # content of part-00000
+"""
+
+import bisect
+import itertools
+import os
+import zlib
+
+__all__ = [
+    "LINES_PER_BLOCK",
+    "shard_name",
+    "part_name",
+    "block_key",
+    "gzip_block",
+    "idx_line",
+    "ShardWriter",
+    "number_parts",
+    "loc_line",
+    "write_cluster",
+]
+
+# Common Crawl and the Internet Archive both use 3000: large enough for good
+# compression, small enough that one lookup decompresses little.
+LINES_PER_BLOCK = 3000
+
+_GZIP_LEVEL = 6
+_GZIP_WBITS = 31  # zlib's gzip wrapper writes mtime 0 and no file name: reproducible
+
+
+def shard_name(i: int) -> str:
+    return f"cdx-{i:05d}.gz"
+
+
+def part_name(i: int) -> str:
+    return f"part-{i:05d}"
+
+
+def block_key(line: bytes) -> bytes:
+    """``urlkey timestamp`` of a CDX/CDXJ line: what the secondary index is sorted on."""
+    return b" ".join(line.split(b" ", 2)[:2]).rstrip(b"\r\n")
+
+
+def gzip_block(lines) -> bytes:
+    """One gzip member holding the concatenated ``lines``; same input, same bytes."""
+    compressor = zlib.compressobj(_GZIP_LEVEL, zlib.DEFLATED, _GZIP_WBITS)
+    return compressor.compress(b"".join(lines)) + compressor.flush()
+
+
+def idx_line(key: bytes, shard: str, offset: int, length: int, lineno: int | None = None) -> bytes:
+    fields = [key, shard.encode(), b"%d" % offset, b"%d" % length]
+    if lineno is not None:
+        fields.append(b"%d" % lineno)
+    return b"\t".join(fields) + b"\n"
+
+
+class ShardWriter:
+    """Writes one shard block by block; ``close()`` returns its part-file content.
+
+    Holds at most one block of lines. Lines must end with ``\\n`` and come sorted:
+    a violation raises ``ValueError`` at once, because a shard built from unsorted or
+    unterminated lines is silently unreadable by binary-searching readers.
+    """
+
+    def __init__(self, fileobj, shard: str, lines_per_block=LINES_PER_BLOCK):
+        if lines_per_block < 1:
+            raise ValueError(f"lines_per_block must be >= 1, got {lines_per_block}")
+        self.fileobj = fileobj
+        self.shard = shard
+        self.lines_per_block = lines_per_block
+        self.lines = 0
+        self.blocks = 0
+        self.bytes_written = 0
+        self._block = []
+        self._last = None
+        self._part = []
+
+    def add(self, line: bytes):
+        if not line.endswith(b"\n"):
+            raise ValueError(f"CDX line does not end with a newline: {line[:200]!r}")
+        if self._last is not None and line < self._last:
+            raise ValueError(f"CDX lines not sorted in {self.shard}: {line[:200]!r} after {self._last[:200]!r}")
+        self._last = line
+        self._block.append(line)
+        self.lines += 1
+        if len(self._block) >= self.lines_per_block:
+            self._flush()
+
+    def close(self) -> bytes:
+        if self._block:
+            self._flush()
+        return b"".join(self._part)
+
+    def _flush(self):
+        member = gzip_block(self._block)
+        self.fileobj.write(member)
+        self._part.append(idx_line(block_key(self._block[0]), self.shard, self.bytes_written, len(member)))
+        self.bytes_written += len(member)
+        self.blocks += 1
+        self._block = []
+
+
+def number_parts(parts):
+    """Yield ``cluster.idx`` lines: the part lines with the cluster-wide block number.
+
+    ``parts`` are part-file contents in shard order; the number is 1-based and runs
+    across shards, because pywb computes page counts as differences of these numbers.
+    """
+    lineno = 0
+    for part in parts:
+        for line in part.splitlines():
+            if not line:
+                continue
+            if line.count(b"\t") != 3:
+                raise ValueError(f"not a part-file line (key, shard, offset, length): {line[:200]!r}")
+            lineno += 1
+            yield line + b"\t%d\n" % lineno
+
+
+def loc_line(shard: str, *locations: str) -> bytes:
+    """``cluster.loc`` line; locations must be absolute paths or URIs.
+
+    OpenWayback does not resolve relative locations, so they are refused here rather
+    than discovered by a reader.
+    """
+    if not locations:
+        raise ValueError(f"no location given for {shard}")
+    for location in locations:
+        if "://" not in location and not os.path.isabs(location):
+            raise ValueError(f"cluster.loc location must be absolute or a URI: {location!r}")
+        if any(c in location for c in "\t\r\n"):
+            raise ValueError(f"cluster.loc location contains a tab or newline: {location!r}")
+    return "\t".join((shard,) + locations).encode() + b"\n"
+
+
+def write_cluster(sorted_lines, out_dir, splits, lines_per_block=LINES_PER_BLOCK) -> dict:
+    """Write a complete cluster of ``len(splits) + 1`` shards into ``out_dir``.
+
+    Shard ``i`` gets the lines ``L`` with ``bisect_right(splits, L) == i``, i.e.
+    ``splits[i-1] <= L < splits[i]`` comparing whole lines. Shards without lines are
+    written as empty files with empty part files. Returns
+    ``{"shards", "lines", "blocks", "bytes"}``.
+    """
+    splits = list(splits)
+    if any(a >= b for a, b in zip(splits, splits[1:])):
+        raise ValueError("splits must be strictly increasing")
+    out_dir = os.path.abspath(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+
+    parts = []
+    stats = {"shards": len(splits) + 1, "lines": 0, "blocks": 0, "bytes": 0}
+    for i, lines in _shard_groups(sorted_lines, splits):
+        with open(os.path.join(out_dir, shard_name(i)), "wb") as out:
+            writer = ShardWriter(out, shard_name(i), lines_per_block)
+            for line in lines:
+                writer.add(line)
+            parts.append(writer.close())
+        with open(os.path.join(out_dir, part_name(i)), "wb") as out:
+            out.write(parts[-1])
+        stats["lines"] += writer.lines
+        stats["blocks"] += writer.blocks
+        stats["bytes"] += writer.bytes_written
+
+    with open(os.path.join(out_dir, "cluster.idx"), "wb") as out:
+        out.writelines(number_parts(parts))
+    with open(os.path.join(out_dir, "cluster.loc"), "wb") as out:
+        for i in range(len(splits) + 1):
+            out.write(loc_line(shard_name(i), os.path.join(out_dir, shard_name(i))))
+    return stats
+
+
+def _shard_groups(sorted_lines, splits):
+    """Yield ``(shard index, lines)`` for every shard in order, empty shards included.
+
+    Each ``lines`` must be consumed before the next pair is requested (groupby). A line
+    routed to an earlier shard than its predecessor means unsorted input.
+    """
+    groups = itertools.groupby(sorted_lines, key=lambda line: bisect.bisect_right(splits, line))
+    next_shard = 0
+    for shard, lines in groups:
+        if shard < next_shard:
+            raise ValueError(f"input lines not sorted: a line of {shard_name(shard)} follows {shard_name(next_shard - 1)}")
+        for empty in range(next_shard, shard):
+            yield empty, ()
+        yield shard, lines
+        next_shard = shard + 1
+    for empty in range(next_shard, len(splits) + 1):
+        yield empty, ()
