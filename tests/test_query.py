@@ -8,8 +8,8 @@ import pytest
 import surt
 from pywb.utils.canonicalize import calc_search_range
 from pywb.warcserver.index.query import CDXQuery
-from pywb.warcserver.index.zipnum import ZipNumIndexSource
 
+from helpers import pywb_lookup
 from webarchive_indexing.query import MATCH_TYPES, Cluster, search_range
 from webarchive_indexing.zipnum import write_cluster
 
@@ -79,28 +79,6 @@ def cluster_dir(request, tmp_path_factory):
 
 def brute(start, end):
     return [line for line in LINES if start.encode() <= line < end.encode()]
-
-
-def pywb_lookup(idx_path, url, match_type=None, max_blocks=3, page_size=None):
-    """All lines pywb's ZipNumIndexSource returns, walking every page.
-
-    Without ``page=`` pywb returns only page 0. ``showNumPages`` yields one dict whose
-    ``pages`` may be 0 (then asking for page 0 raises). ``load_index`` rewrites its
-    params (CDXQuery adds key/end_key/matchType), hence a fresh dict per call.
-    """
-    source = ZipNumIndexSource(str(idx_path), {"max_blocks": max_blocks})
-
-    def params(**extra):
-        p = {"url": url, **extra}
-        if match_type:
-            p["matchType"] = match_type
-        if page_size:
-            p["pageSize"] = str(page_size)
-        return p
-
-    info = next(iter(source.load_index(params(showNumPages="true"))))
-    return [cdx.to_text().encode() for page in range(info["pages"])
-            for cdx in source.load_index(params(page=str(page)))]
 
 
 def queries():

@@ -162,14 +162,6 @@ def test_damaged_files(damage, message):
 
 # --- Hadoop's own reader, through pyspark -------------------------------------------
 
-@pytest.fixture(scope="module")
-def spark():
-    pyspark = pytest.importorskip("pyspark")
-    conf = pyspark.SparkConf().set("spark.ui.enabled", "false")
-    sc = pyspark.SparkContext("local[1]", "test_seqfile", conf=conf)
-    sc.setLogLevel("ERROR")
-    yield sc
-    sc.stop()
 
 
 def hadoop_read(sc, path, min_splits=None):

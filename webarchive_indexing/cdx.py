@@ -177,7 +177,7 @@ class _LoaderNotes(logging.Handler):
 class IndexResult:
     path: str
     filename: str
-    lines: list = field(default_factory=list)  # sorted, each ending in "\n", header first
+    lines: list = field(default_factory=list)  # sorted, each ending in "\n"
     records: int = 0  # records read, indexed or not
     errors: list = field(default_factory=list)  # ArchiveError / RecordError
     warnings: list = field(default_factory=list)  # (offset, message)
@@ -231,5 +231,5 @@ def index_file(path, filename=None, fmt="cdxj", opener=open):
     with fh:
         lines = [format_line(f, fmt) for f in iter_fields(fh, path, result.filename, result)]
     lines.sort()
-    result.lines = ([header_line(fmt)] if fmt in LEGENDS else []) + lines
+    result.lines = lines
     return result

@@ -1,0 +1,32 @@
+# make demo: a fresh machine to a queried cluster, from the sample archives in samples/
+# make test: the whole test suite, in the same virtual environment
+PYTHON ?= python3
+VENV ?= .venv
+BIN = $(VENV)/bin
+
+.PHONY: demo test bench clean
+
+$(BIN)/webarchive-index: setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+demo: $(BIN)/webarchive-index
+	rm -rf demo-out
+	$(BIN)/webarchive-index build samples/ -o demo-out --shards 4 --lines-per-block 10
+	@echo
+	@echo '$$ webarchive-index query demo-out "archive.org/images/*"'
+	@$(BIN)/webarchive-index query demo-out 'archive.org/images/*'
+	@echo
+	@echo '$$ webarchive-index query demo-out "*.wikipedia.org" --limit 3'
+	@$(BIN)/webarchive-index query demo-out '*.wikipedia.org' --limit 3
+
+test: $(BIN)/webarchive-index
+	$(BIN)/python -m pytest -q
+
+bench: $(BIN)/webarchive-index
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf demo-out bench/out

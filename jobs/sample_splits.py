@@ -1,0 +1,61 @@
+"""Sample CDX lines into the split points of a ZipNum cluster of N shards.
+
+Each mapper keeps the ``shards x scaler`` lines with the smallest sample keys
+(a hash of the line: unbiased, and the same on every runner); one reducer
+merges them, picks exactly ``shards - 1`` split lines and writes them to
+``--splits-dir`` as ``splits.txt`` and ``splits.seq`` (a Hadoop SequenceFile for
+TotalOrderPartitioner).
+
+    python jobs/sample_splits.py -r local --shards 300 --splits-dir out out/cdx/
+"""
+from mrjob.job import MRJob
+from mrjob.protocol import JSONProtocol, RawValueProtocol
+
+from webarchive_indexing.splits import Reservoir, choose_splits, merge
+from webarchive_indexing.steps import is_cdx_line, write_splits
+
+
+class SampleSplitsJob(MRJob):
+    INPUT_PROTOCOL = RawValueProtocol
+    INTERNAL_PROTOCOL = JSONProtocol
+    OUTPUT_PROTOCOL = RawValueProtocol
+    JOBCONF = {
+        "mapreduce.job.reduces": "1",
+        # the single reducer receives every mapper's sample: keep that transfer small
+        "mapreduce.map.output.compress": "true",
+        "mapreduce.output.fileoutputformat.compress": "false",
+        "mapreduce.job.reduce.slowstart.completedmaps": "1.0",
+        "mapreduce.task.timeout": "9600000",
+    }
+
+    def configure_args(self):
+        super().configure_args()
+        self.add_passthru_arg("--shards", type=int, required=True, help="shards of the cluster")
+        self.add_passthru_arg("--scaler", type=int, default=100,
+                              help="sample lines per shard (default 100, as production)")
+        self.add_passthru_arg("--splits-dir", required=True,
+                              help="where splits.txt and splits.seq are written")
+
+    def mapper_init(self):
+        self.reservoir = Reservoir(self.options.shards * self.options.scaler)
+
+    def mapper(self, _, line):
+        if is_cdx_line(line):
+            self.reservoir.add(line)
+
+    def mapper_final(self):
+        # an empty marker, so that the reducer runs (and writes splits) even for no lines
+        yield "sample", None
+        for pair in self.reservoir.items():
+            yield "sample", pair
+
+    def reducer(self, _, pairs):
+        sample = merge((tuple(pair) for pair in pairs if pair), self.options.shards * self.options.scaler)
+        chosen = choose_splits(sample, self.options.shards)
+        write_splits(chosen, self.options.splits_dir)
+        for line in chosen:
+            yield None, line
+
+
+if __name__ == "__main__":
+    SampleSplitsJob.run()

@@ -1,0 +1,12 @@
+"""Shared fixtures: a Spark context (Hadoop's own SequenceFile reader) for the whole session."""
+import pyspark
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark():
+    conf = pyspark.SparkConf().set("spark.ui.enabled", "false")
+    sc = pyspark.SparkContext("local[1]", "webarchive-indexing-tests", conf=conf)
+    sc.setLogLevel("ERROR")
+    yield sc
+    sc.stop()

@@ -1,0 +1,252 @@
+"""Per-archive CDX: identical to pywb 2.10's indexer, right against ground truth, clear on bad input."""
+import gzip
+import os
+import re
+import shutil
+
+import pytest
+
+from helpers import REAL, pywb_cdx
+from webarchive_indexing.cdx import format_line, index_file
+from webarchive_indexing.corpus import make_corpus, read_manifest
+
+BAD_SAMPLES = {
+    # file: (offset, what the error says)
+    "chatnoir-eu+chatnoir-resiliparse__clipped.warc.gz": (0, "gzip member is truncated"),
+    "webrecorder+warcio__example-bad-non-chunked.warc.gz": (0, "not compressed record by record"),
+    "webrecorder+warcio__example-trunc.warc": (1197, "Content-Length is wrong"),
+    "iipc+webarchive-commons__link-extraction-test.warc": (2807, "Content-Length is wrong"),
+}
+GOOD_SAMPLES = sorted(n for n in os.listdir(REAL)
+                      if not n.endswith((".cdx", ".md")) and n not in BAD_SAMPLES)
+
+
+def ours(path, fmt="cdxj"):
+    result = index_file(path, os.path.basename(path), fmt)
+    header = " CDX N b a m s k r M S V g\n" if fmt == "cdx11" else ""
+    return result, header + "".join(result.lines)
+
+
+@pytest.mark.parametrize("fmt", ["cdxj", "cdx11"])
+@pytest.mark.parametrize("name", GOOD_SAMPLES)
+def test_real_samples_equal_pywb(name, fmt):
+    result, text = ours(os.path.join(REAL, name), fmt)
+    assert result.errors == []
+    assert text == pywb_cdx(os.path.join(REAL, name), fmt)
+
+
+def test_real_samples_are_not_trivial():
+    lines = sum(len(index_file(os.path.join(REAL, n)).lines) for n in GOOD_SAMPLES)
+    assert len(GOOD_SAMPLES) >= 25 and lines >= 70
+
+
+@pytest.mark.parametrize("name", sorted(BAD_SAMPLES))
+def test_bad_real_samples_are_reported_and_the_rest_kept(name):
+    path = os.path.join(REAL, name)
+    offset, reason = BAD_SAMPLES[name]
+    result, text = ours(path)
+    assert [(e.offset, reason in e.reason) for e in result.errors][:1] == [(offset, True)]
+    assert str(result.errors[0]).startswith(f"{path}: offset {offset}: ")
+    # pywb indexes the broken record silently; everything else is the same
+    kept = [line for line in pywb_cdx(path).splitlines(True) if f'"offset": "{offset}"' not in line]
+    assert text == "".join(kept)
+
+
+def test_outbackcdx_expected_cdx():
+    expected = open(os.path.join(REAL, "nla+outbackcdx__test1.cdx")).read().splitlines(True)
+    result = index_file(os.path.join(REAL, "nla+outbackcdx__test1.warc.gz"), "test1.warc.gz", "cdx11")
+    assert sorted(result.lines) == sorted(line for line in expected if not line.startswith(" CDX"))
+
+
+def test_common_crawl_sample_fields():
+    """cdxj-indexer's test asserts this line for cc.warc.gz (a real Common Crawl excerpt)."""
+    result = index_file(os.path.join(REAL, "webrecorder+cdxj-indexer__cc.warc.gz"), "cc.warc.gz")
+    assert len(result.lines) == 1
+    assert result.lines[0].startswith('org,commoncrawl)/ 20170722005011 {"url": "https://commoncrawl.org/"')
+    assert '"length": "5357", "offset": "377", "filename": "cc.warc.gz"}' in result.lines[0]
+
+
+def test_mime_detected_from_identified_payload_type():
+    result = index_file(os.path.join(REAL, "iipc+jwarc__cc.warc.gz"))
+    assert '"mime-detected": "text/html"' in result.lines[0]
+
+
+def expected_fields(fact, fmt, gz):
+    """What pywb makes of a record the corpus generator wrote (its manifest facts).
+
+    In an uncompressed file the newlines after a record are not part of its length.
+    """
+    mime = fact["mime"]
+    if fact["warc_type"] == "revisit":
+        mime, status = "warc/revisit", "-"
+    else:
+        mime = re.split("[; ]", mime, maxsplit=1)[0] if mime != "-" else ("no-type" if fmt == "arc" else "unk")
+        status = fact["status"] if fact["warc_type"] == "response" else "-"
+    return {"mime": mime, "status": status, "digest": fact["digest"],
+            "offset": str(fact["offset"]),
+            "length": str(fact["length"] - (0 if gz else 4 if fmt == "warc" else 1))}
+
+
+@pytest.mark.parametrize("fmt,gz", [("warc", True), ("warc", False), ("arc", True), ("arc", False)])
+def test_generated_corpus_against_ground_truth(tmp_path, fmt, gz):
+    (path,) = make_corpus(tmp_path, files=1, captures=300, seed=11, fmt=fmt, gzip=gz)
+    result = index_file(path)
+    assert result.errors == []
+    facts = [f for f in read_manifest(path) if f["warc_type"] in ("response", "revisit", "resource")]
+    assert len(facts) >= 300
+    found = {}
+    for line in result.lines:
+        key, stamp, data = line.split(" ", 2)
+        fields = __import__("json").loads(data)
+        found[int(fields["offset"])] = (stamp, fields)
+    assert len(found) == len(result.lines) == len(facts)
+    for fact in facts:
+        stamp, fields = found[fact["offset"]]
+        assert stamp == fact["timestamp"]
+        assert fields["url"] == fact["url"].replace(" ", "%20")
+        want = expected_fields(fact, fmt, gz)
+        got = {k: fields.get(k, "-") for k in want}
+        assert got == want, fact
+    assert "".join(result.lines) == pywb_cdx(path)
+
+
+def test_missing_digest_is_computed_like_pywb(tmp_path):
+    (path,) = make_corpus(tmp_path, files=1, captures=200, seed=3)
+    without = [f for f in read_manifest(path) if f["warc_type"] == "response" and not f["has_payload_digest"]]
+    assert without, "the corpus should hold responses without WARC-Payload-Digest"
+    lines = {int(__import__("json").loads(l.split(" ", 2)[2])["offset"]): l for l in index_file(path).lines}
+    for fact in without:
+        assert f'"digest": "{fact["digest"]}"' in lines[fact["offset"]]
+
+
+def test_cdx11_line_layout():
+    fields = {"urlkey": "com,example)/", "timestamp": "20240101000000", "url": "http://example.com/",
+              "mime": "text/html", "status": "200", "digest": "ABC", "length": "10", "offset": "0",
+              "filename": "a.warc.gz"}
+    assert format_line(fields, "cdx11") == \
+        "com,example)/ 20240101000000 http://example.com/ text/html 200 ABC - - 10 0 a.warc.gz\n"
+    assert format_line(fields, "cdx9") == \
+        "com,example)/ 20240101000000 http://example.com/ text/html 200 ABC - 0 a.warc.gz\n"
+
+
+# -- bad input, made from good files -------------------------------------------------------
+
+def _members(path):
+    """(offset, length) of each record, from our own index of all records."""
+    from webarchive_indexing.records import iter_records
+    with open(path, "rb") as fh:
+        return [(r.offset, r.length) for r in iter_records(fh, path)]
+
+
+@pytest.fixture
+def sample(tmp_path):
+    (path,) = make_corpus(tmp_path, files=1, captures=20, seed=5)
+    return path
+
+
+def test_truncated_gzip_member_keeps_records_before(sample, tmp_path):
+    members = _members(sample)
+    cut_at = members[30][0] + members[30][1] // 2
+    bad = tmp_path / "cut.warc.gz"
+    bad.write_bytes(open(sample, "rb").read()[:cut_at])
+    result = index_file(str(bad))
+    assert [(e.offset, "truncated" in e.reason) for e in result.errors] == [(members[30][0], True)]
+    good = index_file(sample, "cut.warc.gz")
+    assert result.lines == [l for l in good.lines if int(l.split('"offset": "')[1].split('"')[0]) < members[30][0]]
+    assert result.lines
+
+
+def test_whole_file_gzip(sample, tmp_path):
+    bad = tmp_path / "whole.warc.gz"
+    with gzip.open(sample) as fh:
+        bad.write_bytes(gzip.compress(fh.read()))
+    result = index_file(str(bad))
+    assert result.lines == [] and len(result.errors) == 1
+    assert result.errors[0].offset == 0 and "not compressed record by record" in result.errors[0].reason
+
+
+@pytest.mark.parametrize("content,reason", [
+    (b"", "empty file"),
+    (b"<html><body>not an archive</body></html>\n" * 20, "not a WARC or ARC record"),
+    (b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, "not a WARC or ARC record"),
+    (b"\x1f\x8b\x08\x00garbage after a gzip magic", "corrupt gzip"),
+])
+def test_not_an_archive(tmp_path, content, reason):
+    bad = tmp_path / "bad.warc.gz"
+    bad.write_bytes(content)
+    result = index_file(str(bad))
+    assert result.lines == []
+    assert len(result.errors) == 1 and reason in result.errors[0].reason
+    assert str(result.errors[0]).startswith(f"{bad}: offset 0: ")
+
+
+def test_missing_file(tmp_path):
+    result = index_file(str(tmp_path / "nope.warc.gz"))
+    assert result.lines == [] and "cannot open" in result.errors[0].reason
+
+
+def _rewrite_member(path, out, index, change):
+    """Copy a record-per-member file, replacing record ``index`` by change(record bytes)."""
+    data = open(path, "rb").read()
+    members = _members(path)
+    offset, length = members[index]
+    record = gzip.decompress(data[offset:offset + length])
+    new = gzip.compress(change(record))
+    out.write_bytes(data[:offset] + new + data[offset + length:])
+    return offset
+
+
+def _first_response(path):
+    for i, fact in enumerate(read_manifest(path)):
+        if fact["warc_type"] == "response":
+            return i, fact
+
+
+def test_bad_warc_date_skips_only_that_record(sample, tmp_path):
+    i, fact = _first_response(sample)
+    bad = tmp_path / "date.warc.gz"
+    offset = _rewrite_member(sample, bad, i, lambda r: re.sub(rb"WARC-Date: (\d{4}-\d\d)-\d\d", rb"WARC-Date: \1-294", r, 1))
+    result = index_file(str(bad))
+    assert [(e.offset, "bad WARC-Date '" in e.reason) for e in result.errors] == [(offset, True)]
+    assert len(result.lines) == len(index_file(sample).lines) - 1
+
+
+def test_wrong_content_length_in_gzip_member(sample, tmp_path):
+    i, fact = _first_response(sample)
+    bad = tmp_path / "length.warc.gz"
+
+    def longer(record):
+        n = int(re.search(rb"Content-Length: (\d+)", record).group(1))
+        return record.replace(b"Content-Length: %d" % n, b"Content-Length: %d" % (n + 500), 1)
+
+    offset = _rewrite_member(sample, bad, i, longer)
+    result = index_file(str(bad))
+    assert [(e.offset, "cut short" in e.reason) for e in result.errors] == [(offset, True)]
+    assert len(result.lines) == len(index_file(sample).lines) - 1
+
+
+def test_wrong_content_length_in_uncompressed_warc(tmp_path):
+    (path,) = make_corpus(tmp_path, files=1, captures=10, seed=5, gzip=False)
+    data = open(path, "rb").read()
+    i, fact = _first_response(path)
+    n = int(re.search(rb"Content-Length: (\d+)", data[fact["offset"]:]).group(1))
+    start = data.index(b"Content-Length: %d" % n, fact["offset"])
+    bad = tmp_path / "length.warc"
+    bad.write_bytes(data[:start] + b"Content-Length: %d" % (n - 7) + data[start + len(b"Content-Length: %d" % n):])
+    result = index_file(str(bad))
+    assert result.errors and result.errors[0].offset == fact["offset"]
+    assert "Content-Length is wrong" in result.errors[0].reason
+
+
+def test_space_in_url_is_escaped_and_reported():
+    path = os.path.join(REAL, "webrecorder+warcio__example-space-in-target-uri.warc.gz")
+    result = index_file(path)
+    assert "file:///example%20with%20spaces.png" in result.lines[0]
+    assert result.warnings == [(241, "Replacing spaces in invalid WARC-Target-URI: "
+                                     "file:///example with spaces.png")]
+
+
+def test_arc_url_with_spaces_equals_pywb(tmp_path):
+    path = tmp_path / "space.arc"
+    shutil.copy(os.path.join(REAL, "webrecorder+warcio__example-space-in-url.arc"), path)
+    assert "".join(index_file(str(path)).lines) == pywb_cdx(str(path))

@@ -1,0 +1,125 @@
+"""Which archive files an indexing run reads, and the name each one gets in the index.
+
+INPUT arguments may be archive files, directories (searched recursively),
+glob patterns and manifest files (one path per line, as the original jobs
+took them; ``#`` starts a comment; relative lines are relative to the
+manifest). Each archive gets a *name*: the ``filename`` field of its CDX lines
+and the path of its CDX file under the output directory.
+
+* under a directory input (or a manifest's directory, or an ``--input-root``):
+  the path relative to that root, e.g. ``crawl/a.warc.gz``;
+* otherwise the file's base name.
+
+    >>> relative_name("/data/crawl/seg1/a.warc.gz", ["/data/crawl"])
+    'seg1/a.warc.gz'
+"""
+import glob
+import gzip
+import os
+from dataclasses import dataclass
+
+ARCHIVE_EXTENSIONS = (".warc.gz", ".warc", ".arc.gz", ".arc")
+# Common Crawl publishes its file lists as warc.paths.gz
+MANIFEST_EXTENSIONS = (".paths", ".paths.gz", ".txt", ".lst", ".manifest")
+ARCHIVE_MAGIC = (b"\x1f\x8b", b"WARC/", b"filedesc://")
+
+
+@dataclass(frozen=True)
+class Archive:
+    path: str
+    name: str
+
+
+class InputError(ValueError):
+    pass
+
+
+def relative_name(path, roots):
+    """The name of ``path`` in the index: relative to the longest root holding it, else its base name."""
+    best = None
+    for root in roots:
+        prefix = root.rstrip("/") + "/"
+        if path.startswith(prefix) and (best is None or len(prefix) > len(best)):
+            best = prefix
+    return path[len(best):] if best else path.rsplit("/", 1)[-1]
+
+
+def cdx_name(name):
+    """The CDX file for an archive name: ``a/b/x.warc.gz`` -> ``a/b/x.cdx.gz``."""
+    for ext in ARCHIVE_EXTENSIONS:
+        if name.endswith(ext):
+            return name[:-len(ext)] + ".cdx.gz"
+    return name + ".cdx.gz"
+
+
+def _is_archive(path):
+    if path.endswith(ARCHIVE_EXTENSIONS):
+        return True
+    if path.endswith(MANIFEST_EXTENSIONS):
+        return False
+    with open(path, "rb") as fh:
+        return fh.read(16).startswith(ARCHIVE_MAGIC)
+
+
+def read_manifest(path):
+    """Archive paths listed in a manifest file (plain or gzipped), made absolute."""
+    opener = gzip.open if path.endswith(".gz") else open
+    base = os.path.dirname(os.path.abspath(path))
+    paths = []
+    with opener(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                paths.append(line if "://" in line else os.path.join(base, line))
+    return base, paths
+
+
+def _walk(directory):
+    for root, dirs, files in os.walk(directory):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(ARCHIVE_EXTENSIONS):
+                yield os.path.join(root, name)
+
+
+def expand(inputs, roots=()):
+    """(archives, missing, roots) for the INPUT arguments, in a stable order.
+
+    ``missing`` lists inputs that name nothing; the caller decides whether
+    that is fatal. Raises InputError when two archives would get the same name.
+    """
+    roots = [os.path.abspath(r) if "://" not in r else r for r in roots]
+    paths, missing = [], []
+    for item in inputs:
+        if "://" in item:
+            paths.append(item)
+            continue
+        matches = [item] if os.path.exists(item) else sorted(glob.glob(item, recursive=True))
+        if not matches:
+            missing.append(item)
+        for match in matches:
+            match = os.path.abspath(match)
+            if os.path.isdir(match):
+                roots.append(match)
+                paths.extend(_walk(match))
+            elif _is_archive(match):
+                paths.append(match)
+            else:
+                base, listed = read_manifest(match)
+                roots.append(base)
+                for path in listed:
+                    if "://" in path or os.path.exists(path):
+                        paths.append(path)
+                    else:
+                        missing.append(path)
+    archives, seen = [], {}
+    for path in dict.fromkeys(paths):
+        archive = Archive(path, relative_name(path, roots))
+        target = cdx_name(archive.name)
+        other = seen.setdefault(target, archive.path)
+        if other != archive.path:
+            raise InputError(f"{other} and {archive.path} would both be indexed into {target!r}: "
+                             "pass their common parent directory instead, use --input-root, "
+                             "or rename one")
+        archives.append(archive)
+    return archives, missing, roots

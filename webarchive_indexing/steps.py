@@ -1,0 +1,151 @@
+"""The work of one task of each job, shared by the MRJob jobs and the command line.
+
+* ``index_archive``: one WARC/ARC file -> its sorted ``.cdx.gz``;
+* ``write_splits``: the sampled split points -> ``splits.txt`` and ``splits.seq``;
+* ``write_shard``: the sorted lines of one shard -> ``cdx-NNNNN.gz`` and ``part-NNNNN``;
+* ``finalize_cluster``: every shard checked -> ``cluster.loc``, then ``cluster.idx``.
+
+Each writes through ``storage``, so an output either exists whole or not at all.
+"""
+import gzip
+import io
+import json
+import os
+
+from . import cdx, seqfile, splits, storage, zipnum
+from .inputs import cdx_name
+
+ERRORS_SUFFIX = ".errors.json"
+ON_ERROR = ("fail", "skip")
+
+
+class IndexingFailed(Exception):
+    """An archive could not be fully indexed and the run was told to fail on that."""
+
+    def __init__(self, errors):
+        self.errors = errors
+        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+        super().__init__(f"{errors[0]}{more}")
+
+
+def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error="fail"):
+    """Index one archive into ``cdx_dir/<name>.cdx.gz``; return a status dict.
+
+    With ``on_error="skip"`` the records read before (and, in record-by-record
+    gzipped files, after) a problem are written, and the problems are recorded
+    beside the CDX file in ``.errors.json``, which also makes the next run with
+    ``skip_existing`` index the file again instead of trusting a partial CDX.
+    """
+    out = storage.join(cdx_dir, cdx_name(name))
+    errors_out = out + ERRORS_SUFFIX
+    status = {"name": name, "path": path, "cdx": out, "skipped": False, "records": 0,
+              "lines": 0, "bytes": 0, "errors": [], "warnings": []}
+    if skip_existing and storage.exists(out) and not storage.exists(errors_out):
+        status["skipped"] = True
+        return status
+    result = cdx.index_file(path, name, fmt)
+    if result.errors and on_error == "fail":
+        raise IndexingFailed(result.errors)
+    status.update(records=result.records, lines=len(result.lines),
+                  bytes=_size(path), errors=[e.as_dict() for e in result.errors],
+                  warnings=[{"file": path, "offset": o, "message": m} for o, m in result.warnings])
+    if result.errors:
+        storage.write_atomic(errors_out, json.dumps(status["errors"], indent=1).encode())
+    text = cdx.header_line(fmt) + "".join(result.lines)
+    storage.write_atomic(out, gzip.compress(text.encode("utf-8"), 6, mtime=0))
+    if not result.errors:
+        storage.remove(errors_out)
+    return status
+
+
+def _size(path):
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def is_cdx_line(line):
+    """False for blank lines and the `` CDX N b a ...`` header, which never go into a cluster."""
+    return bool(line) and not line.startswith(" CDX ")
+
+
+def write_splits(split_lines, splits_dir):
+    """Publish the split points as text and as a Hadoop SequenceFile (for TotalOrderPartitioner)."""
+    seq = io.BytesIO()
+    seqfile.write_text_keys(seq, split_lines)
+    storage.write_atomic(storage.join(splits_dir, "splits.seq"), seq.getvalue())
+    storage.write_atomic(storage.join(splits_dir, "splits.txt"),
+                         splits.format_splits(split_lines).encode("utf-8"))
+
+
+def read_splits(splits_path):
+    return splits.parse_splits(storage.read_bytes(splits_path).decode("utf-8"))
+
+
+def write_shard(shard, lines, cluster_dir, lines_per_block=zipnum.LINES_PER_BLOCK):
+    """Write one shard from its sorted lines (str, no newline); return its stats.
+
+    The shard file is published before its part file, so an index line never
+    points at a shard that is not there.
+    """
+    name = zipnum.shard_name(shard)
+    with storage.open_atomic(storage.join(cluster_dir, name)) as fh:
+        writer = zipnum.ShardWriter(fh, name, lines_per_block)
+        for line in lines:
+            writer.add(line.encode("utf-8") + b"\n")
+        part = writer.close()
+    storage.write_atomic(storage.join(cluster_dir, zipnum.part_name(shard)), part)
+    return {"shard": shard, "lines": writer.lines, "blocks": writer.blocks,
+            "bytes": writer.bytes_written}
+
+
+class ClusterIncomplete(Exception):
+    pass
+
+
+def finalize_cluster(cluster_dir, shards, written, location=None):
+    """Check every shard and publish ``cluster.loc`` and then ``cluster.idx``.
+
+    ``written`` maps shard number -> stats for the shards the job reported; a
+    shard it does not name received no lines and is written empty. A reported
+    shard whose files are missing or disagree with its part file raises
+    ClusterIncomplete and nothing is published. ``location`` is where the
+    shards will be read from (absolute), if not ``cluster_dir``.
+    """
+    location = location or storage.abspath(cluster_dir)
+    parts, totals = [], {"shards": shards, "lines": 0, "blocks": 0, "bytes": 0}
+    for shard in range(shards):
+        shard_path = storage.join(cluster_dir, zipnum.shard_name(shard))
+        part_path = storage.join(cluster_dir, zipnum.part_name(shard))
+        stats = written.get(shard)
+        if stats is None:
+            write_shard(shard, [], cluster_dir)
+            stats = {"lines": 0, "blocks": 0, "bytes": 0}
+        if not storage.exists(part_path) or not storage.exists(shard_path):
+            raise ClusterIncomplete(f"shard {shard} was reported written but {shard_path} or "
+                                    f"{part_path} is missing")
+        part = storage.read_bytes(part_path)
+        end = _part_end(part)
+        size = storage.size(shard_path)
+        if end != size or end != stats["bytes"]:
+            raise ClusterIncomplete(f"{shard_path} is {size} bytes but its index covers {end} "
+                                    f"and the job wrote {stats['bytes']}")
+        parts.append(part)
+        for key in ("lines", "blocks", "bytes"):
+            totals[key] += stats[key]
+    loc = b"".join(zipnum.loc_line(zipnum.shard_name(i),
+                                   storage.join(location, zipnum.shard_name(i)))
+                   for i in range(shards))
+    storage.write_atomic(storage.join(cluster_dir, "cluster.loc"), loc)
+    storage.write_atomic(storage.join(cluster_dir, "cluster.idx"), b"".join(zipnum.number_parts(parts)))
+    return totals
+
+
+def _part_end(part):
+    """End offset of the last block a part file indexes (0 for an empty shard)."""
+    last = part.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    if not last:
+        return 0
+    fields = last.split(b"\t")
+    return int(fields[2]) + int(fields[3])
