@@ -28,15 +28,16 @@ from warcio.statusandheaders import (StatusAndHeaders, StatusAndHeadersParser,
                                      StatusAndHeadersParserException)
 
 GZIP_MAGIC = b"\x1f\x8b"
+# Compressed bytes inflated per call; also bounds the output of one call (deflate
+# expands at most ~1000:1), so a huge or highly compressible record never sits in memory whole.
 CHUNK = 1 << 16
-# Bounds the memory a highly compressible member can take while it is skipped.
-DRAIN_OUT = 1 << 20
 # Newlines that may end a record inside its member; anything longer is another record.
 TRAILER_MAX = 256
 HEADERS_MAX = 1 << 20
-WARC_TYPE = re.compile(rb"\n(?i:warc-type):([\x21-\x7e \t]*)\r?\n")
-CONTENT_TYPE = re.compile(rb"\n(?i:content-type):([\x21-\x7e \t]*)\r?\n")
-CONTENT_LENGTH = re.compile(rb"\n(?i:content-length):([\x21-\x7e \t]*)\r?\n")
+# One header line as warcio splits it: the name up to the first colon, the value after it.
+HEADER_LINE = re.compile(r"^([^:\n]*):([^\n]*)$", re.M)
+# The three headers that decide whether a WARC record is skipped.
+SKIP_HEADER = re.compile(rb"^((?i:warc-type|content-type|content-length))[ \t]*:([^\n]*)$", re.M)
 # A line warcio's parser takes as the end of a header block: nothing but whitespace.
 BLANK_LINE = re.compile(rb"\n[ \t\r\x0b\x0c\x1c-\x1f]*\n")
 BLANK_END = re.compile(rb"\n[ \t\r\x0b\x0c\x1c-\x1f]*\n$")
@@ -96,7 +97,7 @@ class GzipMembers:
         self.inflater = isal_zlib.decompressobj(31)
         return self.start
 
-    def _inflate(self, max_out):
+    def _inflate(self):
         if not self.pending:
             self.pending = self.fh.read(CHUNK)
             if not self.pending:
@@ -104,20 +105,17 @@ class GzipMembers:
                                    "gzip member is truncated: the file ends inside it")
         before = len(self.pending)
         try:
-            data = self.inflater.decompress(self.pending, max_out)
+            data = self.inflater.decompress(self.pending)
         except isal_zlib.error as exc:
             raise ArchiveError(self.path, self.start, f"corrupt gzip data: {exc}") from None
-        if self.inflater.eof:
-            self.pending = self.inflater.unused_data
-        else:
-            self.pending = self.inflater.unconsumed_tail
+        self.pending = self.inflater.unused_data if self.inflater.eof else b""
         self.pending_offset += before - len(self.pending)
         if self.inflater.eof:
             self.end = self.pending_offset
         return data
 
     def _fill(self):
-        data = self._inflate(CHUNK)
+        data = self._inflate()
         self.out = self.out[self.pos:] + data
         self.pos = 0
 
@@ -158,11 +156,11 @@ class GzipMembers:
 
     def drain(self, keep=TRAILER_MAX):
         """Inflate the rest of the member: return (its last ``keep`` bytes, its size)."""
-        tail = self.out[self.pos:][-keep:]
+        tail = self.out[max(self.pos, len(self.out) - keep):]
         size = len(self.out) - self.pos
         self.out, self.pos = b"", 0
         while self.end is None:
-            data = self._inflate(DRAIN_OUT)
+            data = self._inflate()
             size += len(data)
             tail = (tail + data[-keep:])[-keep:]
         return tail, size
@@ -271,40 +269,30 @@ class LiteRecord:
 def parse_block(block):
     """(first line, {lower-case name: first value}) of a header block, split by warcio's
     rules; None unless the block is plain ASCII without continuation lines."""
-    if not block.isascii():
+    if not block.isascii() or b"\n " in block or b"\n\t" in block:
         return None
-    lines = block.decode("ascii").split("\n")
-    first = lines[0].rstrip()
+    first, _, rest = block.decode("ascii").partition("\n")
+    first = first.rstrip()
     if not first:
         return None
     headers = {}
-    for line in lines[1:]:
-        if line.startswith((" ", "\t")):
-            return None
-        name, colon, value = line.rstrip().partition(":")
-        if colon:
-            headers.setdefault(name.rstrip(" \t").lower(), value.lstrip())
+    for name, value in HEADER_LINE.findall(rest):
+        headers.setdefault(name.rstrip(" \t").lower(), value.strip())
     return first, headers
 
 
 LITE_TYPES = ("response", "revisit", "resource", "metadata")
 
 
-def lite_record(members):
-    """A ``LiteRecord`` for the common WARC record at the read position, consuming its
-    headers; None (nothing consumed) for anything warcio's loader must handle."""
-    warc_block = members.peek_headers()
-    parsed = parse_block(warc_block)
-    if parsed is None or not parsed[0].startswith("WARC/"):
-        return None
-    headers = parsed[1]
+def lite_record(members, warc_block, headers):
+    """A ``LiteRecord`` for a common WARC record, whose parsed header block is given,
+    consuming its headers; None (nothing consumed) for anything warcio's loader must handle."""
     rec_type, uri = headers.get("warc-type"), headers.get("warc-target-uri")
     length = headers.get("content-length", "")
     if rec_type not in LITE_TYPES or not length.isdigit() or uri is None \
             or uri.startswith("<") or " " in uri:
         return None
     length = int(length)
-    rec_headers = Headers(parsed[0], "", headers)
     content_type = headers.get("content-type")
     http_block = b""
     if length and rec_type in ("response", "revisit") and uri.startswith(("http:", "https:")):
@@ -320,28 +308,22 @@ def lite_record(members):
             defaults["content-type"] = content_type
         http_headers = Headers("200 OK", "HTTP/1.0", defaults)
     members.skip(len(warc_block) + len(http_block))
-    return LiteRecord(rec_type, rec_headers, http_headers, content_type, length,
+    return LiteRecord(rec_type, Headers("", "", headers), http_headers, content_type, length,
                       LimitReader(members, length - len(http_block)))
 
 
-def _first_header(name_re, block):
-    """Value of the first header matching ``name_re``, if it is a single plain line."""
-    match = name_re.search(block)
-    if match is None or block[match.end():match.end() + 1] in (b" ", b"\t"):
+def _skip_length(block, skip_types):
+    """The Content-Length of a WARC record that ``skip_types`` rejects, read from its plain
+    header block; None when the record is wanted or the full parse must decide."""
+    if not block.startswith(b"WARC/") or not block.isascii() or b"\n " in block or b"\n\t" in block:
         return None
-    return match.group(1).strip(b" \t").decode("ascii")
-
-
-def _skippable(block, skip_types):
-    """The Content-Length of a WARC record whose type is in ``skip_types``, judged from
-    its header block alone; None whenever the full parse must decide."""
-    if not block.startswith(b"WARC/"):
-        return None
-    warc_type = _first_header(WARC_TYPE, block)
-    length = _first_header(CONTENT_LENGTH, block)
-    if warc_type is None or length is None or not length.isdigit():
-        return None
-    if skip_types(warc_type, _first_header(CONTENT_TYPE, block)):
+    headers = {}
+    for name, value in SKIP_HEADER.findall(block):
+        headers.setdefault(name.lower(), value.strip())
+    length = headers.get(b"content-length", b"")
+    content_type = headers.get(b"content-type")
+    if length.isdigit() and skip_types(headers.get(b"warc-type", b"").decode(),
+                                       content_type.decode() if content_type is not None else None):
         return int(length)
     return None
 
@@ -370,16 +352,17 @@ def _iter_gzip(fh, path, wants_payload, skip_types):
         if offset is None:
             return
         block = members.peek_headers()
-        skip_length = _skippable(block, skip_types)
+        skip_length = _skip_length(block, skip_types)
         if skip_length is not None:
-            # most records of a crawl (requests, metadata) are never indexed: no full parse
+            # most records of a crawl (requests, metadata) are never indexed: no more parsing
             members.skip(len(block))
             problem = _check_member(members, path, offset, skip_length)
             yield problem or Record(None, offset, members.end - offset)
             continue
+        parsed = parse_block(block) if block.startswith(b"WARC/") else None
+        record = lite_record(members, block, parsed[1]) if parsed else None
         try:
-            record = lite_record(members) or loader.parse_record_stream(
-                members, ensure_http_headers=True)
+            record = record or loader.parse_record_stream(members, ensure_http_headers=True)
         except EOFError:
             # an empty member (some writers end files with one) holds no record
             members.drain()
