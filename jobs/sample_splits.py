@@ -3,8 +3,8 @@
 Each mapper keeps the ``shards x scaler`` lines with the smallest sample keys
 (a hash of the line: unbiased, and the same on every runner); one reducer
 merges them, picks exactly ``shards - 1`` split lines and writes them to
-``--splits-dir`` as ``splits.txt`` and ``splits.seq`` (a Hadoop SequenceFile for
-TotalOrderPartitioner).
+``--splits-dir`` as ``splits.txt`` and ``splits.seq`` (a Hadoop SequenceFile),
+with ``partitions.seq`` for the cluster job's TotalOrderPartitioner.
 
     python jobs/sample_splits.py -r local --shards 300 --splits-dir out out/cdx/
 """
@@ -19,7 +19,10 @@ class SampleSplitsJob(MRJob):
     INPUT_PROTOCOL = RawValueProtocol
     INTERNAL_PROTOCOL = JSONProtocol
     OUTPUT_PROTOCOL = RawValueProtocol
+    # many small per-archive CDX files per map task
+    HADOOP_INPUT_FORMAT = "org.apache.hadoop.mapred.lib.CombineTextInputFormat"
     JOBCONF = {
+        "mapreduce.input.fileinputformat.split.maxsize": "50000000",
         "mapreduce.job.reduces": "1",
         # the single reducer receives every mapper's sample: keep that transfer small
         "mapreduce.map.output.compress": "true",

@@ -4,21 +4,31 @@ The mapper sends each line to its shard (the split points of ``--splits``
 decide), keyed by the zero-padded shard number; with ``SORT_VALUES`` every
 runner hands each shard's lines to one reducer call in bytewise order, so the
 shard count holds on runners that ignore partitioners and reducer counts
-(mrjob's local and inline ones). The reducer writes ``cdx-NNNNN.gz`` (gzip
-members of ``--lines-per-block`` lines) and ``part-NNNNN``; ``webarchive-index
-build`` then checks the shards and writes ``cluster.idx`` and ``cluster.loc``.
+(mrjob's local and inline ones). On Hadoop and EMR, ``--partitions`` (the
+``partitions.seq`` written by sample_splits) makes TotalOrderPartitioner send
+shard i to reducer i of ``--shards`` reducers. The reducer writes
+``cdx-NNNNN.gz`` (gzip members of ``--lines-per-block`` lines) and
+``part-NNNNN``; ``webarchive-index build`` then checks the shards and writes
+``cluster.idx`` and ``cluster.loc``.
 
     python jobs/zip_cluster.py -r local --splits out/splits.txt --shards 4 \\
         --cluster-dir out/cluster out/cdx/
+    python jobs/zip_cluster.py -r hadoop --splits s3a://b/splits.txt \\
+        --partitions s3a://b/partitions.seq#_partition.lst --shards 300 --cluster-dir s3://b/cluster s3a://b/cdx/
 
 Identical lines (the same record indexed twice) are kept, one line each.
 """
+import os
+
 from mrjob.job import MRJob
 from mrjob.protocol import JSONValueProtocol, RawProtocol, RawValueProtocol
 
 from webarchive_indexing.splits import shard_of
-from webarchive_indexing.steps import is_cdx_line, read_splits, write_shard
+from webarchive_indexing.steps import is_cdx_line, read_splits, shard_key, write_shard
 from webarchive_indexing.zipnum import LINES_PER_BLOCK
+
+TOTAL_ORDER = "org.apache.hadoop.mapred.lib.TotalOrderPartitioner"
+PARTITION_FILE = "_partition.lst"
 
 
 class ZipClusterJob(MRJob):
@@ -26,7 +36,10 @@ class ZipClusterJob(MRJob):
     INTERNAL_PROTOCOL = RawProtocol
     OUTPUT_PROTOCOL = JSONValueProtocol
     SORT_VALUES = True
+    # many small per-archive CDX files per map task
+    HADOOP_INPUT_FORMAT = "org.apache.hadoop.mapred.lib.CombineTextInputFormat"
     JOBCONF = {
+        "mapreduce.input.fileinputformat.split.maxsize": "50000000",
         # reducers write shard files as side effects: never run one twice at once
         "mapreduce.reduce.speculative": "false",
         "mapreduce.job.reduce.slowstart.completedmaps": "1.0",
@@ -43,6 +56,22 @@ class ZipClusterJob(MRJob):
                               help=f"CDX lines per gzip block (default {LINES_PER_BLOCK})")
         self.add_passthru_arg("--cluster-dir", required=True,
                               help="where cdx-NNNNN.gz and part-NNNNN are written")
+        self.add_file_arg("--partitions",
+                          help="partitions.seq from sample_splits: on Hadoop/EMR, reducer i "
+                               "then writes shard i (TotalOrderPartitioner)")
+
+    def partitioner(self):
+        if not self.options.partitions:
+            return None
+        # TotalOrderPartitioner reads its default path, _partition.lst, from the task's
+        # working directory (any other path from the cluster's default file system)
+        if not self.options.partitions.endswith("#" + PARTITION_FILE):
+            raise ValueError(f"ship the partitions file under the name TotalOrderPartitioner "
+                             f"reads: --partitions {self.options.partitions}#{PARTITION_FILE}")
+        return TOTAL_ORDER
+
+    def jobconf(self):
+        return dict(super().jobconf(), **{"mapreduce.job.reduces": str(self.options.shards)})
 
     def mapper_init(self):
         self.splits = read_splits(self.options.splits)
@@ -53,11 +82,22 @@ class ZipClusterJob(MRJob):
 
     def mapper(self, _, line):
         if is_cdx_line(line):
-            yield "%05d" % shard_of(line, self.splits), line
+            yield shard_key(shard_of(line, self.splits)), line
+
+    def reducer_init(self):
+        self.wrote_shard = False
 
     def reducer(self, shard, lines):
+        self.wrote_shard = True
         yield None, write_shard(int(shard), lines, self.options.cluster_dir,
                                 self.options.lines_per_block)
+
+    def reducer_final(self):
+        # With TotalOrderPartitioner reducer i is shard i: one that got no lines writes
+        # its shard empty, so that every shard exists and a missing one means a failure.
+        if self.options.partitions and not self.wrote_shard:
+            shard = int(os.environ["mapreduce_task_partition"])
+            yield None, write_shard(shard, [], self.options.cluster_dir)
 
 
 if __name__ == "__main__":

@@ -218,6 +218,24 @@ def test_splits_seq_read_by_hadoop_equals_splits_txt(tmp_path, corpus, spark):
     text = parse_splits((out / "splits.txt").read_text())
     assert len(text) == 5
     assert [k for k, _ in spark.sequenceFile(str(out / "splits.seq")).collect()] == text
+    partitions = [k for k, _ in spark.sequenceFile(str(out / "partitions.seq")).collect()]
+    assert partitions == ["00001", "00002", "00003", "00004", "00005"]
+
+
+def test_finalize_publishes_only_a_complete_cluster(tmp_path, corpus, capsys):
+    out = tmp_path / "out"
+    build([str(corpus)], str(out), shards=3, lines_per_block=30, runner="inline")
+    cluster = out / "cluster"
+    published = {n: (cluster / n).read_bytes() for n in ("cluster.idx", "cluster.loc")}
+    for name in published:
+        (cluster / name).unlink()
+    assert cli.main(["finalize", str(cluster), "--shards", "3"]) == cli.EXIT_OK
+    assert {n: (cluster / n).read_bytes() for n in published} == published
+    (cluster / "cluster.idx").unlink()
+    (cluster / "cdx-00001.gz").unlink()
+    assert cli.main(["finalize", str(cluster), "--shards", "3"]) == cli.EXIT_FAILED
+    assert "shard 1 is incomplete" in capsys.readouterr().err
+    assert not (cluster / "cluster.idx").exists()
 
 
 # -- the command line ------------------------------------------------------------------------

@@ -109,6 +109,17 @@ def _parser():
                        default="exact", help="how URL matches (default exact)")
     query.add_argument("--limit", type=_positive, help="print at most this many lines")
 
+    finalize = sub.add_parser(
+        "finalize", help="check the shards of a cluster job's output and publish its index",
+        description="After jobs/zip_cluster.py ran on Hadoop/EMR: check that every shard "
+                    "cdx-NNNNN.gz exists and matches its part-NNNNN, then write cluster.loc "
+                    "and, last, cluster.idx. Nothing is written if a shard is missing.")
+    finalize.add_argument("cluster_dir", metavar="CLUSTER_DIR")
+    finalize.add_argument("--shards", type=_positive, required=True, help="shards the job wrote")
+    finalize.add_argument("--location", metavar="URI",
+                          help="where readers will find the shards (default: CLUSTER_DIR, "
+                               "made absolute)")
+
     corpus = sub.add_parser(
         "corpus", help="generate a Common-Crawl-shaped test corpus",
         description="Write deterministic WARC/ARC files with a ground-truth manifest per file.",
@@ -216,13 +227,25 @@ def _query(args):
     return EXIT_OK
 
 
+def _finalize(args):
+    from .steps import ClusterIncomplete, finalize_cluster
+    try:
+        totals = finalize_cluster(args.cluster_dir, args.shards, location=args.location)
+    except ClusterIncomplete as exc:
+        sys.stderr.write(f"webarchive-index finalize: {exc}; nothing was published\n")
+        return EXIT_FAILED
+    sys.stderr.write(f"cluster:  {totals['shards']} shards, {totals['blocks']} blocks, "
+                     f"{_human(totals['bytes'])} in {args.cluster_dir}\n")
+    return EXIT_OK
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
     if args.command == "corpus":
         from .corpus import main as corpus_main
         return corpus_main(args.corpus_args)
-    command = {"build": _build, "cdx": _cdx, "query": _query}[args.command]
+    command = {"build": _build, "cdx": _cdx, "query": _query, "finalize": _finalize}[args.command]
     try:
         return command(args)
     except BrokenPipeError:

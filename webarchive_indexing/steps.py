@@ -70,11 +70,25 @@ def is_cdx_line(line):
     return bool(line) and not line.startswith(" CDX ")
 
 
+def shard_key(shard):
+    """The map output key of a line of shard ``shard`` in the cluster job."""
+    return "%05d" % shard
+
+
+def _seqfile(keys):
+    data = io.BytesIO()
+    seqfile.write_text_keys(data, keys)
+    return data.getvalue()
+
+
 def write_splits(split_lines, splits_dir):
-    """Publish the split points as text and as a Hadoop SequenceFile (for TotalOrderPartitioner)."""
-    seq = io.BytesIO()
-    seqfile.write_text_keys(seq, split_lines)
-    storage.write_atomic(storage.join(splits_dir, "splits.seq"), seq.getvalue())
+    """Publish the split points: ``splits.txt``, the same as a Hadoop SequenceFile
+    (``splits.seq``), and ``partitions.seq``, the shard-number boundaries with which
+    Hadoop's TotalOrderPartitioner sends shard i to reducer i in the cluster job
+    (whose map output keys are shard numbers)."""
+    shard_bounds = [shard_key(i) for i in range(1, len(split_lines) + 1)]
+    storage.write_atomic(storage.join(splits_dir, "splits.seq"), _seqfile(split_lines))
+    storage.write_atomic(storage.join(splits_dir, "partitions.seq"), _seqfile(shard_bounds))
     storage.write_atomic(storage.join(splits_dir, "splits.txt"),
                          splits.format_splits(split_lines).encode("utf-8"))
 
@@ -104,36 +118,36 @@ class ClusterIncomplete(Exception):
     pass
 
 
-def finalize_cluster(cluster_dir, shards, written, location=None):
+def finalize_cluster(cluster_dir, shards, written=None, location=None):
     """Check every shard and publish ``cluster.loc`` and then ``cluster.idx``.
 
     ``written`` maps shard number -> stats for the shards the job reported; a
-    shard it does not name received no lines and is written empty. A reported
-    shard whose files are missing or disagree with its part file raises
-    ClusterIncomplete and nothing is published. ``location`` is where the
-    shards will be read from (absolute), if not ``cluster_dir``.
+    shard it does not name received no lines and is written empty. Without
+    ``written`` (a run on Hadoop, whose reducers write every shard, empty ones
+    too) every shard must be there. A shard that is missing or disagrees with its
+    part file raises ClusterIncomplete and nothing is published. ``location`` is
+    where the shards will be read from (absolute), if not ``cluster_dir``.
     """
     location = location or storage.abspath(cluster_dir)
     parts, totals = [], {"shards": shards, "lines": 0, "blocks": 0, "bytes": 0}
     for shard in range(shards):
         shard_path = storage.join(cluster_dir, zipnum.shard_name(shard))
         part_path = storage.join(cluster_dir, zipnum.part_name(shard))
-        stats = written.get(shard)
-        if stats is None:
-            write_shard(shard, [], cluster_dir)
-            stats = {"lines": 0, "blocks": 0, "bytes": 0}
+        stats = written.get(shard) if written is not None else None
+        if written is not None and stats is None:
+            stats = write_shard(shard, [], cluster_dir)
         if not storage.exists(part_path) or not storage.exists(shard_path):
-            raise ClusterIncomplete(f"shard {shard} was reported written but {shard_path} or "
-                                    f"{part_path} is missing")
+            raise ClusterIncomplete(f"shard {shard} is incomplete: {shard_path} or {part_path} "
+                                    "is missing")
         part = storage.read_bytes(part_path)
-        end = _part_end(part)
-        size = storage.size(shard_path)
-        if end != size or end != stats["bytes"]:
-            raise ClusterIncomplete(f"{shard_path} is {size} bytes but its index covers {end} "
-                                    f"and the job wrote {stats['bytes']}")
+        end, size = _part_end(part), storage.size(shard_path)
+        if end != size or (stats is not None and end != stats["bytes"]):
+            raise ClusterIncomplete(f"{shard_path} is {size} bytes but its index covers {end}"
+                                    + (f" and the job wrote {stats['bytes']}" if stats else ""))
         parts.append(part)
-        for key in ("lines", "blocks", "bytes"):
-            totals[key] += stats[key]
+        totals["blocks"] += part.count(b"\n")
+        totals["bytes"] += size
+        totals["lines"] += stats["lines"] if stats else 0
     loc = b"".join(zipnum.loc_line(zipnum.shard_name(i),
                                    storage.join(location, zipnum.shard_name(i)))
                    for i in range(shards))
