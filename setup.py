@@ -21,7 +21,9 @@ setup(
         "setuptools",
     ],
     extras_require={
-        "test": ["pytest>=7", "pywb==2.10.0", "cdxj-indexer==1.5.0", "pyspark>=3.5"],
+        "test": ["pytest>=7", "pywb==2.10.0", "cdxj-indexer==1.5.0", "pyspark>=3.5",
+                 # pywb 2.10 imports cgi, removed from the standard library in 3.13
+                 'legacy-cgi; python_version >= "3.13"'],
     },
     entry_points={"console_scripts": ["webarchive-index=webarchive_indexing.cli:main"]},
 )

@@ -10,6 +10,7 @@ its summary and error report.
 ``/data/crawl/seg/a.warc.gz`` is indexed into ``out/cdx/seg/a.cdx.gz`` with
 ``filename`` ``seg/a.warc.gz``.
 """
+import webarchive_indexing.compat  # noqa: F401  (before mrjob: Python 3.13)
 from mrjob.job import MRJob
 from mrjob.protocol import JSONValueProtocol, RawValueProtocol
 

@@ -8,6 +8,7 @@ with ``partitions.seq`` for the cluster job's TotalOrderPartitioner.
 
     python jobs/sample_splits.py -r local --shards 300 --splits-dir out out/cdx/
 """
+import webarchive_indexing.compat  # noqa: F401  (before mrjob: Python 3.13)
 from mrjob.job import MRJob
 from mrjob.protocol import JSONProtocol, RawValueProtocol
 

@@ -20,6 +20,7 @@ Identical lines (the same record indexed twice) are kept, one line each.
 """
 import os
 
+import webarchive_indexing.compat  # noqa: F401  (before mrjob: Python 3.13)
 from mrjob.job import MRJob
 from mrjob.protocol import JSONValueProtocol, RawProtocol, RawValueProtocol
 

@@ -2,6 +2,8 @@
 import pyspark
 import pytest
 
+import webarchive_indexing.compat  # noqa: F401  (before any test imports mrjob: Python 3.13)
+
 
 @pytest.fixture(scope="session")
 def spark():

@@ -53,7 +53,7 @@ def test_same_name_twice_is_refused(tmp_path):
     b = touch(tmp_path / "y" / "a.warc.gz")
     with pytest.raises(InputError, match="would both be indexed into 'a.cdx.gz'"):
         expand([a, b])
-    c = touch(tmp_path / "x" / "a.arc")
+    touch(tmp_path / "x" / "a.arc")
     with pytest.raises(InputError, match="would both be indexed into 'a.cdx.gz'"):
         expand([str(tmp_path / "x")])
 

@@ -6,7 +6,6 @@ import os
 import shutil
 
 import pytest
-from mrjob.step import StepFailedException
 
 from helpers import REAL, gunzip_text, pywb_cdx, pywb_lookup
 from jobs.index_warcs import IndexWarcsJob

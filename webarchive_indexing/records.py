@@ -15,7 +15,6 @@ those of warcio and therefore of pywb.
 Uncompressed files are handed to warcio's ``ArchiveIterator`` unchanged.
 """
 import hashlib
-import io
 import re
 from dataclasses import dataclass
 
