@@ -8,9 +8,9 @@ import shutil
 import pytest
 
 from helpers import REAL, gunzip_text, pywb_cdx, pywb_lookup
-from jobs.index_warcs import IndexWarcsJob
-from jobs.sample_splits import SampleSplitsJob
-from jobs.zip_cluster import ZipClusterJob
+from webarchive_indexing.jobs.index_warcs import IndexWarcsJob
+from webarchive_indexing.jobs.sample_splits import SampleSplitsJob
+from webarchive_indexing.jobs.zip_cluster import ZipClusterJob
 from webarchive_indexing import cli
 from webarchive_indexing.corpus import make_corpus
 from webarchive_indexing.pipeline import BuildFailed, build, run_job
