@@ -250,3 +250,17 @@ def test_arc_url_with_spaces_equals_pywb(tmp_path):
     path = tmp_path / "space.arc"
     shutil.copy(os.path.join(REAL, "webrecorder+warcio__example-space-in-url.arc"), path)
     assert "".join(index_file(str(path)).lines) == pywb_cdx(str(path))
+
+
+def test_tldextract_is_loaded_when_first_used():
+    """In a fresh interpreter: deferred by indexing, real and working once used."""
+    import subprocess
+    import sys
+    script = (
+        "import sys, webarchive_indexing.cdx\n"
+        "stand_in = sys.modules['tldextract']\n"
+        "assert 'requests' not in sys.modules\n"
+        "extract = stand_in.TLDExtract(suffix_list_urls=())  # the bundled list, no download\n"
+        "assert extract('http://forum.example.co.uk/a').registered_domain == 'example.co.uk'\n"
+        "assert sys.modules['tldextract'] is not stand_in\n")
+    subprocess.run([sys.executable, "-c", script], check=True)
