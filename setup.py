@@ -17,11 +17,15 @@ setup(
         "surt>=0.3.1",
         "isal>=1.6",
         "mrjob>=0.7.4",
+        # s3:// inputs and outputs
+        "boto3",
         # mrjob 0.7.4 imports distutils, gone from the standard library since Python 3.12
         "setuptools",
     ],
     extras_require={
         "test": ["pytest>=7", "pywb==2.10.0", "cdxj-indexer==1.5.0", "pyspark>=3.5",
+                 # a local S3 API server for the S3 tests
+                 "moto[server]",
                  # pywb 2.10 imports cgi, removed from the standard library in 3.13
                  'legacy-cgi; python_version >= "3.13"'],
     },

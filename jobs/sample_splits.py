@@ -24,6 +24,10 @@ class SampleSplitsJob(MRJob):
     HADOOP_INPUT_FORMAT = "org.apache.hadoop.mapred.lib.CombineTextInputFormat"
     JOBCONF = {
         "mapreduce.input.fileinputformat.split.maxsize": "50000000",
+        # the CDX directory mirrors the archives' directories
+        "mapreduce.input.fileinputformat.input.dir.recursive": "true",
+        # CombineTextInputFormat's keys are byte offsets: hand the mapper the line alone
+        "stream.map.input.ignoreKey": "true",
         "mapreduce.job.reduces": "1",
         # the single reducer receives every mapper's sample: keep that transfer small
         "mapreduce.map.output.compress": "true",

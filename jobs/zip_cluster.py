@@ -41,6 +41,10 @@ class ZipClusterJob(MRJob):
     HADOOP_INPUT_FORMAT = "org.apache.hadoop.mapred.lib.CombineTextInputFormat"
     JOBCONF = {
         "mapreduce.input.fileinputformat.split.maxsize": "50000000",
+        # the CDX directory mirrors the archives' directories
+        "mapreduce.input.fileinputformat.input.dir.recursive": "true",
+        # CombineTextInputFormat's keys are byte offsets: hand the mapper the line alone
+        "stream.map.input.ignoreKey": "true",
         # reducers write shard files as side effects: never run one twice at once
         "mapreduce.reduce.speculative": "false",
         "mapreduce.job.reduce.slowstart.completedmaps": "1.0",
@@ -90,6 +94,9 @@ class ZipClusterJob(MRJob):
 
     def reducer(self, shard, lines):
         self.wrote_shard = True
+        # Hadoop streaming sorts on a two-field key (shard<TAB>line) with an empty value and
+        # hands the reducer "shard<TAB>line<TAB>"; CDX lines never end in a TAB themselves
+        lines = (line[:-1] if line.endswith("\t") else line for line in lines)
         yield None, write_shard(int(shard), lines, self.options.cluster_dir,
                                 self.options.lines_per_block)
 

@@ -5,8 +5,8 @@ Three small steps, each usable alone:
 * ``record_fields(record)``: the fields of one record (``None`` for a record
   that is not indexed), following pywb's ``DefaultRecordParser`` rules;
 * ``format_line(fields, fmt)``: one CDXJ or CDX11 line from those fields;
-* ``index_file(path, filename, fmt)``: the sorted lines of a whole file, with
-  the problems met on the way.
+* ``index_file(path, filename, fmt)``: the sorted lines of a whole file (a local
+  path or an ``s3://`` URL), with the problems met on the way.
 
     >>> result = index_file("tests/data/real/example.warc.gz", "example.warc.gz")
     >>> result.lines[0][:40]

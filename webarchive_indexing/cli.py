@@ -12,11 +12,14 @@ import argparse
 import logging
 import os
 import sys
+import tempfile
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
 
 INPUT_HELP = ("WARC/ARC files (.warc.gz .warc .arc.gz .arc), directories (searched recursively), "
-              "glob patterns, or manifest files listing one archive path per line")
+              "glob patterns, or manifest files listing one archive path per line; files, "
+              "manifests and directories may be s3://bucket/key URLs (s3://bucket/prefix/ is "
+              "listed like a directory)")
 
 
 def _positive(text):
@@ -64,15 +67,19 @@ def _parser():
                "OUTDIR/cluster/ (cdx-NNNNN.gz, part-NNNNN, cluster.idx, cluster.loc), "
                "OUTDIR/errors.json when there were problems.")
     build.add_argument("inputs", nargs="+", metavar="INPUT", help=INPUT_HELP)
-    build.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output directory")
+    build.add_argument("-o", "--output", required=True, metavar="OUTDIR",
+                       help="output directory, or s3://bucket/prefix")
     build.add_argument("--shards", type=_positive, default=1,
                        help="shards in the cluster (default 1; Common Crawl uses 300)")
     build.add_argument("--lines-per-block", type=_positive, default=3000,
                        help="CDX lines per gzip block (default 3000, as Common Crawl and the "
                             "Internet Archive)")
-    build.add_argument("--runner", choices=("inline", "local"), default="local",
-                       help="mrjob runner: local (default, parallel on all cores) or inline "
-                            "(one process, for debugging)")
+    build.add_argument("--runner", choices=("inline", "local", "spark"), default="local",
+                       help="local (default): mrjob's local runner, on all cores; inline: "
+                            "mrjob in one process, for debugging; spark: Spark jobs (pyspark), "
+                            "the same output")
+    build.add_argument("--spark-master", metavar="URL",
+                       help="with --runner spark: the Spark master (default local[*])")
     build.add_argument("--on-error", choices=("fail", "skip"), default="fail",
                        help="fail (default): any unreadable input stops the build before a "
                             "cluster is written; skip: index every readable record and report "
@@ -103,7 +110,8 @@ def _parser():
         epilog="URL patterns as in the Common Crawl and pywb APIs: 'example.com/path*' is a "
                "prefix query, '*.example.com' a domain query.")
     query.add_argument("location", metavar="CLUSTER",
-                       help="a build's output directory, its cluster/ directory or cluster.idx")
+                       help="a build's output directory, its cluster/ directory or cluster.idx "
+                            "(local, or s3://bucket/prefix)")
     query.add_argument("url", metavar="URL")
     query.add_argument("--match-type", choices=("exact", "prefix", "host", "domain"),
                        default="exact", help="how URL matches (default exact)")
@@ -155,17 +163,12 @@ def _print_summary(summary, stream):
                  + f"\ntime:     {summary.seconds:.1f} s\n")
 
 
-def _build(args):
-    # mrjob's own warnings (no mrjob.conf, Hadoop-only options ignored locally) are noise here;
-    # a failing step still raises and is reported
-    logging.basicConfig(format="%(message)s", level=logging.INFO if args.verbose else logging.ERROR)
+def report_build(run, output):
+    """Run ``run() -> Summary`` (a build) and report it the way ``build`` does; the exit status."""
     from .inputs import InputError
-    from .pipeline import BuildFailed, Progress, build
-    progress = Progress(enabled=args.progress)
+    from .pipeline import BuildFailed
     try:
-        summary = build(args.inputs, args.output, args.shards, args.lines_per_block,
-                        args.cdx_format, args.runner, args.on_error, args.skip_existing,
-                        args.input_root, args.mrjob_conf, progress)
+        summary = run()
     except InputError as exc:
         sys.stderr.write(f"webarchive-index: {exc}\n")
         return EXIT_USAGE
@@ -176,8 +179,31 @@ def _build(args):
         return EXIT_FAILED
     _print_problems(summary.errors, sys.stderr)
     _print_summary(summary, sys.stderr)
-    sys.stderr.write(f"\nquery it:  webarchive-index query {args.output} 'example.com/*'\n")
+    sys.stderr.write(f"\nquery it:  webarchive-index query {output} 'example.com/*'\n")
     return EXIT_PARTIAL if summary.errors else EXIT_OK
+
+
+def _build(args):
+    # mrjob's own warnings (no mrjob.conf, Hadoop-only options ignored locally) are noise here;
+    # a failing step still raises and is reported
+    logging.basicConfig(format="%(message)s", level=logging.INFO if args.verbose else logging.ERROR)
+    from .pipeline import Progress, build
+    engine, stop = None, None
+    if args.runner == "spark":
+        from .spark import SparkSteps, spark_context
+        sc, made_here = spark_context(args.spark_master, args.verbose)
+        engine, stop = SparkSteps(sc), sc.stop if made_here else None
+    elif args.spark_master:
+        sys.stderr.write("webarchive-index: --spark-master goes with --runner spark\n")
+        return EXIT_USAGE
+    try:
+        return report_build(lambda: build(
+            args.inputs, args.output, args.shards, args.lines_per_block, args.cdx_format,
+            args.runner, args.on_error, args.skip_existing, args.input_root, args.mrjob_conf,
+            Progress(enabled=args.progress), engine), args.output)
+    finally:
+        if stop:
+            stop()
 
 
 def _cdx(args):
@@ -212,15 +238,13 @@ def _cdx(args):
 
 
 def _query(args):
-    from .query import Cluster
-    location = args.location
-    if os.path.isdir(os.path.join(location, "cluster")):
-        location = os.path.join(location, "cluster")
+    from .query import open_cluster
     try:
-        cluster = Cluster(location)
-        out = sys.stdout.buffer
-        for line in cluster.lookup(args.url, args.match_type, args.limit):
-            out.write(line)
+        with tempfile.TemporaryDirectory(prefix="webarchive-index-query-") as work:
+            cluster = open_cluster(args.location, work)
+            out = sys.stdout.buffer
+            for line in cluster.lookup(args.url, args.match_type, args.limit):
+                out.write(line)
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"webarchive-index query: {exc}\n")
         return EXIT_FAILED

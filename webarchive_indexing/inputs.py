@@ -3,7 +3,9 @@
 INPUT arguments may be archive files, directories (searched recursively),
 glob patterns and manifest files (one path per line, as the original jobs
 took them; ``#`` starts a comment; relative lines are relative to the
-manifest). Each archive gets a *name*: the ``filename`` field of its CDX lines
+manifest). An ``s3://`` INPUT is an archive or a manifest if its name ends like
+one, else a prefix to list like a directory (``s3://bucket/crawl/``); globs are
+local only. Each archive gets a *name*: the ``filename`` field of its CDX lines
 and the path of its CDX file under the output directory.
 
 * under a directory input (or a manifest's directory, or an ``--input-root``):
@@ -15,8 +17,11 @@ and the path of its CDX file under the output directory.
 """
 import glob
 import gzip
+import io
 import os
 from dataclasses import dataclass
+
+from . import storage
 
 ARCHIVE_EXTENSIONS = (".warc.gz", ".warc", ".arc.gz", ".arc")
 # Common Crawl publishes its file lists as warc.paths.gz
@@ -62,24 +67,37 @@ def _is_archive(path):
 
 
 def read_manifest(path):
-    """Archive paths listed in a manifest file (plain or gzipped), made absolute."""
-    opener = gzip.open if path.endswith(".gz") else open
-    base = os.path.dirname(os.path.abspath(path))
+    """Archive paths listed in a manifest file (plain or gzipped, local or on S3), made absolute."""
+    s3 = storage.is_s3(path)
+    base = path.rsplit("/", 1)[0] if s3 else os.path.dirname(os.path.abspath(path))
     paths = []
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
+    with storage.open_read(path) as raw:
+        text = (gzip.open(raw, "rt", encoding="utf-8") if path.endswith(".gz")
+                else io.TextIOWrapper(raw, "utf-8"))
+        for line in text:
             line = line.strip()
-            if line and not line.startswith("#"):
-                paths.append(line if "://" in line else os.path.join(base, line))
+            if not line or line.startswith("#"):
+                continue
+            if "://" not in line:
+                line = storage.join(base, line) if s3 else os.path.join(base, line)
+            paths.append(line)
     return base, paths
 
 
 def _walk(directory):
-    for root, dirs, files in os.walk(directory):
-        dirs.sort()
-        for name in sorted(files):
-            if name.endswith(ARCHIVE_EXTENSIONS):
-                yield os.path.join(root, name)
+    return [path for path in storage.list_files(directory) if path.endswith(ARCHIVE_EXTENSIONS)]
+
+
+def _expand_s3(url, roots):
+    """The archives an ``s3://`` INPUT names: itself, those its manifest lists, or those under it."""
+    if url.endswith(ARCHIVE_EXTENSIONS):
+        return [url]
+    if url.endswith(MANIFEST_EXTENSIONS):
+        base, listed = read_manifest(url)
+        roots.append(base)
+        return listed
+    roots.append(url.rstrip("/"))
+    return _walk(url)
 
 
 def expand(inputs, roots=()):
@@ -91,6 +109,17 @@ def expand(inputs, roots=()):
     roots = [os.path.abspath(r) if "://" not in r else r for r in roots]
     paths, missing = [], []
     for item in inputs:
+        if storage.is_s3(item):
+            try:
+                found = _expand_s3(item, roots)
+            except FileNotFoundError:  # no such manifest or bucket
+                found = []
+            except OSError as exc:
+                raise InputError(f"cannot read {item}: {exc}") from exc
+            if not found:
+                missing.append(item)
+            paths.extend(found)
+            continue
         if "://" in item:
             paths.append(item)
             continue

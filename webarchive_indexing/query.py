@@ -1,4 +1,4 @@
-"""Look up URLs in a local ZipNum cluster with pywb's semantics.
+"""Look up URLs in a ZipNum cluster (local, or on S3) with pywb's semantics.
 
 ``search_range`` turns a URL (or a CDX-API pattern) and a match type into the SURT key
 range ``[start, end)`` exactly as pywb's ``calc_search_range`` does. ``Cluster.lookup``
@@ -18,6 +18,11 @@ Usage::
     cluster = Cluster("/data/cluster")            # or "/data/cluster/cluster.idx"
     for line in cluster.lookup("example.com/", "host", limit=100):
         print(line.decode().rstrip("\\n"))
+
+    # a build's output (or its cluster directory, or cluster.idx), local or on S3: the
+    # index of an S3 cluster is downloaded into the directory given, its shards are
+    # read with ranged GETs
+    cluster = open_cluster("s3://bucket/out", "/tmp/work")
 """
 
 import io
@@ -26,9 +31,10 @@ import zlib
 
 import surt
 
+from . import storage
 from .zipnum import block_key
 
-__all__ = ["MATCH_TYPES", "search_range", "Cluster"]
+__all__ = ["MATCH_TYPES", "search_range", "Cluster", "open_cluster"]
 
 MATCH_TYPES = ("exact", "prefix", "host", "domain")
 
@@ -80,23 +86,50 @@ def _apply_wildcard(url, match_type):
     return url, match_type
 
 
+def open_cluster(location, work_dir):
+    """The ``Cluster`` at ``location``: a build's output directory, its ``cluster/``, or
+    a ``cluster.idx``, local or on S3. An S3 cluster's ``cluster.idx`` (then its
+    ``cluster.loc``, so that it names at least the shards of that index) is
+    downloaded into ``work_dir``."""
+    location = os.fspath(location)
+    if not storage.is_s3(location):
+        if os.path.isdir(os.path.join(location, "cluster")):
+            location = os.path.join(location, "cluster")
+        return Cluster(location)
+    idx = location
+    if not idx.endswith(".idx"):
+        nested = storage.join(location, "cluster", "cluster.idx")
+        idx = nested if storage.exists(nested) else storage.join(location, "cluster.idx")
+    local_idx = os.path.join(work_dir, "cluster.idx")
+    try:
+        storage.download(idx, local_idx)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no ZipNum index at {idx}") from None
+    loc = idx[:-len(".idx")] + ".loc"
+    if storage.exists(loc):
+        storage.download(loc, os.path.join(work_dir, "cluster.loc"))
+    return Cluster(local_idx, shard_dir=idx.rsplit("/", 1)[0])
+
+
 class Cluster:
-    """A ZipNum cluster on the local file system.
+    """A ZipNum cluster whose index is on the local file system.
 
     ``location`` is the cluster directory or the path of its ``cluster.idx``. Shards are
     found through the ``.loc`` file beside the index (``cluster.loc`` for
     ``cluster.idx``; first readable location wins, relative ones resolved against its
-    directory as pywb does), else next to the index.
+    directory as pywb does), else next to the index. ``shard_dir`` (a directory or
+    S3 prefix) replaces the index's directory in both, for an index copied from there.
     """
 
-    def __init__(self, location, max_blocks_per_read=MAX_BLOCKS_PER_READ):
+    def __init__(self, location, max_blocks_per_read=MAX_BLOCKS_PER_READ, shard_dir=None):
         location = os.fspath(location)
         self.idx_path = os.path.join(location, "cluster.idx") if os.path.isdir(location) else location
         if not os.path.isfile(self.idx_path):
             raise FileNotFoundError(f"no ZipNum index at {self.idx_path}")
         self.max_blocks_per_read = max_blocks_per_read
+        self.shard_dir = shard_dir or os.path.dirname(self.idx_path)
         loc_path = os.path.splitext(self.idx_path)[0] + ".loc"
-        self.locations = _read_loc(loc_path) if os.path.isfile(loc_path) else {}
+        self.locations = _read_loc(loc_path, self.shard_dir) if os.path.isfile(loc_path) else {}
 
     def lookup(self, url, match_type="exact", limit=None):
         """Iterate the lines (bytes, ``\\n``-terminated) matching ``url``, in index order.
@@ -121,10 +154,10 @@ class Cluster:
                     return
 
     def shard_paths(self, shard):
-        """Local paths to try for ``shard``, in order."""
+        """Paths (local, or ``s3://``) to try for ``shard``, in order."""
         if shard in self.locations:
             return [p[len("file://"):] if p.startswith("file://") else p for p in self.locations[shard]]
-        return [os.path.join(os.path.dirname(self.idx_path), shard)]
+        return [_resolve(self.shard_dir, shard)]
 
     def _candidate_lines(self, start, end):
         """Lines of every block that may hold ``[start, end)``, in order."""
@@ -140,9 +173,7 @@ class Cluster:
         errors = []
         for path in self.shard_paths(run.shard):
             try:
-                with open(path, "rb") as shard:
-                    shard.seek(run.offset)
-                    data = shard.read(run.length)
+                data = storage.read_range(path, run.offset, run.length)
             except OSError as exc:
                 errors.append(f"{path}: {exc}")
                 continue
@@ -237,13 +268,16 @@ def _block_lines(member):
     return io.BytesIO(zlib.decompress(member, wbits=31))
 
 
-def _read_loc(path):
-    base = os.path.dirname(path)
+def _read_loc(path, base):
     locations = {}
     with open(path, encoding="utf-8") as loc:
         for line in loc:
             fields = line.rstrip("\r\n").split("\t")
             if len(fields) < 2:
                 continue
-            locations[fields[0]] = [p if "://" in p else os.path.join(base, p) for p in fields[1:]]
+            locations[fields[0]] = [p if "://" in p else _resolve(base, p) for p in fields[1:]]
     return locations
+
+
+def _resolve(base, name):
+    return storage.join(base, name) if storage.is_s3(base) else os.path.join(base, name)

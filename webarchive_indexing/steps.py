@@ -10,7 +10,7 @@ Each writes through ``storage``, so an output either exists whole or not at all.
 import gzip
 import io
 import json
-import os
+import re
 
 from . import cdx, seqfile, splits, storage, zipnum
 from .inputs import cdx_name
@@ -60,14 +60,20 @@ def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error=
 
 def _size(path):
     try:
-        return os.path.getsize(path)
+        return storage.size(path)
     except OSError:
         return 0
 
 
+# urlkey, timestamp, then the rest; anything else in a CDX directory is not an index line
+# (the `` CDX N b a ...`` header, blank lines, the lines of an .errors.json report, which
+# Hadoop reads too when it is given the whole directory)
+CDX_LINE = re.compile(r"\S+ \d+ ")
+
+
 def is_cdx_line(line):
-    """False for blank lines and the `` CDX N b a ...`` header, which never go into a cluster."""
-    return bool(line) and not line.startswith(" CDX ")
+    """Whether ``line`` (from a CDX file, or anything beside one) belongs in a cluster."""
+    return CDX_LINE.match(line) is not None
 
 
 def shard_key(shard):
@@ -118,7 +124,8 @@ class ClusterIncomplete(Exception):
     pass
 
 
-def finalize_cluster(cluster_dir, shards, written=None, location=None):
+def finalize_cluster(cluster_dir, shards, written=None, location=None, index_dir=None,
+                     previous_loc=b""):
     """Check every shard and publish ``cluster.loc`` and then ``cluster.idx``.
 
     ``written`` maps shard number -> stats for the shards the job reported; a
@@ -127,8 +134,21 @@ def finalize_cluster(cluster_dir, shards, written=None, location=None):
     too) every shard must be there. A shard that is missing or disagrees with its
     part file raises ClusterIncomplete and nothing is published. ``location`` is
     where the shards will be read from (absolute), if not ``cluster_dir``.
+    ``index_dir`` is where ``cluster.loc`` and ``cluster.idx`` go, if not
+    ``cluster_dir``; it must hold ``cluster_dir``, and they name each shard by its
+    path relative to ``index_dir`` (``build-x/cdx-00000.gz``), which is also how
+    a reader without the .loc file finds it. ``previous_loc`` (.loc lines) goes on
+    being published after this cluster's own lines: those of the cluster.idx
+    being replaced, which a reader may still pair with the new cluster.loc.
     """
     location = location or storage.abspath(cluster_dir)
+    index_dir = index_dir or cluster_dir
+    if not (cluster_dir + "/").startswith(index_dir.rstrip("/") + "/"):
+        raise ValueError(f"the shards in {cluster_dir} are not under {index_dir}, "
+                         "where cluster.idx would name them")
+    prefix = cluster_dir[len(index_dir.rstrip("/")):].strip("/")
+    names = [storage.join(prefix, zipnum.shard_name(i)) if prefix else zipnum.shard_name(i)
+             for i in range(shards)]
     parts, totals = [], {"shards": shards, "lines": 0, "blocks": 0, "bytes": 0}
     for shard in range(shards):
         shard_path = storage.join(cluster_dir, zipnum.shard_name(shard))
@@ -144,16 +164,21 @@ def finalize_cluster(cluster_dir, shards, written=None, location=None):
         if end != size or (stats is not None and end != stats["bytes"]):
             raise ClusterIncomplete(f"{shard_path} is {size} bytes but its index covers {end}"
                                     + (f" and the job wrote {stats['bytes']}" if stats else ""))
-        parts.append(part)
+        parts.append(_with_shard_name(part, names[shard]) if prefix else part)
         totals["blocks"] += part.count(b"\n")
         totals["bytes"] += size
         totals["lines"] += stats["lines"] if stats else 0
-    loc = b"".join(zipnum.loc_line(zipnum.shard_name(i),
-                                   storage.join(location, zipnum.shard_name(i)))
-                   for i in range(shards))
-    storage.write_atomic(storage.join(cluster_dir, "cluster.loc"), loc)
-    storage.write_atomic(storage.join(cluster_dir, "cluster.idx"), b"".join(zipnum.number_parts(parts)))
+    loc = b"".join(zipnum.loc_line(names[i], storage.join(location, zipnum.shard_name(i)))
+                   for i in range(shards)) + previous_loc
+    storage.write_atomic(storage.join(index_dir, "cluster.loc"), loc)
+    storage.write_atomic(storage.join(index_dir, "cluster.idx"), b"".join(zipnum.number_parts(parts)))
     return totals
+
+
+def _with_shard_name(part, name):
+    """A part file's lines with ``name`` in their shard column."""
+    fields = [line.split(b"\t") for line in part.splitlines() if line]
+    return b"".join(b"\t".join([f[0], name.encode(), *f[2:]]) + b"\n" for f in fields)
 
 
 def _part_end(part):

@@ -1,0 +1,236 @@
+"""``build`` and ``query`` with archives and output on S3 (moto's server on 127.0.0.1),
+compared with a local build of the same archives."""
+import gzip
+import io
+import logging
+import os
+import pathlib
+
+import pytest
+from warcio.warcwriter import WARCWriter
+
+import s3server
+from helpers import REAL, pywb_lookup
+from webarchive_indexing import cli, storage
+from webarchive_indexing.jobs import zip_cluster
+from webarchive_indexing.corpus import make_corpus
+from webarchive_indexing.pipeline import BUILD_PREFIX, BuildFailed, build
+from webarchive_indexing.query import Cluster
+
+
+@pytest.fixture(scope="module")
+def s3():
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    with s3server.running() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("corpus")
+    make_corpus(root / "seg-a", files=2, captures=80, seed=31)
+    make_corpus(root / "seg-b", files=1, captures=80, seed=32, fmt="arc")
+    for seg in ("seg-a", "seg-b"):
+        for name in os.listdir(root / seg):
+            if name.endswith(".jsonl"):
+                os.remove(root / seg / name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def warcs(s3, corpus):
+    """The corpus in a bucket, under crawl/."""
+    bucket = s3server.new_bucket()
+    s3server.upload_tree(corpus, bucket + "/crawl")
+    return bucket + "/crawl/"
+
+
+def files(directory):
+    """{relative path: bytes} of every file under a local directory."""
+    return {str(path.relative_to(directory)): path.read_bytes()
+            for path in sorted(pathlib.Path(directory).rglob("*")) if path.is_file()}
+
+
+def without_shard_column(idx):
+    return [line.split(b"\t")[:1] + line.split(b"\t")[2:] for line in idx.splitlines()]
+
+
+def test_s3_build_equals_local_build(tmp_path, corpus, warcs, capsys):
+    local = tmp_path / "local"
+    build([str(corpus)], str(local), shards=3, lines_per_block=40, runner="inline")
+    out = s3server.new_bucket() + "/index/out"
+    assert cli.main(["build", warcs, "-o", out, "--shards", "3", "--lines-per-block", "40",
+                     "--runner", "local", "--no-progress"]) == cli.EXIT_OK
+    assert f"webarchive-index query {out}" in capsys.readouterr().err
+
+    got = tmp_path / "downloaded"
+    s3server.download_tree(out, got)
+    expected = files(local)
+    built = files(got)
+    # the same per-archive CDX files (names relative to the prefix) and split points
+    same = sorted(n for n in expected if not n.startswith("cluster") and n != "archives.txt")
+    assert same and all(built[n] == expected[n] for n in same), same
+    assert built["archives.txt"] == expected["archives.txt"].replace(f"{corpus}/".encode(), warcs.encode())
+    # the cluster: the same shards and part files, under one build prefix; cluster.idx
+    # the same but for its shard column, which names the shard relative to cluster/
+    [build_dir] = {os.path.dirname(n) for n in built if n.startswith("cluster/" + BUILD_PREFIX)}
+    prefix = os.path.basename(build_dir)
+    for i in range(3):
+        for name in (f"cdx-{i:05d}.gz", f"part-{i:05d}"):
+            assert built[f"{build_dir}/{name}"] == expected[f"cluster/{name}"]
+    idx = built["cluster/cluster.idx"]
+    assert without_shard_column(idx) == without_shard_column(expected["cluster/cluster.idx"])
+    assert {line.split(b"\t")[1] for line in idx.splitlines()} == {
+        f"{prefix}/cdx-{i:05d}.gz".encode() for i in range(3)}
+    assert built["cluster/cluster.loc"].decode().splitlines() == [
+        f"{prefix}/cdx-{i:05d}.gz\t{out}/cluster/{prefix}/cdx-{i:05d}.gz" for i in range(3)]
+    assert len(built) == len(expected)
+
+    # the downloaded cluster, read by pywb (its shards named relative to cluster/)
+    lines = sorted(line for line in gzip.decompress(b"".join(
+        expected[f"cluster/cdx-{i:05d}.gz"] for i in range(3))).splitlines(True))
+    (got / "cluster" / "cluster.loc").write_text(
+        "".join(f"{prefix}/cdx-{i:05d}.gz\t{prefix}/cdx-{i:05d}.gz\n" for i in range(3)))
+    queries = queries_for(lines)
+    for url, match_type in queries:
+        assert (pywb_lookup(got / "cluster" / "cluster.idx", url, match_type)
+                == pywb_lookup(local / "cluster" / "cluster.idx", url, match_type)), url
+
+    # and queried in place: index downloaded, shards read with ranged GETs
+    for url, match_type in queries:
+        assert cli.main(["query", str(local), url, "--match-type", match_type]) == cli.EXIT_OK
+        from_local = capsys.readouterr().out
+        assert cli.main(["query", out, url, "--match-type", match_type]) == cli.EXIT_OK
+        assert capsys.readouterr().out == from_local, url
+    assert cli.main(["query", str(local), "*.com"]) == cli.EXIT_OK
+    from_local = capsys.readouterr().out
+    assert from_local.count("\n") == sum(1 for line in lines if line.startswith(b"com,")) > 0
+    for location in (out + "/cluster", out + "/cluster/cluster.idx"):
+        assert cli.main(["query", location, "*.com"]) == cli.EXIT_OK
+        assert capsys.readouterr().out == from_local, location
+    assert cli.main(["query", out + "/nothing", "example.com"]) == cli.EXIT_FAILED
+    assert f"no ZipNum index at {out}/nothing/cluster.idx" in capsys.readouterr().err
+
+
+def queries_for(lines):
+    """Exact, host, domain and prefix queries for some of the URLs of ``lines``."""
+    keys = sorted({line.split(b" ", 1)[0].decode() for line in lines})
+    queries = [("no-such-host.example", "exact"), ("com", "domain")]
+    for key in keys[::max(1, len(keys) // 6)]:
+        host, path = key.split(")", 1)
+        name = ".".join(reversed(host.split(",")))
+        queries += [(name + path, "exact"), (name, "host"), (name, "domain"), (name + "/", "prefix")]
+    return queries
+
+
+def cluster_objects(out):
+    return s3server.objects(out + "/cluster")
+
+
+def lookup(idx, loc, shard_dir, tmp_path):
+    """Every line of a cluster whose index and .loc are given as bytes, shards on S3."""
+    (tmp_path / "cluster.idx").write_bytes(idx)
+    (tmp_path / "cluster.loc").write_bytes(loc)
+    return list(Cluster(tmp_path / "cluster.idx", shard_dir=shard_dir).lookup_range(b"", b"~"))
+
+
+def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypatch):
+    out = s3server.new_bucket() + "/out"
+    build([warcs], out, shards=2, lines_per_block=50, runner="inline")
+    published = cluster_objects(out)
+    assert len(published) == 2 + 2 * 2
+    lines = lookup(published["cluster.idx"], published["cluster.loc"], out + "/cluster", tmp_path)
+    assert len(lines) > 200
+
+    # bad input, --on-error fail: nothing of the cluster is touched
+    bad = warcs + "seg-c/bad.warc.gz"
+    storage.write_atomic(bad, open(f"{REAL}/webrecorder+warcio__example-bad-non-chunked.warc.gz", "rb").read())
+    try:
+        with pytest.raises(BuildFailed, match="1 problems in the input; no cluster was built"):
+            build([warcs], out, shards=2, runner="inline")
+    finally:
+        storage.remove(bad)
+    assert cluster_objects(out) == published
+    assert "bad.warc.gz" in storage.read_bytes(out + "/errors.json").decode()
+
+    # a shard that fails to upload: the new build's prefix goes, the old cluster stays
+    def failing_shard(shard, lines, cluster_dir, lines_per_block):
+        if shard == 1:
+            raise OSError("upload failed")
+        return write_shard(shard, lines, cluster_dir, lines_per_block)
+
+    write_shard = zip_cluster.write_shard
+    monkeypatch.setattr(zip_cluster, "write_shard", failing_shard)
+    with pytest.raises(Exception, match="upload failed"):
+        build([warcs], out, shards=2, lines_per_block=10, runner="inline")
+    monkeypatch.undo()
+    assert cluster_objects(out) == published
+
+    # cluster.idx fails to upload after the new cluster.loc did: that .loc still
+    # locates the published index's shards
+    def failing_idx(path, data):
+        if path.endswith("cluster.idx"):
+            raise OSError("upload failed")
+        write_atomic(path, data)
+
+    write_atomic = storage.write_atomic
+    monkeypatch.setattr(storage, "write_atomic", failing_idx)
+    with pytest.raises(OSError, match="upload failed"):
+        build([warcs], out, shards=3, lines_per_block=10, runner="inline")
+    monkeypatch.undo()
+    now = cluster_objects(out)
+    assert now.pop("cluster.loc") != published["cluster.loc"]
+    assert now == {n: data for n, data in published.items() if n != "cluster.loc"}
+    assert lookup(published["cluster.idx"], storage.read_bytes(out + "/cluster/cluster.loc"),
+                  out + "/cluster", tmp_path) == lines
+
+
+def test_s3_rebuilds_keep_the_replaced_build_and_delete_older_ones(tmp_path, warcs):
+    out = s3server.new_bucket() + "/out"
+    build([warcs], out, shards=2, lines_per_block=50, runner="inline")
+    storage.write_atomic(f"{out}/cluster/{BUILD_PREFIX}abandoned/cdx-00000.gz", b"")
+    builds, indexes = [_builds(out) - {BUILD_PREFIX + "abandoned"}], [cluster_objects(out)]
+    for per_block in (20, 30):
+        build([warcs], out, shards=2, lines_per_block=per_block, runner="inline")
+        builds.append(_builds(out) - set().union(*builds))
+        indexes.append(cluster_objects(out))
+    assert all(len(b) == 1 for b in builds)
+    # the last two builds are left, the abandoned one and the first went
+    assert _builds(out) == builds[1] | builds[2]
+    [previous], [current] = builds[1], builds[2]
+    idx, loc = indexes[2]["cluster.idx"], indexes[2]["cluster.loc"]
+    assert {line.split(b"\t")[1].split(b"/")[0].decode() for line in idx.splitlines()} == {current}
+    # cluster.loc: the current build's shards, then the previous one's
+    assert [line.split("\t")[0] for line in loc.decode().splitlines()] == [
+        f"{build}/cdx-{i:05d}.gz" for build in (current, previous) for i in range(2)]
+    # a reader that pairs the previous index with the new .loc reads the same lines
+    lines = lookup(idx, loc, out + "/cluster", tmp_path)
+    assert lookup(indexes[1]["cluster.idx"], loc, out + "/cluster", tmp_path) == lines
+    assert lines == sorted(lines) and len(lines) > 200
+
+    # ``finalize`` (as after a Hadoop run) checks and indexes the shards where they are
+    shards = f"{out}/cluster/{current}"
+    assert cli.main(["finalize", shards, "--shards", "2"]) == cli.EXIT_OK
+    assert storage.read_bytes(shards + "/cluster.idx") == idx.replace(f"{current}/".encode(), b"")
+    assert storage.read_bytes(shards + "/cluster.loc").decode().splitlines() == [
+        f"cdx-{i:05d}.gz\t{shards}/cdx-{i:05d}.gz" for i in range(2)]
+
+
+def _builds(out):
+    """The build prefixes under ``out/cluster/``."""
+    relative = (path[len(out + "/cluster/"):] for path in storage.list_files(out + "/cluster"))
+    return {name.split("/")[0] for name in relative if "/" in name}
+
+
+def test_s3_rebuild_of_a_cluster_without_lines(tmp_path, s3):
+    # an archive of nothing but a warcinfo record: no CDX lines, an empty cluster.idx
+    data = io.BytesIO()
+    writer = WARCWriter(data, gzip=True)
+    writer.write_record(writer.create_warcinfo_record("info.warc.gz", {"software": "test"}))
+    bucket = s3server.new_bucket()
+    storage.write_atomic(bucket + "/warcs/info.warc.gz", data.getvalue())
+    for _ in range(2):
+        summary = build([bucket + "/warcs/"], bucket + "/out", shards=2, runner="inline")
+        assert summary.published and summary.lines == 0
+    assert storage.read_bytes(bucket + "/out/cluster/cluster.idx") == b""
+    assert len(_builds(bucket + "/out")) == 1  # the replaced index named no shards

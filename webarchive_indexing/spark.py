@@ -1,0 +1,266 @@
+"""``webarchive-index build`` on Spark: the same three steps, driven with pyspark.
+
+    from pyspark import SparkContext
+    from webarchive_indexing.spark import build_with_spark
+
+    summary = build_with_spark(SparkContext.getOrCreate(), ["warcs/"], "out", shards=4)
+
+The result is byte-identical to ``pipeline.build`` (mrjob's inline and local
+runners) for the same input and options: the tasks call the same functions in
+``steps`` and ``splits``, and nothing about the output depends on how the work
+was spread over tasks. This module does not use mrjob's Spark harness (see
+docs/spark.md for why) and does not import pyspark itself: it is handed a
+``SparkContext``.
+
+1. **index** (:func:`index_archives`): the archives are parallelized
+   ``archives_per_task`` per partition; each task runs ``steps.index_archive``
+   (always with ``on_error="skip"``, as ``pipeline.build`` does, so that every
+   problem is listed) and returns its status dict and the size of its CDX file.
+2. **sample** (:func:`sample_splits`): the per-archive CDX files, grouped into
+   partitions of about ``cdx_bytes_per_task`` (like the mrjob jobs'
+   CombineTextInputFormat split size), are read line by line; each partition keeps
+   a ``splits.Reservoir`` of ``shards x 100`` (key, line) pairs; the reservoirs are
+   combined (a tree reduce, ending on the driver) into the bottom-k sample, which
+   is the same whatever the partitioning; ``choose_splits``; ``steps.write_splits``.
+3. **cluster** (:func:`write_cluster`): each line is keyed ``(shard, line)``;
+   ``repartitionAndSortWithinPartitions`` with exactly ``shards`` partitions, a
+   partitioner that sends shard i to partition i, and a sort on the line (in
+   Python: ``str`` order is code point order, i.e. UTF-8 byte order, the order of
+   ``LC_ALL=C sort`` and of Hadoop's ``Text``; a JVM-side string sort would be
+   UTF-16 order and differ for characters above U+FFFF); then every partition,
+   empty ones included, writes its shard with ``steps.write_shard``.
+
+Then ``steps.finalize_cluster`` checks every shard against its part file and
+writes ``cluster.loc`` and ``cluster.idx``, and the cluster is published as
+``pipeline.build`` publishes it, with its helpers: locally a fresh directory
+swapped in, on S3 a fresh ``build-...`` prefix named by the index written last.
+
+CDX files are read in the tasks (not with ``sc.textFile``): Hadoop's line reader
+also ends lines at a bare ``\\r``, which may occur inside a CDX line; here, as in
+mrjob, lines end at ``\\n`` only and lose trailing ``\\r``/``\\n`` characters.
+
+Inputs and output may be local or ``s3://`` (boto3, through ``storage``, in the
+driver and in the tasks; Hadoop's file systems are not involved). Tasks write
+their outputs (CDX files, shards) as side effects, atomically, so a retried task
+rewrites the same bytes; the driver writes archives.txt, the splits,
+cluster.idx/.loc and publishes. Driver and executors must therefore see the same
+``out_dir``: any path on local[N]; ``s3://`` or a shared file system on a cluster.
+"""
+import gzip
+import heapq
+import itertools
+import math
+import os
+import sys
+
+from . import splits, steps, storage
+from .pipeline import build
+from .zipnum import LINES_PER_BLOCK
+
+SCALER = 100
+CDX_BYTES_PER_TASK = 50_000_000   # as the jobs' mapreduce.input.fileinputformat.split.maxsize
+
+
+# -- reading CDX files in tasks ----------------------------------------------------------------
+
+def read_cdx_lines(path):
+    """The CDX lines of one (optionally gzipped) CDX file, as the mrjob jobs' mappers get them.
+
+    Lines end at ``\\n`` only; trailing ``\\r``/``\\n`` are stripped and each line is
+    decoded as UTF-8, falling back to latin-1 (mrjob's RawValueProtocol); blank
+    lines and the `` CDX`` header are left out (``steps.is_cdx_line``).
+    """
+    data = storage.read_bytes(path)
+    if path.endswith(".gz"):
+        data = gzip.decompress(data)
+    for raw in data.split(b"\n"):
+        raw = raw.rstrip(b"\r\n")
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            line = raw.decode("latin-1")
+        if steps.is_cdx_line(line):
+            yield line
+
+
+def group_files(paths, max_bytes=CDX_BYTES_PER_TASK, sizes=None):
+    """Consecutive runs of ``paths`` of at most ``max_bytes`` (a larger file is a run alone).
+
+    ``sizes`` are the files' sizes if known (else each is asked for: a request per
+    file on S3).
+    """
+    sizes = [storage.size(path) for path in paths] if sizes is None else sizes
+    groups, current, total = [], [], 0
+    for path, size in zip(paths, sizes, strict=True):
+        if current and total + size > max_bytes:
+            groups.append(current)
+            current, total = [], 0
+        current.append(path)
+        total += size
+    if current:
+        groups.append(current)
+    return groups
+
+
+def cdx_lines_rdd(sc, cdx_files, cdx_bytes_per_task=CDX_BYTES_PER_TASK, sizes=None):
+    """An RDD of every CDX line of ``cdx_files``, about ``cdx_bytes_per_task`` of files per partition."""
+    groups = group_files(cdx_files, cdx_bytes_per_task, sizes)
+    if not groups:
+        return sc.parallelize([], 1)
+
+    def lines(group):
+        for path in group:
+            yield from read_cdx_lines(path)
+
+    return sc.parallelize(groups, len(groups)).flatMap(lines)
+
+
+# -- the three steps -------------------------------------------------------------------------
+
+def index_archives(sc, archives, cdx_dir, cdx_format="cdxj", skip_existing=True,
+                   archives_per_task=1):
+    """Step 1: index each ``inputs.Archive`` into ``cdx_dir``; ``(statuses, sizes)``: the
+    status dicts of ``steps.index_archive`` and the size of each CDX file, in input order.
+
+    Problems never fail a task: they are in each status's ``errors`` (the caller
+    decides, as ``pipeline.build`` does with ``--on-error``). The sizes (for
+    grouping CDX files into tasks) are taken in the tasks, not by the driver one
+    request at a time.
+    """
+    work = [(archive.path, archive.name) for archive in archives]
+    if not work:
+        return [], []
+
+    def index(item):
+        path, name = item
+        status = steps.index_archive(path, name, cdx_dir, cdx_format, skip_existing, "skip")
+        return status, storage.size(status["cdx"])
+
+    done = sc.parallelize(work, math.ceil(len(work) / archives_per_task)).map(index).collect()
+    return [status for status, _ in done], [size for _, size in done]
+
+
+def _bottom(size):
+    def combine(a, b):
+        # both are sorted (key, line) lists, each the bottom of its part: so is this of both
+        return list(itertools.islice(heapq.merge(a, b), size))
+    return combine
+
+
+def sample_splits(sc, cdx_files, shards, splits_dir, scaler=SCALER,
+                  cdx_bytes_per_task=CDX_BYTES_PER_TASK, sizes=None, depth=2):
+    """Step 2: sample ``shards x scaler`` lines, choose ``shards - 1`` split lines, write
+    ``splits.txt``, ``splits.seq`` and ``partitions.seq`` into ``splits_dir``; return them."""
+    size = shards * scaler
+
+    def reservoir(lines):
+        kept = splits.Reservoir(size)
+        for line in lines:
+            kept.add(line)
+        yield kept.items()
+
+    pairs = []
+    if cdx_files:
+        pairs = (cdx_lines_rdd(sc, cdx_files, cdx_bytes_per_task, sizes)
+                 .mapPartitions(reservoir).treeReduce(_bottom(size), depth))
+    chosen = splits.choose_splits(splits.merge(pairs, size), shards)
+    steps.write_splits(chosen, splits_dir)
+    return chosen
+
+
+def _shard_of_key(key):
+    return key[0]
+
+
+def _line_of_key(key):
+    return key[1]
+
+
+def write_cluster(sc, cdx_files, split_lines, shards, cluster_dir,
+                  lines_per_block=LINES_PER_BLOCK, cdx_bytes_per_task=CDX_BYTES_PER_TASK,
+                  sizes=None):
+    """Step 3: write the ``shards`` shards (``cdx-NNNNN.gz`` + ``part-NNNNN``) of every
+    line of ``cdx_files`` into ``cluster_dir``; the stats of each, by shard number."""
+    points = list(split_lines)
+    if len(points) + 1 != shards:
+        raise ValueError(f"{len(points)} split points make {len(points) + 1} shards, "
+                         f"not {shards}: sample again with {shards} shards")
+
+    def keyed(line):
+        return (splits.shard_of(line, points), line), None
+
+    def write(shard, pairs):
+        def lines():
+            for (line_shard, line), _ in pairs:
+                if line_shard != shard:
+                    raise RuntimeError(f"a line of shard {line_shard} reached partition {shard}")
+                yield line
+        yield steps.write_shard(shard, lines(), cluster_dir, lines_per_block)
+
+    written = (cdx_lines_rdd(sc, cdx_files, cdx_bytes_per_task, sizes)
+               .map(keyed)
+               .repartitionAndSortWithinPartitions(shards, _shard_of_key, True, _line_of_key)
+               .mapPartitionsWithIndex(write)
+               .collect())
+    stats = {s["shard"]: s for s in written}
+    if sorted(stats) != list(range(shards)):
+        raise RuntimeError(f"expected stats of shards 0..{shards - 1}, got {sorted(stats)}")
+    return stats
+
+
+# -- the whole build -------------------------------------------------------------------------
+
+class SparkSteps:
+    """The three steps as Spark jobs on ``sc``, for ``pipeline.build(..., engine=...)``."""
+
+    def __init__(self, sc, archives_per_task=1, cdx_bytes_per_task=CDX_BYTES_PER_TASK):
+        self.sc, self.archives_per_task, self.cdx_bytes_per_task = sc, archives_per_task, cdx_bytes_per_task
+        self.sizes = None  # of the CDX files, in the order of the statuses, from step 1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def index(self, archives, cdx_dir, roots, cdx_format, skip_existing):
+        statuses, self.sizes = index_archives(self.sc, archives, cdx_dir, cdx_format, skip_existing,
+                                              self.archives_per_task)
+        return statuses
+
+    def sample(self, cdx_files, shards, splits_dir):
+        return sample_splits(self.sc, cdx_files, shards, splits_dir,
+                             cdx_bytes_per_task=self.cdx_bytes_per_task, sizes=self.sizes)
+
+    def write_cluster(self, cdx_files, split_lines, splits_dir, shards, lines_per_block, cluster_dir):
+        return write_cluster(self.sc, cdx_files, split_lines, shards, cluster_dir, lines_per_block,
+                             self.cdx_bytes_per_task, self.sizes)
+
+
+def build_with_spark(sc, inputs, out_dir, shards=1, lines_per_block=LINES_PER_BLOCK,
+                     cdx_format="cdxj", on_error="fail", skip_existing=True, input_roots=(),
+                     progress=None, archives_per_task=1, cdx_bytes_per_task=CDX_BYTES_PER_TASK):
+    """``pipeline.build`` with Spark tasks instead of mrjob jobs: the same outputs and Summary."""
+    return build(inputs, out_dir, shards, lines_per_block, cdx_format, on_error=on_error,
+                 skip_existing=skip_existing, input_roots=input_roots, progress=progress,
+                 engine=SparkSteps(sc, archives_per_task, cdx_bytes_per_task))
+
+
+def spark_context(master=None, verbose=False):
+    """The active SparkContext, or a new one (on ``master``, else the one spark-submit set,
+    else ``local[*]``); and whether it was made here (so that the caller stops only that)."""
+    from pyspark import SparkConf, SparkContext
+    active = SparkContext._active_spark_context
+    if active is not None:
+        return active, False
+    conf = SparkConf().setAppName("webarchive-index build")
+    if master:
+        conf.setMaster(master)
+    conf.setIfMissing("spark.master", "local[*]")
+    if conf.get("spark.master").startswith("local"):
+        # local Python workers: the interpreter that has this package (spark-submit's
+        # default is whatever `python3` is on the PATH)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    sc = SparkContext(conf=conf)
+    sc.setLogLevel("INFO" if verbose else "WARN")
+    return sc, True
