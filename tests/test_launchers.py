@@ -8,6 +8,7 @@
 * emr: mrjob's EMR runner against moto on 127.0.0.1 (tests/emr_moto.py), a whole cluster
   lifecycle per job: what is uploaded to S3 and what RunJobFlow/AddJobFlowSteps carry.
 """
+import atexit
 import gzip
 import io
 import os
@@ -15,6 +16,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import tarfile
 import zipfile
 from pathlib import Path
@@ -29,7 +31,20 @@ from webarchive_indexing.pipeline import build
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "scripts"
-PYTHON_BIN = os.path.dirname(sys.executable)  # python3 and python3.11 of this venv
+
+def _python_bin():
+    """A directory whose python3 and python3.11 (the sample mrjob.conf's python_bin, which
+    the stand-in Hadoop's tasks run) are this interpreter, whatever its version."""
+    directory = Path(tempfile.mkdtemp(prefix="launcher-python-"))
+    for name in ("python3", "python3.11"):
+        # a script, not a symlink: a venv's interpreter finds its packages from its own path
+        (directory / name).write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+        (directory / name).chmod(0o755)
+    atexit.register(shutil.rmtree, directory, True)
+    return str(directory)
+
+
+PYTHON_BIN = _python_bin()
 SHARDS, PER_BLOCK = 4, 20
 REQUIRED = {
     "runindexwarcs.sh": ["WARC_MANIFEST", "CDX_DIR", "RUNNER", "MRJOB_CONF"],
