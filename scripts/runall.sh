@@ -41,38 +41,15 @@ Exit status: 0 done, 1 a step failed (nothing published), 2 bad usage or setting
 EOF
 }
 
-fail_usage() { echo "$PROG: $*" >&2; exit 2; }
-
-RUNNER_FLAG= PASSTHRU=()
-while [ $# -gt 0 ]; do
-    case $1 in
-        -h|--help) usage; exit 0 ;;
-        -r|--runner) [ $# -ge 2 ] || fail_usage "$1 needs a value: emr, hadoop, local or inline"
-                     RUNNER_FLAG=$2; shift 2 ;;
-        --runner=*) RUNNER_FLAG=${1#--runner=}; shift ;;
-        --) shift; PASSTHRU=("$@"); break ;;
-        *) fail_usage "unknown argument '$1' (job arguments go after --; see --help)" ;;
-    esac
-done
-
-INDEX_ENV=${INDEX_ENV:-./index_env.sh}
-case $INDEX_ENV in */*) ;; *) INDEX_ENV=./$INDEX_ENV ;; esac  # never searched in $PATH
-[ -f "$INDEX_ENV" ] || fail_usage "settings file $INDEX_ENV not found: copy index_env.sample.sh to index_env.sh and edit it (or set INDEX_ENV)"
-# shellcheck source=/dev/null
-source "$INDEX_ENV"
-[ -z "$RUNNER_FLAG" ] || RUNNER=$RUNNER_FLAG
+# the arguments, INDEX_ENV and the helpers every launcher shares
+# shellcheck source-path=SCRIPTDIR source=launcher-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/launcher-common.sh"
 
 # check everything before the first job starts
-for name in WARC_MANIFEST CDX_DIR SPLITS_DIR CLUSTER_DIR SHARDS LINES_PER_BLOCK RUNNER MRJOB_CONF; do
-    [ -n "${!name:-}" ] || fail_usage "$name is not set: define it in $INDEX_ENV (see index_env.sample.sh)"
-done
-case $RUNNER in emr|hadoop|local|inline) ;; *) fail_usage "RUNNER is '$RUNNER': expected emr, hadoop, local or inline" ;; esac
-for name in SHARDS LINES_PER_BLOCK; do
-    [[ ${!name} =~ ^[1-9][0-9]*$ ]] || fail_usage "$name is '${!name}': expected a whole number of at least 1"
-done
-if [[ $CLUSTER_DIR != *://* ]] && [ -e "$CLUSTER_DIR/cluster.idx" ]; then
-    fail_usage "$CLUSTER_DIR already holds a published cluster (cluster.idx): use a new CLUSTER_DIR or remove that one"
-fi
+require WARC_MANIFEST CDX_DIR SPLITS_DIR CLUSTER_DIR SHARDS LINES_PER_BLOCK RUNNER MRJOB_CONF
+check_runner
+require_whole_numbers SHARDS LINES_PER_BLOCK
+refuse_published_cluster
 
 # the steps read the same settings file, whatever its path
 INDEX_ENV=$(cd "$(dirname "$INDEX_ENV")" && pwd)/$(basename "$INDEX_ENV")

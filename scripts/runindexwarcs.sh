@@ -41,66 +41,13 @@ Prints one JSON status line per archive. Exit status: 0 done, 1 the job failed,
 EOF
 }
 
-fail_usage() { echo "$PROG: $*" >&2; exit 2; }
+# the arguments, INDEX_ENV and the helpers every launcher shares
+# shellcheck source-path=SCRIPTDIR source=launcher-common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/launcher-common.sh"
 
-RUNNER_FLAG= PASSTHRU=()
-while [ $# -gt 0 ]; do
-    case $1 in
-        -h|--help) usage; exit 0 ;;
-        -r|--runner) [ $# -ge 2 ] || fail_usage "$1 needs a value: emr, hadoop, local or inline"
-                     RUNNER_FLAG=$2; shift 2 ;;
-        --runner=*) RUNNER_FLAG=${1#--runner=}; shift ;;
-        --) shift; PASSTHRU=("$@"); break ;;
-        *) fail_usage "unknown argument '$1' (job arguments go after --; see --help)" ;;
-    esac
-done
-
-INDEX_ENV=${INDEX_ENV:-./index_env.sh}
-case $INDEX_ENV in */*) ;; *) INDEX_ENV=./$INDEX_ENV ;; esac  # never searched in $PATH
-[ -f "$INDEX_ENV" ] || fail_usage "settings file $INDEX_ENV not found: copy index_env.sample.sh to index_env.sh and edit it (or set INDEX_ENV)"
-# shellcheck source=/dev/null
-source "$INDEX_ENV"
-[ -z "$RUNNER_FLAG" ] || RUNNER=$RUNNER_FLAG
-
-require() {
-    local name
-    for name in "$@"; do
-        [ -n "${!name:-}" ] || fail_usage "$name is not set: define it in $INDEX_ENV (see index_env.sample.sh)"
-    done
-}
+# the settings this step needs, checked before anything runs
 require WARC_MANIFEST CDX_DIR RUNNER MRJOB_CONF
-case $RUNNER in emr|hadoop|local|inline) ;; *) fail_usage "RUNNER is '$RUNNER': expected emr, hadoop, local or inline" ;; esac
-
-# append the words of variable $1 (a bash array, or a string split on blanks) to CMD
-add_words() {
-    if [[ $(declare -p "$1" 2>/dev/null) == "declare -a"* ]]; then
-        eval 'CMD+=("${'"$1"'[@]}")'
-    elif [ -n "${!1:-}" ]; then
-        local words
-        read -r -a words <<< "${!1}"
-        CMD+=("${words[@]}")
-    fi
-}
-
-# what Hadoop reads (inputs, -files) is s3a:// on plain Hadoop; the jobs' own files stay s3://
-hadoop_uri() { if [ "$RUNNER" = hadoop ]; then echo "${1/#s3:\/\//s3a://}"; else echo "$1"; fi; }
-
-show_cmd() {  # the command, shell-quoted (a long input list cut short)
-    local more=
-    [ ${#CMD[@]} -le 24 ] || more=" ... ($((${#CMD[@]} - 24)) more arguments)"
-    echo "$PROG: running:$(printf ' %q' "${CMD[@]:0:24}")$more" >&2
-}
-
-build_wheel() {  # emr: the package wheel that bootstrap.sh installs on every node
-    export WEBARCHIVE_INDEXING_HOME=$REPO
-    export WEBARCHIVE_INDEXING_WHEELS=${WHEEL_DIR:-$REPO/build/emr-wheels}
-    [ "$RUNNER" = emr ] && [ "${BUILD_WHEEL:-1}" != 0 ] || return 0
-    mkdir -p "$WEBARCHIVE_INDEXING_WHEELS"
-    rm -f "$WEBARCHIVE_INDEXING_WHEELS"/webarchive_indexing-*.whl
-    echo "$PROG: building the package wheel into $WEBARCHIVE_INDEXING_WHEELS" >&2
-    "${PYTHON:-python3}" -m pip wheel --quiet --no-deps --no-build-isolation \
-        --wheel-dir "$WEBARCHIVE_INDEXING_WHEELS" "$REPO" >&2
-}
+check_runner
 
 CMD=("${PYTHON:-python3}" "$REPO/jobs/index_warcs.py" -r "$RUNNER" --conf-path "$MRJOB_CONF"
      --cdx-dir "$CDX_DIR")
