@@ -5,9 +5,16 @@
 * records every call (its argv, one JSON list a line) in ``root/calls.jsonl``;
 * answers what mrjob 0.7.4's hadoop runner and ``HadoopFilesystem`` ask of it
   (``version``, ``fs -ls [-R]``, ``-mkdir -p``, ``-put``, ``-cat``, ``-du``,
-  ``-rm -R -f -skipTrash``, ``-touchz``, ``-get``/``-copyToLocal``), keeping
-  "HDFS" in ``root/hdfs`` (``hdfs:///a/b`` and ``/a/b`` are ``root/hdfs/a/b``,
-  relative paths are under ``/user/$USER``);
+  ``-rm -R -f -skipTrash``, ``-touchz``, ``-get``/``-copyToLocal``), and what
+  ``storage``'s Hadoop backend does (``-test -e``, ``-stat FORMAT``, ``-put -f``,
+  ``-mv``, ``-rm -f``), keeping "HDFS" in ``root/hdfs`` (``hdfs:///a/b``,
+  ``hdfs://namenode/a/b`` and ``/a/b`` are ``root/hdfs/a/b``, relative paths are
+  under ``/user/$USER``) and Hadoop's S3 connector in ``root/s3a``
+  (``s3a://bucket/key`` is ``root/s3a/bucket/key``). As FsShell does: ``-put``
+  and ``-mv`` need the target's parent directory and do not replace a file
+  (``-put -f`` does), ``-rm`` takes a directory only with ``-r``/``-R``,
+  ``-test`` exits 1 silently for an absent path, and errors are printed as
+  ``cmd: `path': message`` with exit status 1;
 * runs ``hadoop jar STREAMING_JAR ...`` as Hadoop streaming would, locally and
   one task after the other. What it models, read from Hadoop 2.x/3.x streaming
   and mapred sources, because the jobs depend on it:
@@ -130,10 +137,13 @@ def main(argv, root):
 class Hdfs:
     def __init__(self, base):
         self.base = base
+        self.s3a = os.path.join(os.path.dirname(base), "s3a")
 
     def local(self, uri):
         if uri.startswith("file://"):
             return uri[len("file://"):]
+        if uri.startswith("s3a://"):
+            return os.path.join(self.s3a, uri[len("s3a://"):])
         if uri.startswith("hdfs://"):
             rest = uri[len("hdfs://"):]
             path = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
@@ -146,6 +156,9 @@ class Hdfs:
         return os.path.join(self.base, path.lstrip("/"))
 
     def uri(self, local):
+        relative = os.path.relpath(local, self.s3a)
+        if not relative.startswith(".."):
+            return "s3a://" + relative.replace(os.sep, "/")
         return "hdfs:///" + os.path.relpath(local, self.base).replace(os.sep, "/")
 
 
@@ -187,11 +200,12 @@ def fs_command(hdfs, cmd, args):
     if cmd in ("-put", "-copyFromLocal"):
         *sources, dest = paths
         target = hdfs.local(dest)
-        if os.path.exists(target) and not os.path.isdir(target):
+        if os.path.exists(target) and not os.path.isdir(target) and "-f" not in flags:
             raise Failed(f"put: `{dest}': File exists")
+        if not os.path.isdir(os.path.dirname(target)):
+            raise Failed(f"put: `{dest}': No such file or directory")
         for source in sources:
             to = os.path.join(target, os.path.basename(source)) if os.path.isdir(target) else target
-            os.makedirs(os.path.dirname(to), exist_ok=True)
             if os.path.isdir(source):
                 shutil.copytree(source, to)
             else:
@@ -217,12 +231,52 @@ def fs_command(hdfs, cmd, args):
             print(f"{size}  {size}  {hdfs.uri(path)}")
         return 0
     if cmd in ("-rm", "-rmr"):
+        recursive = cmd == "-rmr" or "-r" in flags or "-R" in flags
         for path in paths:
             matched = glob.glob(hdfs.local(path))
             if not matched and "-f" not in flags:
                 raise Failed(f"rm: `{path}': No such file or directory")
             for m in matched:
+                if os.path.isdir(m) and not recursive:
+                    raise Failed(f"rm: `{path}': Is a directory")
                 shutil.rmtree(m) if os.path.isdir(m) else os.unlink(m)
+        return 0
+    if cmd == "-test":
+        [flag], [path] = flags, paths
+        if flag != "-e":
+            raise Failed(f"fake hadoop: -test {flag} not modelled")
+        try:
+            local = hdfs.local(path)
+        except Failed as exc:
+            raise Failed(f"test: {exc}")
+        return 0 if os.path.exists(local) else 1
+    if cmd == "-stat":
+        *formats, path = paths
+        local = hdfs.local(path)
+        if not os.path.exists(local):
+            raise Failed(f"stat: `{path}': No such file or directory")
+        st = os.stat(local)
+        fields = {"%b": str(0 if os.path.isdir(local) else st.st_size),
+                  "%n": os.path.basename(local),
+                  "%F": "directory" if os.path.isdir(local) else "regular file",
+                  "%y": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(st.st_mtime))}
+        out = formats[0] if formats else "%y"
+        for key, value in fields.items():
+            out = out.replace(key, value)
+        print(out)
+        return 0
+    if cmd == "-mv":
+        source, dest = paths
+        local_source, target = hdfs.local(source), hdfs.local(dest)
+        if not os.path.exists(local_source):
+            raise Failed(f"mv: `{source}': No such file or directory")
+        if os.path.isdir(target):
+            target = os.path.join(target, os.path.basename(local_source))
+        if os.path.exists(target):
+            raise Failed(f"mv: `{dest}': File exists")
+        if not os.path.isdir(os.path.dirname(target)):
+            raise Failed(f"mv: `{dest}': No such file or directory")
+        os.rename(local_source, target)
         return 0
     if cmd == "-touchz":
         local = hdfs.local(paths[0])

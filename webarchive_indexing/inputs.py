@@ -68,7 +68,7 @@ def _is_archive(path):
 
 def read_manifest(path):
     """Archive paths listed in a manifest file (plain or gzipped, local or on S3), made absolute."""
-    s3 = storage.is_s3(path)
+    s3 = storage.is_remote(path)
     base = path.rsplit("/", 1)[0] if s3 else os.path.dirname(os.path.abspath(path))
     paths = []
     with storage.open_read(path) as raw:
@@ -88,7 +88,7 @@ def _walk(directory):
     return [path for path in storage.list_files(directory) if path.endswith(ARCHIVE_EXTENSIONS)]
 
 
-def _expand_s3(url, roots):
+def _expand_remote(url, roots):
     """The archives an ``s3://`` INPUT names: itself, those its manifest lists, or those under it."""
     if url.endswith(ARCHIVE_EXTENSIONS):
         return [url]
@@ -109,9 +109,9 @@ def expand(inputs, roots=()):
     roots = [os.path.abspath(r) if "://" not in r else r for r in roots]
     paths, missing = [], []
     for item in inputs:
-        if storage.is_s3(item):
+        if storage.is_remote(item):
             try:
-                found = _expand_s3(item, roots)
+                found = _expand_remote(item, roots)
             except FileNotFoundError:  # no such manifest or bucket
                 found = []
             except OSError as exc:

@@ -13,7 +13,9 @@ Layout of the output directory::
 The cluster is built in a fresh directory and swapped in only once it is
 complete, so a failed build leaves the previous cluster as it was.
 
-Inputs and the output may be on S3 (``s3://bucket/prefix``). The tasks read
+Inputs and the output may be on S3 (``s3://bucket/prefix``) or, on a Hadoop
+cluster, on HDFS (``hdfs:///path``, ``s3a://``; through ``hadoop fs``), which
+are handled alike here ("on S3" below). The tasks read
 archives and write CDX files, splits and shards there themselves, through
 ``storage``; what a job takes as input (the list of archives, the CDX files,
 ``splits.txt``) is staged in a local work directory first, because mrjob's
@@ -144,14 +146,14 @@ def _count_existing(paths):
 def _progress_count(out_dir, paths):
     """How progress counts the outputs written so far: not on S3, where each poll
     would cost a request per path."""
-    return {} if storage.is_s3(out_dir) else {"count": _count_existing(paths), "total": len(paths)}
+    return {} if storage.is_remote(out_dir) else {"count": _count_existing(paths), "total": len(paths)}
 
 
 def _stage(paths, work, first=0):
     """Local paths for ``paths`` as job input: local ones as they are, S3 ones downloaded
     into ``work``, numbered from ``first`` (mrjob's inline and local runners read job
     input from local disk only)."""
-    staged = [os.path.join(work, f"{i:06d}-{p.rsplit('/', 1)[-1]}") if storage.is_s3(p) else p
+    staged = [os.path.join(work, f"{i:06d}-{p.rsplit('/', 1)[-1]}") if storage.is_remote(p) else p
               for i, p in enumerate(paths, first)]
     with ThreadPoolExecutor(STAGING_THREADS) as pool:
         downloads = [pool.submit(storage.download, p, s) for p, s in zip(paths, staged) if p != s]
@@ -277,7 +279,7 @@ def _write_cluster(summary, shards, progress, write):
     (on S3, a fresh prefix) and publish the cluster only if every shard is complete;
     return its totals."""
     out_dir, cluster_dir = summary.out_dir, summary.cluster_dir
-    if storage.is_s3(out_dir):
+    if storage.is_remote(out_dir):
         building = storage.make_temp_dir(
             cluster_dir, time.strftime(BUILD_PREFIX + "%Y%m%dT%H%M%SZ-", time.gmtime()))
     else:
@@ -288,7 +290,7 @@ def _write_cluster(summary, shards, progress, write):
                                                   for i in range(shards)]))
         written = write(building)
         progress.done()
-        if storage.is_s3(out_dir):
+        if storage.is_remote(out_dir):
             previous, previous_loc = _published_build(cluster_dir)
             totals = finalize_cluster(building, shards, written, index_dir=cluster_dir,
                                       previous_loc=previous_loc)
@@ -302,7 +304,7 @@ def _write_cluster(summary, shards, progress, write):
         progress.done()
         if not summary.published:
             storage.remove_tree(building)
-    if storage.is_s3(out_dir):
+    if storage.is_remote(out_dir):
         # readers of the replaced index still find its shards; older builds and the
         # leftovers of failed ones go
         for stale in _builds_under(cluster_dir) - {building, previous}:

@@ -92,7 +92,7 @@ def open_cluster(location, work_dir):
     ``cluster.loc``, so that it names at least the shards of that index) is
     downloaded into ``work_dir``."""
     location = os.fspath(location)
-    if not storage.is_s3(location):
+    if not storage.is_remote(location):
         if os.path.isdir(os.path.join(location, "cluster")):
             location = os.path.join(location, "cluster")
         return Cluster(location)
@@ -280,4 +280,4 @@ def _read_loc(path, base):
 
 
 def _resolve(base, name):
-    return storage.join(base, name) if storage.is_s3(base) else os.path.join(base, name)
+    return storage.join(base, name) if storage.is_remote(base) else os.path.join(base, name)

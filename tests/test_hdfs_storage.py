@@ -1,0 +1,278 @@
+"""``storage`` on Hadoop file systems (``hdfs://``, ``s3a://``) through ``hadoop fs``,
+against the stand-in ``hadoop`` of tests/fake_hadoop.py (a local directory for HDFS),
+and against scripted ``hadoop`` commands ($HADOOP_BIN) for what the stand-in does not
+do: failures, and the listing formats of real Hadoop versions."""
+import os
+import textwrap
+
+import pytest
+
+import fake_hadoop
+from helpers import REAL
+from webarchive_indexing import storage
+from webarchive_indexing.cdx import index_file
+from webarchive_indexing.steps import index_archive
+
+BASES = ["hdfs:///data", "hdfs://namenode:8020/data", "s3a://bucket/data"]
+
+
+@pytest.fixture
+def hadoop(tmp_path, monkeypatch):
+    """The stand-in ``hadoop`` first on PATH; its state (and "HDFS") under tmp_path/state."""
+    root = tmp_path / "state"
+    binary = fake_hadoop.install(tmp_path / "bin", root)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("HADOOP_BIN", raising=False)
+
+    def no_boto3():
+        raise AssertionError("boto3 used for a Hadoop URI")
+
+    monkeypatch.setattr(storage, "_client", no_boto3)
+    return {"root": root, "bin": binary}
+
+
+def fs_calls(hadoop):
+    """The ``hadoop fs`` commands run so far, without ``fs``."""
+    return [argv[1:] for argv in fake_hadoop.calls(hadoop["root"]) if argv[:1] == ["fs"]]
+
+
+def scripted(tmp_path, monkeypatch, body):
+    """$HADOOP_BIN: a shell script (``body``), e.g. one that fails some commands."""
+    path = tmp_path / "scripted-hadoop"
+    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
+    path.chmod(0o755)
+    monkeypatch.setenv("HADOOP_BIN", str(path))
+    return path
+
+
+def local_of(hadoop, uri):
+    """Where the stand-in keeps ``uri``."""
+    if uri.startswith("s3a://"):
+        return hadoop["root"] / "s3a" / uri[len("s3a://"):]
+    return hadoop["root"] / "hdfs" / uri.split("://", 1)[1].split("/", 1)[1]
+
+
+@pytest.mark.parametrize("base", BASES)
+def test_round_trip(hadoop, base, tmp_path):
+    path = storage.join(base, "a", "b.txt")
+    assert storage.is_hadoop(path) and not storage.is_s3(path)
+    assert storage.abspath(path) == path
+    assert not storage.exists(path)
+    storage.write_atomic(path, b"hello, world")  # a/ did not exist: made on the way
+    assert local_of(hadoop, path).read_bytes() == b"hello, world"
+    assert storage.exists(path) and storage.exists(storage.join(base, "a"))
+    assert storage.read_bytes(path) == b"hello, world"
+    assert storage.size(path) == 12
+    assert storage.read_range(path, 7, 5) == b"world"
+    assert storage.read_range(path, 7, 50) == b"world"
+    assert storage.read_range(path, 12, 5) == storage.read_range(path, 20, 5) == b""
+    assert storage.read_range(path, 0, 0) == b""
+    with storage.open_read(path) as fh:
+        assert fh.peek(5)[:5] == b"hello" and not fh.seekable()
+        assert fh.read() == b"hello, world"
+
+    storage.write_atomic(path, b"replaced")
+    assert storage.read_bytes(path) == b"replaced"
+    storage.write_atomic(storage.join(base, "empty"), b"")
+    assert storage.read_bytes(storage.join(base, "empty")) == b""
+    with storage.open_read(storage.join(base, "empty")) as fh:
+        assert fh.read() == b""
+
+    storage.makedirs(storage.join(base, "made", "deep"))
+    assert storage.exists(storage.join(base, "made", "deep"))
+    storage.write_atomic(storage.join(base, "a", "c", "d.txt"), b"d")
+    # files only (no directories, no temporary names left), sorted, named as the base names them
+    assert list(storage.list_files(base)) == [storage.join(base, "a", "b.txt"),
+                                              storage.join(base, "a", "c", "d.txt"),
+                                              storage.join(base, "empty")]
+    assert list(storage.list_files(base + "/")) == list(storage.list_files(base))
+    assert list(storage.list_files(path)) == [path]
+    assert list(storage.list_files(storage.join(base, "nothing-here"))) == []
+
+    storage.download(path, str(tmp_path / "got" / "b.txt"))
+    assert (tmp_path / "got" / "b.txt").read_bytes() == b"replaced"
+
+    first = storage.make_temp_dir(base, ".cluster-build-")
+    second = storage.make_temp_dir(base, ".cluster-build-")
+    assert first != second and first.startswith(storage.join(base, ".cluster-build-"))
+    assert storage.exists(first) and storage.exists(second)
+
+    storage.remove(path)
+    storage.remove(path)  # already gone: fine, as for a local file
+    assert not storage.exists(path)
+    storage.remove_tree(storage.join(base, "a"))
+    storage.remove_tree(storage.join(base, "a"))
+    assert not storage.exists(storage.join(base, "a", "c", "d.txt"))
+    assert list(storage.list_files(base)) == [storage.join(base, "empty")]
+    # every one of them went through `hadoop fs`, s3a:// too (boto3 would have failed)
+    assert all(argv[-1].startswith(base.split("://")[0]) for argv in fs_calls(hadoop)
+               if argv[0] in ("-test", "-cat", "-stat", "-mkdir", "-ls"))
+
+
+def test_missing_files(hadoop, tmp_path):
+    missing = "hdfs:///data/missing.txt"
+    for read in (storage.read_bytes, storage.size, storage.open_read,
+                 lambda p: storage.read_range(p, 0, 10),
+                 lambda p: storage.download(p, str(tmp_path / "x"))):
+        with pytest.raises(FileNotFoundError, match=f"No such file or directory.*{missing}"):
+            read(missing)
+    assert not (tmp_path / "x").exists()
+    storage.remove(missing)
+    storage.remove_tree("hdfs:///data/missing-dir")
+
+
+def test_open_atomic_publishes_only_a_complete_file(hadoop):
+    path = "hdfs:///out/shard.gz"
+    with storage.open_atomic(path) as fh:
+        fh.write(b"first half ")
+        assert not storage.exists(path)
+        fh.write(b"second half")
+    assert storage.read_bytes(path) == b"first half second half"
+    # uploaded beside the target (its directory made when -put found none), then renamed
+    [put, mkdir, put_again, rm, mv] = [argv for argv in fs_calls(hadoop) if argv[0] not in ("-test", "-cat")]
+    staged = put[-1]
+    assert put[:2] == ["-put", "-f"] and staged.startswith(path + ".tmp-") and put_again == put
+    assert mkdir == ["-mkdir", "-p", "hdfs:///out"]
+    assert rm == ["-rm", "-f", "-skipTrash", path] and mv == ["-mv", staged, path]
+
+    with pytest.raises(RuntimeError):
+        with storage.open_atomic(path) as fh:
+            fh.write(b"never published")
+            raise RuntimeError("the task died")
+    with pytest.raises(RuntimeError):
+        with storage.open_atomic("hdfs:///out/new.gz") as fh:
+            fh.write(b"never published")
+            raise RuntimeError("the task died")
+    assert storage.read_bytes(path) == b"first half second half"
+    assert list(storage.list_files("hdfs:///out")) == [path]
+
+    big = os.urandom(3 * storage.READ_BUFFER + 123)
+    storage.write_atomic(path, big)
+    assert storage.size(path) == len(big) and storage.read_bytes(path) == big
+    with storage.open_read(path) as fh:
+        assert fh.read(10) == big[:10]  # and closing early stops `hadoop fs -cat`
+    assert storage.read_range(path, storage.READ_BUFFER + 5, 7) == big[storage.READ_BUFFER + 5:][:7]
+
+
+def test_a_failed_upload_leaves_no_target_and_no_temporary_file(hadoop, tmp_path, monkeypatch):
+    scripted(tmp_path, monkeypatch, f"""\
+        if [ "$2" = -mv ]; then echo "mv: \\`$4': Input/output error" >&2; exit 1; fi
+        exec {hadoop['bin']} "$@"
+        """)
+    with pytest.raises(OSError, match="-mv exited with status 1: mv: .*Input/output error") as raised:
+        storage.write_atomic("hdfs:///out/a.cdx.gz", b"data")
+    assert raised.value.filename == "hdfs:///out/a.cdx.gz"
+    assert not isinstance(raised.value, FileNotFoundError)
+    monkeypatch.delenv("HADOOP_BIN")
+    assert not storage.exists("hdfs:///out/a.cdx.gz")
+    assert list(storage.list_files("hdfs:///out")) == []  # the uploaded .tmp- file was removed
+
+
+def test_exists_is_false_only_for_an_absent_path(hadoop, tmp_path, monkeypatch):
+    assert storage.exists("hdfs:///") and not storage.exists("hdfs:///absent")
+    assert not storage.exists("s3a://bucket/absent")
+    # -test prints nothing for an absent path; log lines around do not make it an error
+    scripted(tmp_path, monkeypatch, """\
+        echo "WARN util.NativeCodeLoader: Unable to load native-hadoop library" >&2; exit 1
+        """)
+    assert not storage.exists("hdfs:///absent")
+    # but it exits 1 after an error it printed, too
+    scripted(tmp_path, monkeypatch, """\
+        echo "test: Permission denied: user=alice, access=EXECUTE, inode=/secret" >&2; exit 1
+        """)
+    with pytest.raises(PermissionError, match="test: Permission denied.*hdfs:///secret/x"):
+        storage.exists("hdfs:///secret/x")
+    scripted(tmp_path, monkeypatch, """\
+        echo "-test: java.net.UnknownHostException: namenode" >&2; exit 255
+        """)
+    with pytest.raises(OSError, match="exited with status 255.*UnknownHostException") as raised:
+        storage.exists("hdfs://namenode/x")
+    assert type(raised.value) is OSError
+
+
+def test_without_hadoop_a_clear_error(hadoop, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(storage.HadoopNotFound, match="set HADOOP_BIN or put hadoop on PATH.*hdfs:///x"):
+        storage.exists("hdfs:///x")
+    monkeypatch.setenv("HADOOP_BIN", str(tmp_path / "no-such-hadoop"))
+    with pytest.raises(storage.HadoopNotFound, match="cannot run .*no-such-hadoop"):
+        storage.open_read("hdfs:///x")
+    # not "absent": callers that treat FileNotFoundError so must not take it for that
+    assert not issubclass(storage.HadoopNotFound, FileNotFoundError)
+
+
+def test_a_stream_cut_short_raises(hadoop, tmp_path, monkeypatch):
+    scripted(tmp_path, monkeypatch, """\
+        head -c 100000 /dev/zero
+        echo "cat: Connection reset by peer" >&2; exit 1
+        """)
+    with storage.open_read("hdfs:///big") as fh:
+        with pytest.raises(OSError, match="-cat exited with status 1: cat: Connection reset.*hdfs:///big"):
+            fh.read()
+    with pytest.raises(OSError, match="Connection reset"):
+        storage.read_bytes("hdfs:///big")
+
+
+def test_list_files_reads_what_real_hadoop_prints(hadoop, tmp_path, monkeypatch):
+    """Fully qualified paths from HDFS, S3A's lines without owner and group, log lines,
+    spaces in names: each file named the way the caller named the directory."""
+    (tmp_path / "hdfs.ls").write_text(textwrap.dedent("""\
+        drwxr-xr-x   - hdfs supergroup          0 2024-05-01 10:00 hdfs://nn.example:8020/out/cdx
+        -rw-r--r--   3 hdfs supergroup       1234 2024-05-01 10:00 hdfs://nn.example:8020/out/cdx/a b.cdx.gz
+        -rw-r--r--+  3 hdfs supergroup          0 2024-05-01 10:01 hdfs://nn.example:8020/out/archives.txt
+        """))
+    (tmp_path / "s3a.ls").write_text(textwrap.dedent("""\
+        drwxrwxrwx   -          0 2024-05-01 10:02 s3a://bucket/out/seg
+        -rw-rw-rw-   1        512 2024-05-01 10:02 s3a://bucket/out/seg/x.warc.gz
+        """))
+    scripted(tmp_path, monkeypatch, f"""\
+        echo "WARN util.NativeCodeLoader: Unable to load native-hadoop library" >&2
+        cat {tmp_path}/"${{4%%:*}}.ls"
+        """)
+    assert list(storage.list_files("hdfs:///out/")) == [
+        "hdfs:///out/archives.txt", "hdfs:///out/cdx/a b.cdx.gz"]
+    assert list(storage.list_files("s3a://bucket/out")) == ["s3a://bucket/out/seg/x.warc.gz"]
+
+
+def test_index_archives_on_hdfs(hadoop, tmp_path):
+    """What a task does: read an archive streamed from HDFS, publish its CDX there."""
+    names = ["iipc+jwarc__cc.warc.gz", "webrecorder+warcio__example-trunc.warc",
+             "webrecorder+warcio__bad.arc"]
+    for name in names:
+        storage.write_atomic(f"hdfs:///crawl/{name}", open(os.path.join(REAL, name), "rb").read())
+        local, remote = index_file(os.path.join(REAL, name), name), index_file(f"hdfs:///crawl/{name}", name)
+        assert remote.lines == local.lines and remote.records == local.records
+        assert [e.as_dict()["reason"] for e in remote.errors] == [e.as_dict()["reason"] for e in local.errors]
+    status = index_archive(f"hdfs:///crawl/{names[0]}", names[0], "hdfs:///out/cdx")
+    expected = index_archive(os.path.join(REAL, names[0]), names[0], str(tmp_path / "cdx"))
+    published = tmp_path / "cdx" / os.path.basename(status["cdx"])
+    assert storage.read_bytes(status["cdx"]) == published.read_bytes()
+    assert status["records"] == expected["records"] and status["bytes"] == expected["bytes"]
+    # a rerun finds it and skips it
+    assert index_archive(f"hdfs:///crawl/{names[0]}", names[0], "hdfs:///out/cdx")["skipped"]
+
+
+def test_build_to_hdfs_equals_a_local_build(hadoop, tmp_path, capsys):
+    """`build` with archives and output on HDFS (the inline runner, the stand-in hadoop):
+    the same cluster as a local build, published with its index last, and queryable."""
+    from webarchive_indexing import cli
+    from webarchive_indexing.corpus import make_corpus
+    warcs = make_corpus(tmp_path / "warcs", files=2, captures=40, seed=31)
+    for warc in warcs:
+        storage.write_atomic(f"hdfs:///in/{os.path.basename(warc)}", open(warc, "rb").read())
+    args = ["--shards", "2", "--lines-per-block", "9", "--runner", "inline", "--no-progress"]
+    assert cli.main(["build", "hdfs:///in/", "-o", "hdfs:///out", *args]) == cli.EXIT_OK
+    assert cli.main(["build", str(tmp_path / "warcs"), "-o", str(tmp_path / "local"), *args]) == 0
+    local_idx = (tmp_path / "local" / "cluster" / "cluster.idx").read_bytes().splitlines()
+    idx = storage.read_bytes("hdfs:///out/cluster/cluster.idx").splitlines()
+    # the shard column names the build's prefix on HDFS, as on S3
+    assert [l.split(b"\t")[0::2] for l in idx] == [l.split(b"\t")[0::2] for l in local_idx]
+    for line in idx:
+        shard = line.split(b"\t")[1].decode()
+        local = (tmp_path / "local" / "cluster" / shard.rsplit("/", 1)[-1]).read_bytes()
+        assert storage.read_bytes(f"hdfs:///out/cluster/{shard}") == local
+    capsys.readouterr()
+    assert cli.main(["query", "hdfs:///out", "*.com", "--limit", "5"]) == 0
+    hits = capsys.readouterr().out
+    assert cli.main(["query", str(tmp_path / "local"), "*.com", "--limit", "5"]) == 0
+    assert hits == capsys.readouterr().out and hits.count("\n") == 5
