@@ -1,6 +1,5 @@
 """INPUT arguments: files, directories, globs and manifests, and the names archives get."""
 import gzip
-import os
 
 import pytest
 

@@ -1,7 +1,6 @@
 """The three jobs and ``build``, end to end on mrjob's inline and local runners, read back by pywb."""
 import filecmp
 import gzip
-import io
 import os
 import shutil
 
