@@ -19,8 +19,9 @@ setup(
         "mrjob>=0.7.4",
         # s3:// inputs and outputs
         "boto3",
-        # mrjob 0.7.4 imports distutils, gone from the standard library since Python 3.12
-        "setuptools",
+        # mrjob 0.7.4 imports distutils, gone from the standard library since Python 3.12;
+        # 70.1+ also builds wheels by itself (the EMR launchers build this package's wheel)
+        "setuptools>=70.1",
     ],
     extras_require={
         "test": ["pytest>=7", "pywb==2.10.0", "cdxj-indexer==1.5.0", "pyspark>=3.5",
