@@ -244,7 +244,8 @@ def test_cli_build_query_and_cdx(tmp_path, capsys):
                      REAL + "/iipc+webarchive-commons__IAH-urls-wget.warc.gz",
                      "-o", str(out), "--runner", "inline", "--no-progress"]) == cli.EXIT_OK
     err = capsys.readouterr().err
-    assert "records:  42 read, 21 CDX lines" in err and f"webarchive-index query {out}" in err
+    assert "records:  42 read, 21 CDX lines" in err
+    assert f"query it:  webarchive-index query {out} '*.example.com' --limit 10" in err
     assert cli.main(["query", str(out), "archive.org/images/*"]) == 0
     got = capsys.readouterr().out.splitlines()
     assert len(got) == 6 and all(l.startswith("org,archive)/images/") for l in got)

@@ -179,8 +179,22 @@ def report_build(run, output):
         return EXIT_FAILED
     _print_problems(summary.errors, sys.stderr)
     _print_summary(summary, sys.stderr)
-    sys.stderr.write(f"\nquery it:  webarchive-index query {output} 'example.com/*'\n")
+    sys.stderr.write(f"\nquery it:  webarchive-index query {output} '{_example_pattern(summary)}'"
+                     " --limit 10\n")
     return EXIT_PARTIAL if summary.errors else EXIT_OK
+
+
+def _example_pattern(summary):
+    """A domain query that finds something in the new cluster: the host of its first key."""
+    from . import storage
+    try:
+        first = storage.read_range(storage.join(summary.cluster_dir, "cluster.idx"), 0, 4096)
+    except OSError:
+        first = b""
+    host, bracket, _ = first.split(b" ", 1)[0].decode("utf-8", "replace").partition(")")
+    if not bracket or not host:
+        return "example.com/*"
+    return "*." + ".".join(reversed(host.split(",")))
 
 
 def _build(args):
