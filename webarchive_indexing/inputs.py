@@ -68,8 +68,8 @@ def _is_archive(path):
 
 def read_manifest(path):
     """Archive paths listed in a manifest file (plain or gzipped, local or on S3), made absolute."""
-    s3 = storage.is_remote(path)
-    base = path.rsplit("/", 1)[0] if s3 else os.path.dirname(os.path.abspath(path))
+    remote = storage.is_remote(path)
+    base = path.rsplit("/", 1)[0] if remote else os.path.dirname(os.path.abspath(path))
     paths = []
     with storage.open_read(path) as raw:
         text = (gzip.open(raw, "rt", encoding="utf-8") if path.endswith(".gz")
@@ -79,7 +79,7 @@ def read_manifest(path):
             if not line or line.startswith("#"):
                 continue
             if "://" not in line:
-                line = storage.join(base, line) if s3 else os.path.join(base, line)
+                line = storage.join(base, line) if remote else os.path.join(base, line)
             paths.append(line)
     return base, paths
 

@@ -54,7 +54,6 @@ from .inputs import ARCHIVE_EXTENSIONS, cdx_name, expand
 from .steps import ClusterIncomplete, finalize_cluster
 from .zipnum import shard_name
 
-RUNNERS = ("inline", "local")
 # Prefix of a build's shards on S3: out/cluster/build-<UTC time>-<random>/
 BUILD_PREFIX = "build-"
 # Parallel downloads of CDX files from S3 to local disk
@@ -139,14 +138,12 @@ class Progress:
             self.stream.write("\r\x1b[K")
 
 
-def _count_existing(paths):
-    return lambda: sum(1 for p in paths if os.path.exists(p))
-
-
 def _progress_count(out_dir, paths):
-    """How progress counts the outputs written so far: not on S3, where each poll
-    would cost a request per path."""
-    return {} if storage.is_remote(out_dir) else {"count": _count_existing(paths), "total": len(paths)}
+    """How progress counts the outputs written so far: only locally, where asking
+    costs no request (S3) or process (HDFS) per path and poll."""
+    if storage.is_remote(out_dir):
+        return {}
+    return {"count": lambda: sum(1 for p in paths if os.path.exists(p)), "total": len(paths)}
 
 
 def _stage(paths, work, first=0):

@@ -105,9 +105,10 @@ def open_cluster(location, work_dir):
         storage.download(idx, local_idx)
     except FileNotFoundError:
         raise FileNotFoundError(f"no ZipNum index at {idx}") from None
-    loc = idx[:-len(".idx")] + ".loc"
-    if storage.exists(loc):
-        storage.download(loc, os.path.join(work_dir, "cluster.loc"))
+    try:
+        storage.download(idx[:-len(".idx")] + ".loc", os.path.join(work_dir, "cluster.loc"))
+    except FileNotFoundError:
+        pass  # no .loc: the shards are beside the index
     return Cluster(local_idx, shard_dir=idx.rsplit("/", 1)[0])
 
 

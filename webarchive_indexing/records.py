@@ -265,10 +265,16 @@ class LiteRecord:
     format: str = "warc"
 
 
+def _plain_block(block):
+    """A header block whose lines split alike by warcio's rules and ours: ASCII, no
+    continuation lines."""
+    return block.isascii() and b"\n " not in block and b"\n\t" not in block
+
+
 def parse_block(block):
     """(first line, {lower-case name: first value}) of a header block, split by warcio's
-    rules; None unless the block is plain ASCII without continuation lines."""
-    if not block.isascii() or b"\n " in block or b"\n\t" in block:
+    rules; None unless it is a ``_plain_block``."""
+    if not _plain_block(block):
         return None
     first, _, rest = block.decode("ascii").partition("\n")
     first = first.rstrip()
@@ -314,7 +320,7 @@ def lite_record(members, warc_block, headers):
 def _skip_length(block, skip_types):
     """The Content-Length of a WARC record that ``skip_types`` rejects, read from its plain
     header block; None when the record is wanted or the full parse must decide."""
-    if not block.startswith(b"WARC/") or not block.isascii() or b"\n " in block or b"\n\t" in block:
+    if not block.startswith(b"WARC/") or not _plain_block(block):
         return None
     headers = {}
     for name, value in SKIP_HEADER.findall(block):

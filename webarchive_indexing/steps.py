@@ -156,11 +156,13 @@ def finalize_cluster(cluster_dir, shards, written=None, location=None, index_dir
         stats = written.get(shard) if written is not None else None
         if written is not None and stats is None:
             stats = write_shard(shard, [], cluster_dir)
-        if not storage.exists(part_path) or not storage.exists(shard_path):
+        try:
+            # read, not asked about first: on S3 or HDFS each question is a request
+            part, size = storage.read_bytes(part_path), storage.size(shard_path)
+        except FileNotFoundError:
             raise ClusterIncomplete(f"shard {shard} is incomplete: {shard_path} or {part_path} "
-                                    "is missing")
-        part = storage.read_bytes(part_path)
-        end, size = _part_end(part), storage.size(shard_path)
+                                    "is missing") from None
+        end = _part_end(part)
         if end != size or (stats is not None and end != stats["bytes"]):
             raise ClusterIncomplete(f"{shard_path} is {size} bytes but its index covers {end}"
                                     + (f" and the job wrote {stats['bytes']}" if stats else ""))

@@ -127,7 +127,7 @@ def exists(path):
 
 
 def abspath(path):
-    return path if is_s3(path) or is_hadoop(path) else os.path.abspath(path)
+    return path if is_remote(path) else os.path.abspath(path)
 
 
 def makedirs(path):
