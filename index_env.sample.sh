@@ -37,6 +37,19 @@ CLUSTER_LOCATION=${CLUSTER_LOCATION:-}
 SHARDS=${SHARDS:-4}                       # Common Crawl: 300
 LINES_PER_BLOCK=${LINES_PER_BLOCK:-3000}  # Common Crawl and the Internet Archive: 3000
 
+# -- remote copy (scripts/runremotecopy.sh, see docs/remote-copy.md) ------------------------
+# The cluster to select from, what to select, where the archives and the extract are:
+# COPY_CLUSTER=s3://commoncrawl/cc-index/collections/CC-MAIN-2024-22/indexes/cluster.idx
+# COPY_DOMAINS=example.com,example.org/blog*      # and/or one input a line in:
+# COPY_DOMAINS_FILE=./domains.txt
+# COPY_OUTPUT=s3://your-bucket/extracts/example   # s3:// on emr and hadoop
+# WARC_PREFIX=s3://commoncrawl/                   # what the CDX filename is relative to
+# RECORDS_PER_FILE=10000   # records per output WARC file
+# NAME_PREFIX=extract      # output files NAME-NNNNN.warc.gz
+# COPY_THREADS=16          # range requests in flight per task
+# COPY_RETRIES=5           # further reads of a record after transient errors
+# COPY_ARGS=()             # more arguments of the copy job
+
 # -- optional -------------------------------------------------------------------------------
 # CDX_FORMAT=cdxj          # or cdx11
 # ON_ERROR=skip            # index what is readable and report problems (default: fail)

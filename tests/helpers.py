@@ -51,3 +51,26 @@ def pywb_lookup(idx_path, url, match_type=None, max_blocks=3, page_size=None):
 def gunzip_text(path):
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         return fh.read()
+
+
+def pywb_params(url, match_type=None, **extra):
+    """CDX server parameters as pywb takes them (a wildcard pattern carries no matchType)."""
+    params = {"url": url, **{k: v for k, v in extra.items() if v is not None}}
+    if match_type:
+        params["matchType"] = match_type
+    return params
+
+
+def pywb_page_info(idx_path, url, match_type, page_size, max_blocks=10):
+    """pywb's ``showNumPages`` answer for the cluster of ``idx_path``."""
+    source = ZipNumIndexSource(str(idx_path), {"max_blocks": max_blocks})
+    params = pywb_params(url, match_type, pageSize=str(page_size), showNumPages="true")
+    return dict(next(iter(source.load_index(params))))
+
+
+def pywb_page(idx_path, url, match_type, page_size, page, max_blocks=10):
+    """The lines of pywb's ``page=`` for the cluster of ``idx_path`` (CDXException for a
+    page that is not there)."""
+    source = ZipNumIndexSource(str(idx_path), {"max_blocks": max_blocks})
+    params = pywb_params(url, match_type, pageSize=str(page_size), page=str(page))
+    return [cdx.to_text().encode() for cdx in source.load_index(params)]

@@ -16,6 +16,8 @@ from webarchive_indexing.pipeline import BuildFailed, build, run_job
 from webarchive_indexing.query import search_range
 from webarchive_indexing.seqfile import read_text_keys
 from webarchive_indexing.splits import parse_splits
+from webarchive_indexing.steps import finalize_cluster
+from webarchive_indexing.zipnum import root_index
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +121,8 @@ def test_build_inline_and_local_are_identical_and_pywb_reads_them(tmp_path, corp
     cluster = out / "cluster"
     names = sorted(os.listdir(cluster))
     assert names == sorted([f"cdx-{i:05d}.gz" for i in range(shards)] +
-                           [f"part-{i:05d}" for i in range(shards)] + ["cluster.idx", "cluster.loc"])
+                           [f"part-{i:05d}" for i in range(shards)] + ["cluster.idx", "cluster.loc", "cluster.root"])
+    assert (cluster / "cluster.root").read_bytes() == root_index((cluster / "cluster.idx").read_bytes())
     lines = all_lines(out)
     assert cluster_lines(cluster) == lines and len(lines) > 300
     splits = parse_splits((out / "splits.txt").read_text())
@@ -264,3 +267,15 @@ def test_cli_usage_errors(tmp_path, capsys):
     assert "no WARC/ARC files" in capsys.readouterr().err
     assert cli.main(["cdx", str(tmp_path / "missing.warc.gz")]) == cli.EXIT_FAILED
     assert "missing.warc.gz: offset 0: no such file or directory" in capsys.readouterr().err
+
+
+def test_no_root_index(tmp_path, corpus):
+    out = tmp_path / "out"
+    build([str(corpus)], str(out), shards=2, lines_per_block=40, runner="inline", root_index=False)
+    cluster = out / "cluster"
+    assert not (cluster / "cluster.root").exists()
+    # finalize with a root, then without: the older root goes rather than describe another index
+    finalize_cluster(str(cluster), 2)
+    assert (cluster / "cluster.root").read_bytes() == root_index((cluster / "cluster.idx").read_bytes())
+    assert cli.main(["finalize", str(cluster), "--shards", "2", "--no-root-index"]) == 0
+    assert not (cluster / "cluster.root").exists() and (cluster / "cluster.idx").exists()

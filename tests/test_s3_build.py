@@ -15,7 +15,7 @@ from webarchive_indexing import cli, storage
 from webarchive_indexing.jobs import zip_cluster
 from webarchive_indexing.corpus import make_corpus
 from webarchive_indexing.pipeline import BUILD_PREFIX, BuildFailed, build
-from webarchive_indexing.query import Cluster
+from webarchive_indexing.query import Cluster, open_cluster
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +109,8 @@ def test_s3_build_equals_local_build(tmp_path, corpus, warcs, capsys):
         assert cli.main(["query", location, "*.com"]) == cli.EXIT_OK
         assert capsys.readouterr().out == from_local, location
     assert cli.main(["query", out + "/nothing", "example.com"]) == cli.EXIT_FAILED
-    assert f"no ZipNum index at {out}/nothing/cluster.idx" in capsys.readouterr().err
+    assert (f"no ZipNum index at {out}/nothing/cluster/cluster.idx or {out}/nothing/cluster.idx"
+            in capsys.readouterr().err)
 
 
 def queries_for(lines):
@@ -127,19 +128,20 @@ def cluster_objects(out):
     return s3server.objects(out + "/cluster")
 
 
-def lookup(idx, loc, shard_dir, tmp_path):
-    """Every line of a cluster whose index and .loc are given as bytes, shards on S3."""
+def lookup(idx, loc, tmp_path):
+    """Every line of a cluster whose index and .loc are given as bytes, shards on S3
+    (where the .loc says)."""
     (tmp_path / "cluster.idx").write_bytes(idx)
     (tmp_path / "cluster.loc").write_bytes(loc)
-    return list(Cluster(tmp_path / "cluster.idx", shard_dir=shard_dir).lookup_range(b"", b"~"))
+    return list(Cluster(tmp_path / "cluster.idx").lookup_range(b"", b"~"))
 
 
 def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypatch):
     out = s3server.new_bucket() + "/out"
     build([warcs], out, shards=2, lines_per_block=50, runner="inline")
     published = cluster_objects(out)
-    assert len(published) == 2 + 2 * 2
-    lines = lookup(published["cluster.idx"], published["cluster.loc"], out + "/cluster", tmp_path)
+    assert len(published) == 3 + 2 * 2  # idx, loc, root; a shard and a part file each
+    lines = lookup(published["cluster.idx"], published["cluster.loc"], tmp_path)
     assert len(lines) > 200
 
     # bad input, --on-error fail: nothing of the cluster is touched
@@ -180,9 +182,13 @@ def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypat
     monkeypatch.undo()
     now = cluster_objects(out)
     assert now.pop("cluster.loc") != published["cluster.loc"]
-    assert now == {n: data for n, data in published.items() if n != "cluster.loc"}
+    # the new build's root came before its index: readers find it does not fit and
+    # search the published index without it
+    assert now.pop("cluster.root") != published["cluster.root"]
+    assert now == {n: data for n, data in published.items() if n not in ("cluster.loc", "cluster.root")}
     assert lookup(published["cluster.idx"], storage.read_bytes(out + "/cluster/cluster.loc"),
-                  out + "/cluster", tmp_path) == lines
+                  tmp_path) == lines
+    assert list(open_cluster(out).lookup_range(b"", b"~")) == lines
 
 
 def test_s3_rebuilds_keep_the_replaced_build_and_delete_older_ones(tmp_path, warcs):
@@ -204,8 +210,8 @@ def test_s3_rebuilds_keep_the_replaced_build_and_delete_older_ones(tmp_path, war
     assert [line.split("\t")[0] for line in loc.decode().splitlines()] == [
         f"{build}/cdx-{i:05d}.gz" for build in (current, previous) for i in range(2)]
     # a reader that pairs the previous index with the new .loc reads the same lines
-    lines = lookup(idx, loc, out + "/cluster", tmp_path)
-    assert lookup(indexes[1]["cluster.idx"], loc, out + "/cluster", tmp_path) == lines
+    lines = lookup(idx, loc, tmp_path)
+    assert lookup(indexes[1]["cluster.idx"], loc, tmp_path) == lines
     assert lines == sorted(lines) and len(lines) > 200
 
     # ``finalize`` (as after a Hadoop run) checks and indexes the shards where they are

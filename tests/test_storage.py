@@ -5,7 +5,7 @@ import os
 import socket
 
 import pytest
-from botocore.exceptions import ResponseStreamingError
+from botocore.exceptions import ClientError, ResponseStreamingError
 from botocore.stub import Stubber
 
 import s3server
@@ -135,6 +135,59 @@ class Breaking:
         self.body.close()
 
 
+
+def test_fetch_range_gives_the_object_size(bucket):
+    path = storage.join(bucket, "a.txt")
+    storage.write_atomic(path, b"hello, world")
+    assert storage.fetch_range(path, 7, 5) == (b"world", 12)
+    assert storage.fetch_range(path, 7, 50) == (b"world", 12)
+    assert storage.fetch_range(path, 12, 5) == storage.fetch_range(path, 20, 5) == (b"", 12)
+    assert storage.fetch_range(path, 3, 0) == (b"", 12)
+    missing = storage.join(bucket, "missing")
+    with pytest.raises(FileNotFoundError, match=f"GET bytes=0-4: .*NoSuchKey.*{missing}"):
+        storage.fetch_range(missing, 0, 5)
+
+
+@pytest.mark.parametrize("breaking", ["raises", "short"])
+def test_read_range_retries_a_body_that_breaks_off(bucket, monkeypatch, breaking):
+    """botocore retries a request, not a body that breaks off while it streams: storage does."""
+    path = storage.join(bucket, "a.txt")
+    storage.write_atomic(path, b"hello, world")
+    monkeypatch.setattr(storage, "BACKOFF_BASE", 0.001)
+    client, responses = storage._client(), []
+    get_object = client.get_object
+
+    def broken_get_object(**params):
+        response = get_object(**params)
+        responses.append(response)
+        if len(responses) <= 2:
+            response["Body"] = Cut(response["Body"], raises=breaking == "raises")
+        return response
+
+    monkeypatch.setattr(client, "get_object", broken_get_object)
+    assert storage.read_range(path, 7, 5) == b"world" and len(responses) == 3
+    responses.clear()
+    monkeypatch.setattr(storage, "READ_ATTEMPTS", 2)
+    reason = "ResponseStreamingError" if breaking == "raises" else "a short body: 2 of 5 bytes"
+    with pytest.raises(OSError, match=f"GET bytes=7-11 failed 2 times, the last with {reason}.*{path}"):
+        storage.read_range(path, 7, 5)
+
+
+class Cut:
+    """A response body that breaks off half way: raising, or as if it ended there."""
+
+    def __init__(self, body, raises):
+        self.body, self.raises = body, raises
+
+    def read(self):
+        data = self.body.read()
+        if self.raises:
+            raise ResponseStreamingError(error="connection reset by peer")
+        return data[:len(data) // 2]
+
+    def close(self):
+        self.body.close()
+
 def test_list_and_remove_tree(bucket):
     for key in ("seg/b.warc.gz", "seg/a/x.arc", "segment/c.warc", "top.warc"):
         storage.write_atomic(storage.join(bucket, key), b"x")
@@ -212,3 +265,38 @@ def test_cli_cdx_reads_and_writes_s3(real_bucket, capsys):
     assert cli.main(["cdx", url, "-o", real_bucket + "/cdx"]) == cli.EXIT_OK
     written = storage.read_bytes(real_bucket + "/cdx/webrecorder+warcio__example.cdx.gz")
     assert gzip.decompress(written).decode() == printed
+
+
+def test_read_range_backs_off_when_botocore_gives_up_early(bucket, monkeypatch):
+    """botocore's retry quota, shared by a client's threads, runs dry under many
+    SlowDowns: it then fails a request without retrying. storage retries that one;
+    a SlowDown botocore retried in full is an error at once."""
+    path = storage.join(bucket, "a.txt")
+    storage.write_atomic(path, b"hello, world")
+    monkeypatch.setattr(storage, "BACKOFF_BASE", 0.001)
+    client, calls = storage._client(), []
+    get_object = client.get_object
+
+    def slow_down(retries):
+        return ClientError({"Error": {"Code": "SlowDown", "Message": "Please reduce your request rate."},
+                            "ResponseMetadata": {"HTTPStatusCode": 503, "RetryAttempts": retries}},
+                           "GetObject")
+
+    def throttled_get_object(**params):
+        calls.append(params)
+        if len(calls) <= 2:
+            raise slow_down(retries=0)
+        return get_object(**params)
+
+    monkeypatch.setattr(client, "get_object", throttled_get_object)
+    assert storage.read_range(path, 7, 5) == b"world" and len(calls) == 3
+
+    def exhausted_get_object(**params):
+        calls.append(params)
+        raise slow_down(retries=storage.S3_RETRIES)
+
+    calls.clear()
+    monkeypatch.setattr(client, "get_object", exhausted_get_object)
+    with pytest.raises(OSError, match=f"SlowDown.*{path}"):
+        storage.read_range(path, 7, 5)
+    assert len(calls) == 1

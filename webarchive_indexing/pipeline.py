@@ -216,13 +216,14 @@ class MrjobSteps:
 
 def build(inputs, out_dir, shards=1, lines_per_block=3000, cdx_format="cdxj", runner="local",
           on_error="fail", skip_existing=True, input_roots=(), conf_path=None, progress=None,
-          engine=None):
+          engine=None, root_index=True):
     """Index ``inputs`` and build a ZipNum cluster in ``out_dir``; return a Summary.
 
     The steps run as mrjob jobs with ``runner``, or with ``engine`` (e.g.
     ``spark.SparkSteps``), which gives the same bytes. Raises BuildFailed (with
     the summary) when ``on_error="fail"`` and any archive had a problem, or when
-    the cluster could not be completed; nothing is published then.
+    the cluster could not be completed; nothing is published then. ``root_index``
+    publishes ``cluster.root`` beside ``cluster.idx`` (see ``zipnum.root_index``).
     """
     started = time.monotonic()
     progress = progress or Progress(enabled=False)
@@ -265,13 +266,13 @@ def build(inputs, out_dir, shards=1, lines_per_block=3000, cdx_format="cdxj", ru
             return steps.write_cluster(cdx_files, split_lines, out_dir, shards, lines_per_block,
                                        cluster_dir)
 
-        totals = _write_cluster(summary, shards, progress, write)
+        totals = _write_cluster(summary, shards, progress, write, root_index)
     summary.shards, summary.blocks, summary.cluster_bytes = totals["shards"], totals["blocks"], totals["bytes"]
     summary.seconds = time.monotonic() - started
     return summary
 
 
-def _write_cluster(summary, shards, progress, write):
+def _write_cluster(summary, shards, progress, write, root_index):
     """Write the shards with ``write(cluster_dir) -> {shard: stats}`` into a fresh directory
     (on S3, a fresh prefix) and publish the cluster only if every shard is complete;
     return its totals."""
@@ -290,9 +291,10 @@ def _write_cluster(summary, shards, progress, write):
         if storage.is_remote(out_dir):
             previous, previous_loc = _published_build(cluster_dir)
             totals = finalize_cluster(building, shards, written, index_dir=cluster_dir,
-                                      previous_loc=previous_loc)
+                                      previous_loc=previous_loc, root=root_index)
         else:
-            totals = finalize_cluster(building, shards, written, location=cluster_dir)
+            totals = finalize_cluster(building, shards, written, location=cluster_dir,
+                                      root=root_index)
             _swap_in(building, cluster_dir)
         summary.published = True
     except ClusterIncomplete as exc:

@@ -1,46 +1,66 @@
-"""Look up URLs in a ZipNum cluster (local, or on S3) with pywb's semantics.
+"""Look up URLs in a ZipNum cluster, local or remote, with pywb's semantics.
 
 ``search_range`` turns a URL (or a CDX-API pattern) and a match type into the SURT key
-range ``[start, end)`` exactly as pywb's ``calc_search_range`` does. ``Cluster.lookup``
-binary-searches ``cluster.idx`` on disk, reads only the gzip blocks that can hold the
-range and streams the matching lines, so it returns what pywb's ``ZipNumIndexSource``
-returns over all pages, without loading the index or the result into memory.
+range ``[start, end)`` exactly as pywb's ``calc_search_range`` does. A ``Cluster``
+finds the blocks that can hold the range through ``cluster.idx``, reads only those
+and streams the matching lines: ``lookup``/``lookup_range`` return what pywb's
+``ZipNumIndexSource`` returns over all pages, ``page``/``page_info`` what it returns
+for ``page=``/``showNumPages``, without holding the index or the result in memory.
+
+A remote cluster (``s3://``, ``http(s)://``) is read with ranged requests only. With
+its ``cluster.root`` a cold lookup makes three: the root, one slice of
+``cluster.idx``, and one run of blocks (up to ``MAX_BLOCKS_PER_READ`` adjacent blocks
+of one shard; a result spread wider takes a request per further run or slice).
 
 Usage::
 
-    from webarchive_indexing.query import Cluster, search_range
+    from webarchive_indexing.query import open_cluster, search_range
 
     search_range("http://www.example.com/path", "prefix")
     # ('com,example)/path', 'com,example)/pati')
     search_range("*.example.com", "exact")        # the wildcard wins: domain
     # ('com,example)/', 'com,example-')
 
-    cluster = Cluster("/data/cluster")            # or "/data/cluster/cluster.idx"
+    # a build's output, its cluster/ directory or a cluster.idx; local, s3:// or https://
+    cluster = open_cluster("https://data.example.org/cc-index/cluster.idx")
     for line in cluster.lookup("example.com/", "host", limit=100):
-        print(line.decode().rstrip("\\n"))
+        print(line.decode().rstrip("\n"))
 
-    # a build's output (or its cluster directory, or cluster.idx), local or on S3: the
-    # index of an S3 cluster is downloaded into the directory given, its shards are
-    # read with ranged GETs
-    cluster = open_cluster("s3://bucket/out", "/tmp/work")
+    start, end = (k.encode() for k in search_range("*.example.com"))
+    cluster.page_info(start, end, page_size=5)    # {'pages': 3, 'pageSize': 5, 'blocks': 12}
+    list(cluster.page(start, end, 1, page_size=5))
 """
 
+import bisect
+import collections
 import io
+import itertools
+import logging
 import os
 import zlib
 
 import surt
 
 from . import storage
-from .zipnum import block_key
+from .zipnum import block_key, parse_root
 
-__all__ = ["MATCH_TYPES", "search_range", "Cluster", "open_cluster"]
+__all__ = ["MATCH_TYPES", "search_range", "open_cluster", "Cluster", "IdxFile"]
+
+log = logging.getLogger(__name__)
 
 MATCH_TYPES = ("exact", "prefix", "host", "domain")
 
 # pywb's ZipNumIndexSource.DEFAULT_MAX_BLOCKS: bounds the bytes held per read while
 # still fetching neighbouring blocks with one request.
 MAX_BLOCKS_PER_READ = 10
+# pywb's pageSize when none is given is its max_blocks
+DEFAULT_PAGE_SIZE = MAX_BLOCKS_PER_READ
+# Read unit of a binary search in a cluster.idx that has no root index
+PAGE_BYTES = 64 * 1024
+# Bytes of the next slice read with a slice of cluster.idx (~40 index lines)
+SLICE_OVERLAP = 4096
+# Pages and slices of cluster.idx an IdxFile keeps
+CACHED_READS = 16
 
 
 def search_range(url: str, match_type: str = "exact") -> tuple[str, str]:
@@ -86,51 +106,232 @@ def _apply_wildcard(url, match_type):
     return url, match_type
 
 
-def open_cluster(location, work_dir):
-    """The ``Cluster`` at ``location``: a build's output directory, its ``cluster/``, or
-    a ``cluster.idx``, local or on S3. An S3 cluster's ``cluster.idx`` (then its
-    ``cluster.loc``, so that it names at least the shards of that index) is
-    downloaded into ``work_dir``."""
+def open_cluster(location, max_blocks_per_read=MAX_BLOCKS_PER_READ):
+    """The ``Cluster`` at ``location``: a build's output directory, its ``cluster/``
+    directory or a ``cluster.idx``; a local path, ``s3://`` or ``http(s)://`` URL.
+
+    Nothing is downloaded whole but the small ``cluster.root``: a remote
+    ``cluster.idx`` is read in ranges. Where ``location`` is a remote directory its
+    index is looked for in ``cluster/`` below it first, unless it is named
+    ``cluster`` itself (each place tried costs a request).
+    """
     location = os.fspath(location)
     if not storage.is_remote(location):
         if os.path.isdir(os.path.join(location, "cluster")):
             location = os.path.join(location, "cluster")
-        return Cluster(location)
-    idx = location
-    if not idx.endswith(".idx"):
-        nested = storage.join(location, "cluster", "cluster.idx")
-        idx = nested if storage.exists(nested) else storage.join(location, "cluster.idx")
-    local_idx = os.path.join(work_dir, "cluster.idx")
-    try:
-        storage.download(idx, local_idx)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no ZipNum index at {idx}") from None
-    try:
-        storage.download(idx[:-len(".idx")] + ".loc", os.path.join(work_dir, "cluster.loc"))
-    except FileNotFoundError:
-        pass  # no .loc: the shards are beside the index
-    return Cluster(local_idx, shard_dir=idx.rsplit("/", 1)[0])
+        if os.path.isdir(location):
+            location = os.path.join(location, "cluster.idx")
+        if not os.path.isfile(location):
+            raise FileNotFoundError(f"no ZipNum index at {location}")
+        return Cluster(IdxFile.open(location), max_blocks_per_read)
+    if location.endswith((".idx", ".summary")):
+        candidates = [location]
+    else:
+        here, below = storage.join(location, "cluster.idx"), storage.join(location, "cluster", "cluster.idx")
+        candidates = [here, below] if location.rstrip("/").endswith("/cluster") else [below, here]
+    for idx in candidates:
+        try:
+            return Cluster(IdxFile.open(idx), max_blocks_per_read)
+        except FileNotFoundError:
+            continue
+    raise FileNotFoundError(f"no ZipNum index at {' or '.join(candidates)}")
+
+
+class IdxFile:
+    """A ``cluster.idx`` (local or remote) read in ranges, never whole.
+
+    With the cluster's root index (``cluster.root``, see ``zipnum.root_index``) the
+    slice that holds a key is known without reading, and one ranged read fetches it;
+    a slice is read together with the start of the next one (``SLICE_OVERLAP``), so a
+    run of lines crossing into it rarely needs a second read. Without a root, or with
+    one that does not describe this index, the index is binary-searched in pages of
+    ``PAGE_BYTES`` as pywb does on local files (in 8 KiB blocks).
+    """
+
+    def __init__(self, path, root=None):
+        self.path = path
+        self.size = None
+        self._root = root
+        self._root_keys = [key for key, _, _ in root[1]] if root else None
+        # a few recent pages or slices: a scan revisits the page where a bisection ended
+        self._cache = collections.OrderedDict()
+
+    @classmethod
+    def open(cls, path):
+        """The index at ``path`` with its root, if it has one; FileNotFoundError if neither
+        is there (the root answers first: one request for a cold remote lookup)."""
+        root_path = os.path.splitext(path)[0] + ".root"
+        try:
+            root = parse_root(storage.read_bytes(root_path))
+        except FileNotFoundError:
+            root = None
+        except ValueError as exc:
+            log.warning("ignoring %s: %s", root_path, exc)
+            root = None
+        idx = cls(path, root)
+        if root is None:
+            idx._page(0)  # the index must be there; learns its size
+        return idx
+
+    def scan(self, key: bytes, stop: bytes | None = None):
+        """Index lines (without newline) from the last one below ``key`` (or the first
+        line, if none is below) to the end, while below ``stop``.
+
+        That is what pywb's ``iter_range(reader, key, stop, prev_size=1)`` yields: when
+        every line is below ``key`` only the last one comes. Lines compare whole, as
+        pywb compares them.
+        """
+        prev = None
+        lines = self._lines_for(key, stop)
+        for line in lines:
+            if line >= key:
+                if prev is not None:
+                    yield prev
+                for line in itertools.chain((line,), lines):
+                    if stop is not None and line >= stop:
+                        return
+                    yield line
+                return
+            prev = line
+        if prev is not None and (stop is None or prev < stop):
+            yield prev
+
+    def _lines_for(self, key, stop):
+        if self._root is not None:
+            first = max(bisect.bisect_left(self._root_keys, key) - 1, 0)
+            try:
+                return self._root_lines(first, stop)
+            except _StaleRoot as exc:
+                log.warning("ignoring the root index of %s: %s", self.path, exc)
+                self._root = self._root_keys = None
+        return self._paged_lines(key)
+
+    def _root_lines(self, first, stop):
+        """Lines of the slices from ``first`` on, stopping before a slice whose key is
+        ``>= stop``; the first slice is read (and checked) before this returns."""
+        entries = self._root[1]
+        if not entries:
+            return iter(())
+        data = self._slice(first)
+
+        def lines():
+            yield from data.split(b"\n")[:-1]
+            for i in range(first + 1, len(entries)):
+                if stop is not None and entries[i][0] >= stop:
+                    return
+                # the start of this slice came with the previous one: the rest is read
+                # only if the scan goes past it
+                head = self._cache.get(("head", i), b"")
+                yield from head.split(b"\n")[:-1]
+                if len(head) < entries[i][2]:
+                    try:
+                        rest = self._slice(i)[len(head):]
+                    except _StaleRoot as exc:
+                        raise OSError(f"{self.path} changed while being read: {exc}") from None
+                    yield from rest.split(b"\n")[:-1]
+        return lines()
+
+    def _slice(self, i):
+        """Slice ``i`` of the index, checked against the root; _StaleRoot if the root
+        describes another index (a build published between reading the two)."""
+        size, entries = self._root
+        key, offset, length = entries[i]
+        overlap = min(SLICE_OVERLAP, entries[i + 1][2]) if i + 1 < len(entries) else 0
+        data = self._read(offset, length + overlap, ("slice", i))
+        if self.size != size:
+            raise _StaleRoot(f"its root describes an index of {size} bytes, not {self.size}")
+        next_key = entries[i + 1][0] if overlap else None
+        if (not data.startswith(key + b"\t") or data[length - 1:length] != b"\n"
+                or (overlap and not data.startswith(next_key + b"\t", length))):
+            raise _StaleRoot(f"its root does not describe bytes {offset}+{length}")
+        if overlap:
+            head = data[length:]
+            self._remember(("head", i + 1), head[:head.rfind(b"\n") + 1])
+        return data[:length]
+
+    def _paged_lines(self, key):
+        """Lines from a page whose first whole line is below ``key`` (or from the start)."""
+        self._page(0)
+        lo, hi = 0, -(-self.size // PAGE_BYTES)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            line = next(self._lines_at(mid * PAGE_BYTES, skip_first=True), None)
+            if line is not None and line < key:
+                lo = mid
+            else:
+                hi = mid
+        return self._lines_at(lo * PAGE_BYTES, skip_first=lo > 0)
+
+    def _lines_at(self, pos, skip_first):
+        """Whole lines starting in the pages from ``pos`` on; the first (maybe partial) one
+        dropped if ``skip_first``."""
+        page, cut = divmod(pos, PAGE_BYTES)
+        rest = b""
+        data = self._page(page)[cut:]
+        while True:
+            lines = (rest + data).split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                if skip_first:
+                    skip_first = False
+                    continue
+                yield line
+            page += 1
+            if page * PAGE_BYTES >= self.size:
+                break
+            data = self._page(page)
+        if rest and not skip_first:
+            yield rest
+
+    def _page(self, n):
+        return self._read(n * PAGE_BYTES, PAGE_BYTES, ("page", n))
+
+    def _read(self, offset, length, name):
+        if name in self._cache:
+            self._cache.move_to_end(name)
+            return self._cache[name]
+        data, size = storage.fetch_range(self.path, offset, length)
+        if size is None:
+            raise OSError(f"{self.path}: the server does not say how large the file is "
+                          "(Content-Range: .../*), which a binary search needs")
+        if self.size is None:
+            self.size = size
+        elif size != self.size:
+            raise OSError(f"{self.path} changed while being read: {self.size} bytes, then {size}")
+        self._remember(name, data)
+        return data
+
+    def _remember(self, name, data):
+        self._cache[name] = data
+        while len(self._cache) > CACHED_READS:
+            self._cache.popitem(last=False)
+
+
+class _StaleRoot(Exception):
+    pass
 
 
 class Cluster:
-    """A ZipNum cluster whose index is on the local file system.
+    """A ZipNum cluster: its ``IdxFile`` and where its shards are.
 
-    ``location`` is the cluster directory or the path of its ``cluster.idx``. Shards are
-    found through the ``.loc`` file beside the index (``cluster.loc`` for
-    ``cluster.idx``; first readable location wins, relative ones resolved against its
-    directory as pywb does), else next to the index. ``shard_dir`` (a directory or
-    S3 prefix) replaces the index's directory in both, for an index copied from there.
+    Shards of a local cluster are found through the ``.loc`` file beside the index
+    (``cluster.loc`` for ``cluster.idx``; first readable location wins, relative
+    ones resolved against its directory as pywb does), else next to the index. A
+    remote cluster's shards are read next to its index, where its shard column
+    names them (a ``.loc`` file would cost a request per lookup, and its locations
+    are often the builder's local paths); that is how Common Crawl publishes its
+    indexes, and how ``build`` lays out one on S3.
     """
 
-    def __init__(self, location, max_blocks_per_read=MAX_BLOCKS_PER_READ, shard_dir=None):
-        location = os.fspath(location)
-        self.idx_path = os.path.join(location, "cluster.idx") if os.path.isdir(location) else location
-        if not os.path.isfile(self.idx_path):
-            raise FileNotFoundError(f"no ZipNum index at {self.idx_path}")
+    def __init__(self, idx, max_blocks_per_read=MAX_BLOCKS_PER_READ):
+        if not isinstance(idx, IdxFile):
+            idx = open_cluster(idx, max_blocks_per_read).idx
+        self.idx = idx
         self.max_blocks_per_read = max_blocks_per_read
-        self.shard_dir = shard_dir or os.path.dirname(self.idx_path)
-        loc_path = os.path.splitext(self.idx_path)[0] + ".loc"
-        self.locations = _read_loc(loc_path, self.shard_dir) if os.path.isfile(loc_path) else {}
+        self.shard_dir = idx.path.rsplit("/", 1)[0] if storage.is_remote(idx.path) else os.path.dirname(idx.path)
+        loc_path = os.path.splitext(idx.path)[0] + ".loc"
+        is_local_loc = not storage.is_remote(idx.path) and os.path.isfile(loc_path)
+        self.locations = _read_loc(loc_path, self.shard_dir) if is_local_loc else {}
 
     def lookup(self, url, match_type="exact", limit=None):
         """Iterate the lines (bytes, ``\\n``-terminated) matching ``url``, in index order.
@@ -144,31 +345,77 @@ class Cluster:
         """Iterate the lines ``start <= line < end`` (whole lines compared, as pywb does)."""
         if limit is not None and limit <= 0:
             return
-        count = 0
-        for line in self._candidate_lines(start, end):
-            if line >= end:
-                return
-            if line >= start:
-                yield line
-                count += 1
-                if count == limit:
-                    return
+        # Block keys are only 'urlkey timestamp': a start reaching past that (a whole
+        # line) is located by that part, else copies of a block's first line that end
+        # the previous block would be skipped. URL keys have no space and are used as is.
+        lines = self._lines(self.idx.scan(block_key(start), end), start, end)
+        yield from itertools.islice(lines, limit)
+
+    def page_info(self, start: bytes, end: bytes, page_size=DEFAULT_PAGE_SIZE):
+        """``{"pages", "pageSize", "blocks"}`` for ``[start, end)``, as pywb's
+        ``showNumPages`` answers (pages counted from the ``lineno`` column)."""
+        bounds = self._page_bounds(start, end, page_size)
+        if bounds is None:
+            return {"pages": 0, "pageSize": page_size, "blocks": 0}
+        first, _, blocks, pages = bounds
+        if blocks == 0 and next(self._lines([first], start, end), None) is None:
+            pages, blocks = 0, -1
+        return {"pages": pages, "pageSize": page_size, "blocks": blocks + 1}
+
+    def page(self, start: bytes, end: bytes, page, page_size=DEFAULT_PAGE_SIZE):
+        """The lines of page ``page`` (from 0) of ``[start, end)`` in pages of
+        ``page_size`` blocks, as pywb's ``page=`` returns them: page 0 starts with the
+        block before the first match. ValueError for a page that is not there."""
+        bounds = self._page_bounds(start, end, page_size)
+        if bounds is None:
+            return iter(())
+        first, rest, blocks, pages = bounds
+        if not 0 <= page < pages:
+            raise ValueError(f"Page {page} invalid: First Page is 0, Last Page is {pages - 1}")
+        last = page * page_size + page_size - 1
+        if blocks >= 0:
+            last = min(last, blocks)
+        if page == 0:
+            entries = itertools.chain((first,), itertools.islice(rest, 0, last))
+        else:
+            entries = itertools.islice(rest, page * page_size - 1, last)
+        return self._lines(entries, start, end)
+
+    def _page_bounds(self, start, end, page_size):
+        """pywb's ``compute_page_range``: the index line before the first match, the
+        lines after it, the blocks between it and the last index line below ``end``
+        (-1 without ``lineno``), and the page count; None when nothing can match."""
+        if page_size < 1:
+            raise ValueError(f"page size must be at least 1 block, got {page_size}")
+        last = next(self.idx.scan(end), None)
+        rest = self.idx.scan(start, end)
+        first = next(rest, None)
+        if first is None or last is None:
+            return None
+        try:
+            blocks = _lineno(last) - _lineno(first)
+        except (IndexError, ValueError):
+            return first, rest, -1, 1
+        return first, rest, blocks, blocks // page_size + 1
 
     def shard_paths(self, shard):
-        """Paths (local, or ``s3://``) to try for ``shard``, in order."""
+        """Paths (local, or URLs) to try for ``shard``, in order."""
         if shard in self.locations:
             return [p[len("file://"):] if p.startswith("file://") else p for p in self.locations[shard]]
         return [_resolve(self.shard_dir, shard)]
 
-    def _candidate_lines(self, start, end):
-        """Lines of every block that may hold ``[start, end)``, in order."""
-        with open(self.idx_path, "rb") as idx:
-            for run in _runs(_idx_entries(idx, start, end), self.max_blocks_per_read):
-                data = self._read(run)
-                pos = 0
-                for _, length in run.blocks:
-                    yield from _block_lines(data[pos:pos + length])
-                    pos += length
+    def _lines(self, idx_lines, start, end):
+        """The lines ``start <= line < end`` of the blocks named by ``idx_lines``."""
+        for run in _runs(_entries(idx_lines), self.max_blocks_per_read):
+            data = self._read(run)
+            pos = 0
+            for _, length in run.blocks:
+                for line in _block_lines(data[pos:pos + length]):
+                    if line >= end:
+                        return
+                    if line >= start:
+                        yield line
+                pos += length
 
     def _read(self, run):
         errors = []
@@ -216,52 +463,16 @@ def _runs(entries, max_blocks):
         yield run
 
 
-def _idx_entries(idx, start, end):
-    """``(shard, offset, length)`` of the blocks that may hold ``[start, end)``.
-
-    That is the block before the first block whose key is >= ``start`` (its tail may
-    match) up to, excluding, the first block whose key is >= ``end``.
-    """
-    # Block keys are only 'urlkey timestamp': a start reaching past that (a whole line)
-    # is located by that part, else copies of a block's first line that end the
-    # previous block would be skipped. URL keys have no space and are used as is.
-    idx.seek(_block_before(idx, block_key(start)))
-    for line in idx:
-        fields = line.rstrip(b"\r\n").split(b"\t")
-        if fields[0] >= end:
-            return
+def _entries(idx_lines):
+    for line in idx_lines:
+        fields = line.split(b"\t")
+        if len(fields) < 4:
+            raise ValueError(f"not a cluster.idx line: {line[:200]!r}")
         yield fields[1].decode(), int(fields[2]), int(fields[3])
 
 
-def _block_before(idx, key):
-    """Offset of the last idx line whose key is < ``key`` (0 if there is none).
-
-    Bisects over byte positions with O(log size) seeks: ``first_line_at(m)`` is the
-    first line starting at or after byte ``m``, and ``below(m)`` whether it exists
-    and its key is < ``key``, which is true for every ``m`` up to some point and false
-    after. If ``lo`` is the first false position, ``below(lo - 1)`` held and the line it
-    read differs from the one at ``lo``, so it is the line starting at ``lo - 1``.
-    """
-    idx.seek(0, os.SEEK_END)
-    size = idx.tell()
-
-    def below(m):
-        if m > 0:
-            idx.seek(m - 1)
-            idx.readline()  # ends the line holding byte m - 1
-        else:
-            idx.seek(0)
-        line = idx.readline()
-        return bool(line) and line.split(b"\t", 1)[0] < key
-
-    lo, hi = 0, size
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if below(mid):
-            lo = mid + 1
-        else:
-            hi = mid
-    return max(lo - 1, 0)
+def _lineno(idx_line):
+    return int(idx_line.split(b"\t")[4])
 
 
 def _block_lines(member):

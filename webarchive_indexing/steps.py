@@ -3,7 +3,7 @@
 * ``index_archive``: one WARC/ARC file -> its sorted ``.cdx.gz``;
 * ``write_splits``: the sampled split points -> ``splits.txt`` and ``splits.seq``;
 * ``write_shard``: the sorted lines of one shard -> ``cdx-NNNNN.gz`` and ``part-NNNNN``;
-* ``finalize_cluster``: every shard checked -> ``cluster.loc``, then ``cluster.idx``.
+* ``finalize_cluster``: every shard checked -> ``cluster.loc``, ``cluster.root``, then ``cluster.idx``.
 
 Each writes through ``storage``, so an output either exists whole or not at all.
 """
@@ -125,8 +125,8 @@ class ClusterIncomplete(Exception):
 
 
 def finalize_cluster(cluster_dir, shards, written=None, location=None, index_dir=None,
-                     previous_loc=b""):
-    """Check every shard and publish ``cluster.loc`` and then ``cluster.idx``.
+                     previous_loc=b"", root=True):
+    """Check every shard and publish ``cluster.loc``, ``cluster.root`` and then ``cluster.idx``.
 
     ``written`` maps shard number -> stats for the shards the job reported; a
     shard it does not name received no lines and is written empty. Without
@@ -140,6 +140,8 @@ def finalize_cluster(cluster_dir, shards, written=None, location=None, index_dir
     a reader without the .loc file finds it. ``previous_loc`` (.loc lines) goes on
     being published after this cluster's own lines: those of the cluster.idx
     being replaced, which a reader may still pair with the new cluster.loc.
+    ``root=False`` publishes no ``cluster.root`` (and removes an older one, which
+    would describe another index); readers check a root against its index anyway.
     """
     location = location or storage.abspath(cluster_dir)
     index_dir = index_dir or cluster_dir
@@ -173,7 +175,13 @@ def finalize_cluster(cluster_dir, shards, written=None, location=None, index_dir
     loc = b"".join(zipnum.loc_line(names[i], storage.join(location, zipnum.shard_name(i)))
                    for i in range(shards)) + previous_loc
     storage.write_atomic(storage.join(index_dir, "cluster.loc"), loc)
-    storage.write_atomic(storage.join(index_dir, "cluster.idx"), b"".join(zipnum.number_parts(parts)))
+    idx = b"".join(zipnum.number_parts(parts))
+    root_path = storage.join(index_dir, "cluster.root")
+    if root:
+        storage.write_atomic(root_path, zipnum.root_index(idx))
+    else:
+        storage.remove(root_path)
+    storage.write_atomic(storage.join(index_dir, "cluster.idx"), idx)
     return totals
 
 

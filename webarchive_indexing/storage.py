@@ -1,5 +1,6 @@
 """Reading and publishing files where the jobs keep them: local paths, ``s3://bucket/key``,
-or Hadoop file systems (``hdfs:///path``, ``hdfs://namenode/path``, ``s3a://bucket/key``).
+Hadoop file systems (``hdfs:///path``, ``hdfs://namenode/path``, ``s3a://bucket/key``),
+or, for reading only, ``http://`` and ``https://`` URLs.
 
 Everything an index points to is published atomically: written under a
 temporary name and renamed into place (locally), or staged in a local
@@ -16,6 +17,24 @@ A failed S3 request raises an ``OSError`` naming the URL (``FileNotFoundError``
 for a 404, ``PermissionError`` for a 403), chained to botocore's error, so
 callers treat it like the same problem with a local file.
 
+``http(s)://`` URLs are read with the standard library's ``http.client``
+(redirects followed, one kept-alive connection per host and thread): a ranged
+read is a GET with a ``Range`` header, and from a server that ignores it and
+sends the whole file, only as much as the range needs is read. Writing,
+listing and removing raise an ``OSError`` saying HTTP is read only here.
+A 404 raises ``FileNotFoundError``, a 401 or 403 ``PermissionError``, naming the URL.
+
+Ranged reads (``read_range``, ``fetch_range``) over HTTP and from S3 try again
+what may pass the next time: a 429 or 5xx answer, a connection refused, reset
+or timed out, a body cut short. They back off exponentially with jitter, and
+after ``READ_ATTEMPTS`` attempts raise an ``OSError`` naming the URL, the range
+and the last failure. botocore retries S3 requests itself, but not a body that
+breaks off while it streams: that is retried here. Streams (``open_read``,
+``read_bytes``, ``download``) resume where a broken connection stopped instead,
+up to ``RESUMES`` times in a row. Every HTTP request, each attempt of a retried
+one, is told to the functions given to ``add_request_listener`` (``query
+--verbose`` prints them; tests count them).
+
 ``hdfs://`` and ``s3a://`` (Hadoop's S3 connector: only Hadoop knows that scheme)
 go through the ``hadoop fs`` command, the one client on every Hadoop node:
 ``$HADOOP_BIN`` if set, else ``hadoop`` on PATH. Each call starts a JVM (a second
@@ -28,19 +47,27 @@ naming the URI, with what ``hadoop`` printed (``FileNotFoundError`` when it said
 import contextlib
 import errno
 import functools
+import http.client
 import io
 import os
+import random
 import secrets
 import re
 import shutil
+import ssl
 import subprocess
 import tempfile
 import threading
+import time
+import urllib.parse
 
-from botocore.exceptions import (ClientError, IncompleteReadError, ReadTimeoutError,
+from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError
+from botocore.exceptions import (HTTPClientError, IncompleteReadError, ReadTimeoutError,
                                  ResponseStreamingError)
+from urllib3.exceptions import ProtocolError
 
-# How often a read of one S3 object resumes after its connection broke.
+# How often a read from a stream of an S3 object or HTTP file resumes after its connection
+# broke, with no byte read in between.
 RESUMES = 5
 # Read size of an S3 object's stream; also what a reader can peek at.
 READ_BUFFER = 1 << 20
@@ -51,6 +78,30 @@ _CLIENT_LOCK = threading.Lock()
 HADOOP_SCHEMES = ("hdfs://", "s3a://")
 # How much of what a failed ``hadoop`` printed goes into the error
 HADOOP_STDERR_MAX = 4000
+# Retries botocore makes of an S3 request (its "max_attempts", which it counts after the first)
+S3_RETRIES = 10
+# Attempts of one ranged read over HTTP or from S3, the first included
+READ_ATTEMPTS = 8
+# Seconds before the n-th retry: a random time up to BACKOFF_BASE * 2**(n-1), at most BACKOFF_MAX
+BACKOFF_BASE = 0.2
+BACKOFF_MAX = 4.0
+# HTTP statuses that ask to try again later
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# Seconds an HTTP connection may take to open, or wait for the server's next bytes
+HTTP_TIMEOUT = 60
+# Redirects one HTTP request follows
+MAX_REDIRECTS = 5
+# What HTTP servers see of the client
+USER_AGENT = "webarchive-indexing"
+# A connection that broke (or timed out) while a request was sent or its answer read
+_HTTP_BROKEN = (ConnectionError, TimeoutError, http.client.IncompleteRead,
+                http.client.BadStatusLine, ssl.SSLEOFError)
+# An S3 request that failed, after botocore's retries: an error answer, or no answer
+_S3_FAILED = (ClientError, HTTPClientError, BotoConnectionError)
+# An S3 object's body that broke off while it streamed (botocore retries only the request)
+_S3_BROKEN = (ResponseStreamingError, IncompleteReadError, ReadTimeoutError, ProtocolError)
+_RANGE_HEADER = re.compile(r"bytes=(\d+)-(\d*)$")
+_CONTENT_RANGE = re.compile(r"bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)$")
 
 
 def is_s3(path):
@@ -62,9 +113,14 @@ def is_hadoop(path):
     return path.startswith(HADOOP_SCHEMES)
 
 
+def is_http(path):
+    """Whether ``path`` is an ``http://`` or ``https://`` URL (read only)."""
+    return path.startswith(("http://", "https://"))
+
+
 def is_remote(path):
-    """Whether ``path`` is a URI (S3 or a Hadoop file system), not a path on local disk."""
-    return is_s3(path) or is_hadoop(path)
+    """Whether ``path`` is a URI (S3, a Hadoop file system, HTTP), not a path on local disk."""
+    return is_s3(path) or is_hadoop(path) or is_http(path)
 
 
 def join(base, *parts):
@@ -76,6 +132,324 @@ def _split(url):
     return bucket, key
 
 
+def _http_unsupported(url, action):
+    return OSError(errno.EOPNOTSUPP, f"{action} is not supported over HTTP: http(s) URLs are "
+                   "read only", url)
+
+
+# -- the request log ---------------------------------------------------------------------
+
+_REQUEST_LISTENERS = []
+
+
+def add_request_listener(fn):
+    """Call ``fn(method, url, byte_range)`` for every HTTP request made from now on, to
+    S3 and over http(s), each attempt of a retried request included.
+
+    ``url`` is the ``s3://bucket/key`` of an S3 request, the URL asked for over HTTP
+    (after a redirect, the one redirected to). ``byte_range`` is the ``(first, last)``
+    byte asked for, both included (``last`` None for ``bytes=first-``, as a resumed
+    stream asks), or None for no range. ``fn`` runs in the thread making the request.
+    """
+    _REQUEST_LISTENERS.append(fn)
+
+
+def remove_request_listener(fn):
+    _REQUEST_LISTENERS.remove(fn)
+
+
+def _notify(method, url, byte_range):
+    for fn in tuple(_REQUEST_LISTENERS):  # a listener may remove itself
+        fn(method, url, byte_range)
+
+
+def _s3_request_sent(request, **_):
+    """botocore's ``before-send`` event (once per attempt): tell the request listeners."""
+    if _REQUEST_LISTENERS:
+        params = request.context.get("input_params", {})  # what botocore keeps of the call
+        if "Bucket" in params:
+            key = params.get("Key") or params.get("Prefix")
+            url = f"s3://{params['Bucket']}/{key}" if key else f"s3://{params['Bucket']}"
+        else:
+            url = request.url
+        header = request.headers.get("Range")
+        _notify(request.method, url, _byte_range(header.decode("latin-1")
+                                                 if isinstance(header, bytes) else header))
+    # anything but None here would be taken as the answer, and nothing sent
+
+
+def _byte_range(header):
+    """``(first, last)`` of a ``Range: bytes=first-last`` header, last None if open; else None."""
+    match = _RANGE_HEADER.match(header or "")
+    if not match:
+        return None
+    return int(match[1]), int(match[2]) if match[2] else None
+
+
+# -- retries -----------------------------------------------------------------------------
+
+class _Transient(Exception):
+    """An attempt failed in a way that may pass the next time (a 503, a body cut short)."""
+
+
+def _retrying(url, what, attempt, transient):
+    """``attempt()``, made again after each failure in ``transient`` (exception types),
+    backing off exponentially, up to READ_ATTEMPTS times in all; then an OSError naming
+    ``url``, ``what`` was asked and the last failure."""
+    for number in range(READ_ATTEMPTS):
+        if number:
+            # a random wait ("full jitter"): readers that failed together spread out
+            time.sleep(random.uniform(0, min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (number - 1))))
+        try:
+            return attempt()
+        except transient as exc:
+            failure = exc
+    raise OSError(errno.EIO, f"{what} failed {READ_ATTEMPTS} times, the last with "
+                  f"{_describe(failure)}", url) from failure
+
+
+def _describe(exc):
+    text = str(exc)
+    # "IncompleteRead(5 bytes read, ...)" names itself
+    return text if isinstance(exc, _Transient) or text.startswith(type(exc).__name__) \
+        else f"{type(exc).__name__}: {text}"
+
+
+def _content_range(url, header):
+    """``(first, last, total)`` of a ``Content-Range`` header, each None where it says ``*``."""
+    match = _CONTENT_RANGE.match(header or "")
+    if not match:
+        raise OSError(errno.EIO, f"unexpected Content-Range {header!r} in the answer", url)
+    return tuple(None if value in (None, "*") else int(value) for value in match.groups())
+
+
+def _cut(url, offset, length, content_range, data, declared):
+    """(``length`` bytes from ``offset``, the object's size) from the body ``data`` of a
+    ranged GET: the range itself if the answer has a ``content_range``, else the start
+    of the whole object, of ``declared`` bytes if the answer says. Raises ``_Transient``
+    for a body cut short."""
+    if content_range is None:
+        total = len(data) if declared is None else declared
+        got, expected = len(data), min(offset + length, total)
+        data = data[offset:offset + length]
+    else:
+        first, last, total = _content_range(url, content_range)
+        if first != offset:
+            raise OSError(errno.EIO, f"asked for bytes {offset}-{offset + length - 1}, "
+                          f"got Content-Range {content_range!r}", url)
+        got, expected = len(data), last - first + 1
+    if got < expected:
+        raise _Transient(f"a short body: {got} of {expected} bytes")
+    return data[:length], total
+
+
+# -- HTTP --------------------------------------------------------------------------------
+
+_HTTP_LOCAL = threading.local()
+
+
+def _http_pool():
+    """This thread's kept-alive connections, by (scheme, host[:port])."""
+    if not hasattr(_HTTP_LOCAL, "pool"):
+        _HTTP_LOCAL.pool = {}
+    return _HTTP_LOCAL.pool
+
+
+def _http_get(url, byte_range=None, headers=None):
+    """Send a GET of ``url`` (``byte_range`` as for the request listeners), follow its
+    redirects, and read the status and headers of the answer: (the URL answered,
+    the connection, the response). Hand them to ``_http_done`` once the response is
+    read, or to ``_http_close``."""
+    headers = {"User-Agent": USER_AGENT, **(headers or {})}
+    if byte_range:
+        first, last = byte_range
+        headers["Range"] = f"bytes={first}-{'' if last is None else last}"
+    for _ in range(MAX_REDIRECTS + 1):
+        conn, response = _http_exchange(url, byte_range, headers)
+        location = response.getheader("Location")
+        if response.status not in (301, 302, 303, 307, 308) or not location:
+            return url, conn, response
+        _http_close(conn, response)
+        redirected = urllib.parse.urljoin(url, location)
+        if not is_http(redirected):
+            raise OSError(errno.EIO, f"HTTP {response.status} redirects to {redirected}, "
+                          "not an http(s) URL", url)
+        url = redirected
+    raise OSError(errno.EIO, f"more than {MAX_REDIRECTS} redirects, the last to {url}", url)
+
+
+def _http_exchange(url, byte_range, headers):
+    """Send a GET of ``url`` on this thread's kept-alive connection to its host, or a new
+    one, and read the status and headers of the answer: (connection, response)."""
+    parts = urllib.parse.urlsplit(url)
+    # a URL may come with spaces or non-ASCII characters (from a .loc file): escape them
+    target = urllib.parse.quote(parts.path or "/", safe="/%:@!$&'()*+,;=")
+    if parts.query:
+        target += "?" + parts.query
+    kept = _http_pool().pop((parts.scheme, parts.netloc), None)
+    if kept:
+        try:
+            return kept, _http_send(kept, url, target, byte_range, headers)
+        except (ConnectionError, http.client.BadStatusLine):
+            pass  # the server closed it while it was idle: once more on a new connection
+    connection = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = connection(parts.netloc, timeout=HTTP_TIMEOUT)
+    return conn, _http_send(conn, url, target, byte_range, headers)
+
+
+def _http_send(conn, url, target, byte_range, headers):
+    _notify("GET", url, byte_range)
+    try:
+        conn.request("GET", target, headers=headers)
+        return conn.getresponse()
+    except _HTTP_BROKEN:
+        conn.close()
+        raise
+    except (OSError, http.client.HTTPException) as exc:  # an unknown host, an untrusted certificate
+        conn.close()
+        raise OSError(errno.EIO, _describe(exc), url) from exc
+    except BaseException:
+        conn.close()
+        raise
+
+
+def _http_done(url, conn, response):
+    """Keep ``conn`` for the thread's next request to the host of ``url`` if ``response``
+    was read to its end and the server keeps the connection open; else close it."""
+    if response.isclosed() and not response.will_close:
+        parts = urllib.parse.urlsplit(url)
+        _http_pool()[parts.scheme, parts.netloc] = conn
+    else:
+        _http_close(conn, response)
+
+
+def _http_close(conn, response):
+    # a response the server ends by closing the connection holds the socket itself
+    response.close()
+    conn.close()
+
+
+def _http_status_error(url, response):
+    """The error for an answer ``response`` that carries no file: an OSError naming
+    ``url``, or ``_Transient`` for a status that asks to try again later."""
+    status = f"HTTP {response.status} {response.reason}".rstrip()
+    if response.status in RETRY_STATUSES:
+        return _Transient(status)
+    kind, code = {404: (FileNotFoundError, errno.ENOENT), 410: (FileNotFoundError, errno.ENOENT),
+                  401: (PermissionError, errno.EACCES),
+                  403: (PermissionError, errno.EACCES)}.get(response.status, (OSError, errno.EIO))
+    return kind(code, status, url)
+
+
+def _http_fetch_range(url, offset, length):
+    last = offset + length - 1
+
+    def attempt():
+        answered, conn, response = _http_get(url, (offset, last))
+        try:
+            if response.status == 416:  # the range starts at or past the end
+                response.read()
+                result = b"", _content_range(url, response.getheader("Content-Range"))[2]
+            elif response.status == 206:
+                result = _cut(url, offset, length, response.getheader("Content-Range"),
+                              response.read(), None)
+            elif response.status == 200:
+                # the server ignores ranges and sends the whole file: read it only up to
+                # the range's end (to its end if it does not say how long it is)
+                declared = response.getheader("Content-Length")
+                declared = None if declared is None else int(declared)
+                data = response.read(offset + length) if declared is not None else response.read()
+                result = _cut(url, offset, length, None, data, declared)
+            else:
+                raise _http_status_error(url, response)
+        except BaseException:
+            _http_close(conn, response)
+            raise
+        _http_done(answered, conn, response)
+        return result
+
+    return _retrying(url, f"GET bytes={offset}-{last}", attempt, _HTTP_BROKEN + (_Transient,))
+
+
+class _HTTPStream(io.RawIOBase):
+    """The bytes at an http(s) URL, from one GET; a connection that breaks while it is
+    read resumes where it stopped, with a ranged GET that only the same version of the
+    file answers (its strong ETag, else its Last-Modified date, is made a condition)."""
+
+    def __init__(self, url):
+        super().__init__()
+        self.url, self.pos = url, 0
+        self.conn = self.response = None
+        self.condition = {}
+        self.conn, self.response = self._get(None)
+        declared = self.response.getheader("Content-Length")
+        self.size = None if declared is None else int(declared)
+        etag, modified = self.response.getheader("ETag"), self.response.getheader("Last-Modified")
+        if etag and not etag.startswith("W/"):  # If-Match compares strong ETags only
+            self.condition = {"If-Match": etag}
+        elif modified:
+            self.condition = {"If-Unmodified-Since": modified}
+
+    def _get(self, start):
+        """The connection and response of a GET from byte ``start`` (None: the whole file)."""
+        def attempt():
+            _, conn, response = _http_get(self.url, None if start is None else (start, None),
+                                          self.condition)
+            try:
+                if response.status != (200 if start is None else 206):
+                    raise self._unexpected(response)
+                if start is not None:
+                    first, _, total = _content_range(self.url, response.getheader("Content-Range"))
+                    if first != start or total != self.size:
+                        raise OSError(errno.EIO, f"changed while it was read: resumed at byte "
+                                      f"{start} of {self.size}, the server answered "
+                                      f"{response.getheader('Content-Range')}", self.url)
+            except BaseException:
+                _http_close(conn, response)
+                raise
+            return conn, response
+
+        what = "GET" if start is None else f"GET bytes={start}-"
+        return _retrying(self.url, what, attempt, _HTTP_BROKEN + (_Transient,))
+
+    def _unexpected(self, response):
+        if response.status == 412:
+            return OSError(errno.EIO, "changed while it was read (HTTP 412 Precondition Failed "
+                           f"for {self.condition})", self.url)
+        if response.status == 200:
+            return OSError(errno.EIO, "cannot resume a broken read: the server ignores ranges",
+                           self.url)
+        return _http_status_error(self.url, response)
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        for attempt in range(RESUMES + 1):
+            try:
+                count = self.response.readinto(buffer)
+            except _HTTP_BROKEN as exc:
+                failure = _describe(exc)
+            else:
+                # http.client ends a body cut short as if it were complete
+                if count or not len(buffer) or self.size is None or self.pos == self.size:
+                    self.pos += count
+                    return count
+                failure = f"the connection closed at byte {self.pos} of {self.size}"
+            if attempt == RESUMES:
+                raise OSError(errno.EIO, f"broken at byte {self.pos} after {RESUMES} resumes, "
+                              f"the last time by {failure}", self.url)
+            _http_close(self.conn, self.response)
+            self.conn, self.response = self._get(self.pos)
+
+    def close(self):
+        if not self.closed and self.conn:
+            _http_close(self.conn, self.response)
+        super().close()
+
+
+# -- S3 ----------------------------------------------------------------------------------
+
 @functools.cache
 def _client():
     import boto3
@@ -83,26 +457,102 @@ def _client():
     # boto3 clients are thread-safe, but making them is not (parallel downloads)
     with _CLIENT_LOCK:
         # adaptive mode also backs off when S3 answers SlowDown to many tasks at once
-        return boto3.session.Session().client(
-            "s3", config=Config(retries={"max_attempts": 10, "mode": "adaptive"}))
+        client = boto3.session.Session().client(
+            "s3", config=Config(retries={"max_attempts": S3_RETRIES, "mode": "adaptive"}))
+        client.meta.events.register("before-send.s3", _s3_request_sent)
+        return client
 
 
 def _s3(url, operation, **params):
     """Call an S3 operation for ``url``; its errors become OSErrors naming ``url``."""
     try:
         return getattr(_client(), operation)(**params)
-    except ClientError as exc:
+    except _S3_FAILED as exc:
         raise _s3_error(url, exc) from exc
 
 
-def _s3_error(url, exc):
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+def _s3_error(url, exc, what=None):
+    """The OSError naming ``url`` for botocore's ``exc`` (one of ``_S3_FAILED``), about ``what``."""
+    status = (exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+              if isinstance(exc, ClientError) else None)
     kind, code = {404: (FileNotFoundError, errno.ENOENT),
                   403: (PermissionError, errno.EACCES)}.get(status, (OSError, errno.EIO))
-    return kind(code, str(exc), url)
+    return kind(code, f"{what}: {exc}" if what else str(exc), url)
 
+
+def _s3_fetch_range(url, offset, length):
+    bucket, key = _split(url)
+    byte_range = f"bytes={offset}-{offset + length - 1}"
+    what = "GET " + byte_range
+
+    def attempt():
+        try:
+            response = _client().get_object(Bucket=bucket, Key=key, Range=byte_range)
+        except _S3_FAILED as exc:  # botocore has retried the request
+            error = exc.response["Error"] if isinstance(exc, ClientError) else {}
+            if error.get("Code") == "InvalidRange":  # the range starts at or past the end
+                # S3 says the size; a server that mimics it may not
+                return b"", int(error["ActualObjectSize"]) if "ActualObjectSize" in error else size(url)
+            meta = exc.response.get("ResponseMetadata", {}) if isinstance(exc, ClientError) else {}
+            if (meta.get("HTTPStatusCode") in RETRY_STATUSES
+                    and meta.get("RetryAttempts", S3_RETRIES) < S3_RETRIES):
+                # botocore gave up early: its retry quota, shared by the client's threads,
+                # runs dry under many SlowDowns. Back off and try again here.
+                raise _Transient(_describe(exc)) from exc
+            raise _s3_error(url, exc, what) from exc
+        with contextlib.closing(response["Body"]) as body:
+            data = body.read()
+        return _cut(url, offset, length, response.get("ContentRange"), data,
+                    response["ContentLength"])
+
+    return _retrying(url, what, attempt, _S3_BROKEN + (_Transient,))
+
+
+class _S3Stream(io.RawIOBase):
+    """The bytes of an S3 object, from one GET; a connection that breaks while an
+    archive is read (minutes, for a large one) resumes where it stopped, from the
+    same version of the object."""
+
+    def __init__(self, url):
+        super().__init__()
+        self.url = url
+        self.bucket, self.key = _split(url)
+        self.pos = 0
+        response = _s3(url, "get_object", Bucket=self.bucket, Key=self.key)
+        self.body, self.etag = response["Body"], response["ETag"]
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        for attempt in range(RESUMES + 1):
+            try:
+                count = self.body.readinto(buffer)
+                self.pos += count
+                return count
+            except _S3_BROKEN as exc:
+                if attempt == RESUMES:
+                    raise OSError(errno.EIO, f"broken at byte {self.pos} after {RESUMES} resumes, "
+                                  f"the last time by {_describe(exc)}", self.url) from exc
+                self.body.close()
+                self.body = _s3(self.url, "get_object", Bucket=self.bucket, Key=self.key,
+                                Range=f"bytes={self.pos}-", IfMatch=self.etag)["Body"]
+
+    def close(self):
+        if not self.closed:
+            self.body.close()
+        super().close()
+
+
+# -- every kind of path ------------------------------------------------------------------
 
 def exists(path):
+    if is_http(path):
+        try:
+            _http_fetch_range(path, 0, 1)  # a GET, not a HEAD: a presigned URL allows only that
+            return True
+        except FileNotFoundError:
+            return False
     if is_hadoop(path):
         returncode, _, stderr = _hadoop_run(path, "-test", "-e", path)
         if returncode == 0:
@@ -131,6 +581,8 @@ def abspath(path):
 
 
 def makedirs(path):
+    if is_http(path):
+        raise _http_unsupported(path, "making directories")
     if is_hadoop(path):
         _hadoop_fs(path, "-mkdir", "-p", path)
     # S3 has no directories: a key's prefix exists as soon as the key does
@@ -141,6 +593,8 @@ def makedirs(path):
 @contextlib.contextmanager
 def open_atomic(path):
     """A file to write ``path`` through; it appears under its name only once complete."""
+    if is_http(path):
+        raise _http_unsupported(path, "writing")
     if is_hadoop(path):
         with _hadoop_open_atomic(path) as fh:
             yield fh
@@ -179,6 +633,8 @@ def make_temp_dir(parent, prefix):
     On S3, a fresh prefix: nothing is created until something is written under it.
     On a Hadoop file system, a directory with a fresh random name.
     """
+    if is_http(parent):
+        raise _http_unsupported(parent, "making a directory")
     if is_hadoop(parent):
         path = join(parent, prefix + secrets.token_hex(4))
         _hadoop_fs(path, "-mkdir", "-p", path)
@@ -199,10 +655,8 @@ def write_atomic(path, data):
 def read_bytes(path):
     if is_hadoop(path):
         return _hadoop_fs(path, "-cat", path)
-    if is_s3(path):
-        bucket, key = _split(path)
-        return _s3(path, "get_object", Bucket=bucket, Key=key)["Body"].read()
-    with open(path, "rb") as fh:
+    # streamed, so that a connection that breaks resumes
+    with open_read(path) as fh:
         return fh.read()
 
 
@@ -219,73 +673,51 @@ def read_range(path, offset, length):
                     return b""
                 offset -= skipped
             return fh.read(length)
-    if not is_s3(path):
+    if length <= 0 and is_remote(path):
+        return b""  # without the request for the size fetch_range makes
+    return fetch_range(path, offset, length)[0]
+
+
+def fetch_range(path, offset, length):
+    """``length`` bytes of ``path`` from ``offset`` (fewer at its end, none past it), and
+    the size of the whole file: ``(data, size)``.
+
+    The size comes with the same answer (S3's and HTTP's ``Content-Range``), so a
+    caller can check that the file is still the one a small index of it was made
+    from. It is None if an HTTP server does not say (``Content-Range: bytes 0-9/*``).
+    Over HTTP and from S3, transient failures are retried (see the module's docstring).
+    """
+    if is_hadoop(path):
+        return read_range(path, offset, length), size(path)
+    if not is_remote(path):
         with open(path, "rb") as fh:
             fh.seek(offset)
-            return fh.read(length)
+            return fh.read(length), os.fstat(fh.fileno()).st_size
     if length <= 0:
-        return b""
-    bucket, key = _split(path)
-    try:
-        return _client().get_object(Bucket=bucket, Key=key,
-                                    Range=f"bytes={offset}-{offset + length - 1}")["Body"].read()
-    except ClientError as exc:
-        # a range that starts at or past the end: nothing, as from a local file
-        if exc.response["Error"].get("Code") == "InvalidRange":
-            return b""
-        raise _s3_error(path, exc) from exc
+        return b"", size(path)  # a ranged GET cannot ask for no bytes
+    if is_s3(path):
+        return _s3_fetch_range(path, offset, length)
+    return _http_fetch_range(path, offset, length)
 
 
 def open_read(path):
-    """A binary file object reading ``path``; for S3 and Hadoop file systems, a stream
-    that can ``peek`` but not seek."""
+    """A binary file object reading ``path``; for S3, HTTP and Hadoop file systems, a
+    stream that can ``peek`` but not seek."""
     if is_hadoop(path):
         return io.BufferedReader(_HadoopStream(path), READ_BUFFER)
     if is_s3(path):
         return io.BufferedReader(_S3Stream(path), READ_BUFFER)
+    if is_http(path):
+        return io.BufferedReader(_HTTPStream(path), READ_BUFFER)
     return open(path, "rb")
 
 
-class _S3Stream(io.RawIOBase):
-    """The bytes of an S3 object, from one GET; a connection that breaks while an
-    archive is read (minutes, for a large one) resumes where it stopped, from the
-    same version of the object."""
-
-    def __init__(self, url):
-        super().__init__()
-        self.url = url
-        self.bucket, self.key = _split(url)
-        self.pos = 0
-        response = _s3(url, "get_object", Bucket=self.bucket, Key=self.key)
-        self.body, self.etag = response["Body"], response["ETag"]
-
-    def readable(self):
-        return True
-
-    def readinto(self, buffer):
-        for attempt in range(RESUMES + 1):
-            try:
-                count = self.body.readinto(buffer)
-                self.pos += count
-                return count
-            except (ResponseStreamingError, ReadTimeoutError, IncompleteReadError):
-                if attempt == RESUMES:
-                    raise
-                self.body.close()
-                self.body = _s3(self.url, "get_object", Bucket=self.bucket, Key=self.key,
-                                Range=f"bytes={self.pos}-", IfMatch=self.etag)["Body"]
-
-    def close(self):
-        if not self.closed:
-            self.body.close()
-        super().close()
-
-
 def download(url, local_path):
-    """Copy the S3 object (or Hadoop file) ``url`` to the local file ``local_path``."""
+    """Copy the S3 object (or Hadoop file, or HTTP URL) ``url`` to the local file ``local_path``."""
     os.makedirs(os.path.dirname(local_path) or ".", exist_ok=True)
-    if is_hadoop(url):
-        # streamed from ``-cat``: -get's handling of an existing file varies across versions
+    if is_hadoop(url) or is_http(url):
+        # streamed (from ``-cat`` for Hadoop: -get's handling of an existing file varies
+        # across versions)
         with open_read(url) as src, open_atomic(local_path) as dst:
             shutil.copyfileobj(src, dst, READ_BUFFER)
         return
@@ -295,6 +727,8 @@ def download(url, local_path):
 
 def list_files(directory):
     """Every file under ``directory`` (recursively; on S3, every key under the prefix), sorted."""
+    if is_http(directory):
+        raise _http_unsupported(directory, "listing files")
     if is_hadoop(directory):
         yield from _hadoop_list_files(directory)
         return
@@ -311,11 +745,13 @@ def list_files(directory):
         for page in pages:
             for item in page.get("Contents", []):
                 yield f"s3://{bucket}/{item['Key']}"
-    except ClientError as exc:
+    except _S3_FAILED as exc:
         raise _s3_error(directory, exc) from exc
 
 
 def remove(path):
+    if is_http(path):
+        raise _http_unsupported(path, "removing files")
     if is_hadoop(path):
         # -skipTrash: a replaced or scratch file is not worth keeping in the trash
         _hadoop_fs(path, "-rm", "-f", "-skipTrash", path)
@@ -333,6 +769,8 @@ def remove(path):
 
 def remove_tree(directory):
     """Delete ``directory`` and everything in it (on S3, every key under the prefix)."""
+    if is_http(directory):
+        raise _http_unsupported(directory, "removing files")
     if is_hadoop(directory):
         _hadoop_fs(directory, "-rm", "-r", "-f", "-skipTrash", directory)
         return
@@ -351,13 +789,17 @@ def remove_tree(directory):
 
 
 def size(path):
+    if is_http(path):
+        total = _http_fetch_range(path, 0, 1)[1]  # a GET: see exists
+        if total is None:
+            raise OSError(errno.EIO, "the server does not say the size (Content-Range: .../*)", path)
+        return total
     if is_hadoop(path):
         return int(_hadoop_fs(path, "-stat", "%b", path).strip())
     if is_s3(path):
         bucket, key = _split(path)
         return _s3(path, "head_object", Bucket=bucket, Key=key)["ContentLength"]
     return os.path.getsize(path)
-
 
 
 # -- Hadoop file systems, through ``hadoop fs`` ----------------------------------------------

@@ -9,7 +9,10 @@ A cluster is what pywb, OpenWayback and Common Crawl's index server read:
   ``urlkey timestamp<TAB>shard<TAB>offset<TAB>length``;
 * ``cluster.idx``: all part files in shard order with the 1-based block number across
   the whole cluster appended (pywb's page API needs it);
-* ``cluster.loc``: ``shard<TAB>absolute location[<TAB>fallback...]``.
+* ``cluster.loc``: ``shard<TAB>absolute location[<TAB>fallback...]``;
+* ``cluster.root`` (ours; readers that do not know it ignore it): the first key and
+  the byte range of every ~64 KiB slice of ``cluster.idx``, so that a reader of a
+  remote cluster finds the slice it needs in memory and fetches only that slice.
 
 Everything here is bytes in / bytes out except ``write_cluster``, a local convenience
 that lays a whole cluster out in one directory. Distributed builds use ``ShardWriter``
@@ -46,12 +49,20 @@ __all__ = [
     "ShardWriter",
     "number_parts",
     "loc_line",
+    "root_index",
+    "parse_root",
     "write_cluster",
 ]
 
 # Common Crawl and the Internet Archive both use 3000: large enough for good
 # compression, small enough that one lookup decompresses little.
 LINES_PER_BLOCK = 3000
+
+# A slice of cluster.idx per root entry: one ranged read of a remote index fetches
+# about this much. Common Crawl's 300-shard index (~1M blocks) gets a root of ~2000
+# entries (~150 KB) and slices of ~700 block lines.
+ROOT_SLICE_BYTES = 64 * 1024
+ROOT_MAGIC = b"#webarchive-indexing cluster.root 1"
 
 _GZIP_LEVEL = 6
 _GZIP_WBITS = 31  # zlib's gzip wrapper writes mtime 0 and no file name: reproducible
@@ -162,7 +173,45 @@ def loc_line(shard: str, *locations: str) -> bytes:
     return "\t".join((shard,) + locations).encode() + b"\n"
 
 
-def write_cluster(sorted_lines, out_dir, splits, lines_per_block=LINES_PER_BLOCK) -> dict:
+def root_index(idx: bytes, slice_bytes=ROOT_SLICE_BYTES) -> bytes:
+    """The root index of ``cluster.idx`` content ``idx``.
+
+    A header ``#webarchive-indexing cluster.root 1<TAB>idx size<TAB>slice bytes``, then
+    per slice ``first key<TAB>offset<TAB>length``. Slices hold whole lines, each at
+    least ``slice_bytes`` long except the last; the key is the slice's first line up to
+    its first TAB (``urlkey timestamp``), which orders like the whole line against any
+    search key without a TAB or control character.
+    """
+    if slice_bytes < 1:
+        raise ValueError(f"slice_bytes must be >= 1, got {slice_bytes}")
+    entries = [ROOT_MAGIC + b"\t%d\t%d\n" % (len(idx), slice_bytes)]
+    start = 0
+    while start < len(idx):
+        end = idx.find(b"\n", start + slice_bytes - 1)
+        end = len(idx) if end < 0 else end + 1
+        tab = idx.find(b"\t", start, end)
+        if tab < 0:
+            raise ValueError(f"not a cluster.idx line at byte {start}: {idx[start:start + 200]!r}")
+        entries.append(b"%s\t%d\t%d\n" % (idx[start:tab], start, end - start))
+        start = end
+    return b"".join(entries)
+
+
+def parse_root(data: bytes):
+    """``(idx size, [(key, offset, length), ...])`` of a root index; ValueError if it is none."""
+    lines = data.split(b"\n")
+    header = lines[0].split(b"\t")
+    if header[0] != ROOT_MAGIC or len(header) != 3 or lines[-1] != b"":
+        raise ValueError("not a cluster.root of this version (or cut short)")
+    entries = []
+    for line in lines[1:-1]:
+        key, offset, length = line.rsplit(b"\t", 2)
+        entries.append((key, int(offset), int(length)))
+    return int(header[1]), entries
+
+
+def write_cluster(sorted_lines, out_dir, splits, lines_per_block=LINES_PER_BLOCK,
+                  root_slice_bytes=ROOT_SLICE_BYTES) -> dict:
     """Write a complete cluster of ``len(splits) + 1`` shards into ``out_dir``.
 
     Shard ``i`` gets the lines ``L`` with ``bisect_right(splits, L) == i``, i.e.
@@ -190,8 +239,11 @@ def write_cluster(sorted_lines, out_dir, splits, lines_per_block=LINES_PER_BLOCK
         stats["blocks"] += writer.blocks
         stats["bytes"] += writer.bytes_written
 
+    idx = b"".join(number_parts(parts))
+    with open(os.path.join(out_dir, "cluster.root"), "wb") as out:
+        out.write(root_index(idx, root_slice_bytes))
     with open(os.path.join(out_dir, "cluster.idx"), "wb") as out:
-        out.writelines(number_parts(parts))
+        out.write(idx)
     with open(os.path.join(out_dir, "cluster.loc"), "wb") as out:
         for i in range(len(splits) + 1):
             out.write(loc_line(shard_name(i), os.path.join(out_dir, shard_name(i))))
