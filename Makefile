@@ -21,6 +21,9 @@ demo: $(BIN)/webarchive-index
 	@echo
 	@echo '$$ webarchive-index query demo-out "*.wikipedia.org" --limit 3'
 	@$(BIN)/webarchive-index query demo-out '*.wikipedia.org' --limit 3
+	@echo
+	@echo '$$ webarchive-index copy check demo-out --domains wikipedia.org,archive.org/images/*'
+	@$(BIN)/webarchive-index copy check demo-out --domains 'wikipedia.org,archive.org/images/*'
 
 test: $(BIN)/webarchive-index
 	$(BIN)/python -m pytest -q

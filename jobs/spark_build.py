@@ -40,7 +40,7 @@ def parser():
     p.add_argument("--cdx-bytes-per-task", type=cli._positive, default=CDX_BYTES_PER_TASK,
                    help="per-archive CDX files read by one sampling/cluster map task, in "
                         f"(compressed) bytes (default {CDX_BYTES_PER_TASK})")
-    p.add_argument("-v", "--verbose", action="store_true", help="Spark's INFO log")
+    cli._add_bool(p, "verbose", False, "Spark's INFO log", "Spark's errors only (default)", short="-v")
     cli._add_bool(p, "progress", None, "show progress (default: when stderr is a terminal)",
                   "never show progress")
     cli._add_index_options(p)

@@ -16,6 +16,7 @@ a proxy that breaks requests. Checked against the manifests (brute force, not th
   and local runners, Spark, the launcher (inline and a stand-in Hadoop).
 """
 import collections
+import contextlib
 import gzip
 import io
 import json
@@ -559,25 +560,41 @@ sys.exit(cli.main(sys.argv[1:]))
 """
 
 
-def test_killed_copy_completes_on_rerun_without_duplicates(collection, domains, tmp_path):
+@pytest.mark.parametrize("source", ["local", "s3-with-faults"])
+def test_killed_copy_completes_on_rerun_without_duplicates(collection, domains, tmp_path, source,
+                                                           request, monkeypatch):
     out = tmp_path / "out"
-    args = copy_args(collection["index"], domains, out, collection["crawl"], "--runner", "inline",
-                     "--records-per-file", "6", "--threads", "2")
-    proc = subprocess.Popen([sys.executable, "-c", SLOW_COPY, *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while len(list(out.glob("*.cdxj"))) < 3 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    plan = json.loads((out / "plan" / "plan.json").read_text())
-    done = {p.name: p.stat().st_mtime_ns for p in out.glob("*.cdxj")}
-    assert 3 <= len(done) < len(plan["chunks"]) - 2, "the copy was not killed in the middle"
-    assert cli.main(args) == cli.EXIT_OK
+    cluster, prefix = collection["index"], collection["crawl"]
+    with contextlib.ExitStack() as stack:
+        if source != "local":
+            s3 = request.getfixturevalue("s3")
+            cluster, prefix = s3["cluster"], s3["crawl"]
+            proxy = stack.enter_context(faultproxy.running(s3["endpoint"], seed=3, p_503=0.02,
+                                                           p_reset=0.1, p_truncate=0.1))
+            # the copy (in a child process, as the rerun here) reads S3 through the proxy
+            monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+            storage._client.cache_clear()
+            stack.callback(storage._client.cache_clear)
+        args = copy_args(cluster, domains, out, prefix, "--runner", "inline",
+                         "--records-per-file", "6", "--threads", "2")
+        proc = subprocess.Popen([sys.executable, "-c", SLOW_COPY, *args], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while len(list(out.glob("*.cdxj"))) < 3 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        plan = json.loads((out / "plan" / "plan.json").read_text())
+        done = {p.name: p.stat().st_mtime_ns for p in out.glob("*.cdxj")}
+        assert 3 <= len(done) < len(plan["chunks"]) - 2, "the copy was not killed in the middle"
+        assert cli.main(args) == cli.EXIT_OK
+        if source != "local":
+            assert any(fault for *_, fault in proxy.requests)
     # the outputs complete before the kill were kept; the rest written once
     assert {n: (out / n).stat().st_mtime_ns for n in done} == done
     assert len(list(out.glob("*.warc.gz"))) == len(plan["chunks"])
-    verify_copy(collection, read_output(out), domains, 6, tmp_path)
+    verify_copy(collection, read_output(out), domains, 6, tmp_path,
+                *([] if source == "local" else [cluster]))
 
 
 def test_usage_errors(collection, tmp_path, capsys):

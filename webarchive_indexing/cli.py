@@ -38,9 +38,10 @@ def _non_negative(text):
     return int(text)
 
 
-def _add_bool(parser, name, default, help_on, help_off):
+def _add_bool(parser, name, default, help_on, help_off, short=None):
     dest = name.replace("-", "_")
-    parser.add_argument(f"--{name}", dest=dest, action="store_true", default=default, help=help_on)
+    flags = [short, f"--{name}"] if short else [f"--{name}"]
+    parser.add_argument(*flags, dest=dest, action="store_true", default=default, help=help_on)
     parser.add_argument(f"--no-{name}", dest=dest, action="store_false", help=help_off)
 
 
@@ -99,8 +100,8 @@ def _parser():
                             "the rest")
     _add_root_option(build)
     build.add_argument("--mrjob-conf", metavar="PATH", help="mrjob.conf to use (default: none)")
-    build.add_argument("-v", "--verbose", action="store_true",
-                       help="show what mrjob does (runner, steps, counters)")
+    _add_bool(build, "verbose", False, "show what mrjob does (runner, steps, counters)",
+              "only progress and the summary (default)", short="-v")
     _add_bool(build, "progress", None, "show progress (default: when stderr is a terminal)",
               "never show progress")
     _add_index_options(build)
@@ -152,11 +153,11 @@ def _parser():
     query.add_argument("--page-size", type=_positive, metavar="BLOCKS",
                        help="blocks per page with --page or --show-num-pages (default 10, "
                             "as pywb)")
-    query.add_argument("--show-num-pages", action="store_true",
-                       help="print only the page count as pywb's showNumPages does: "
-                            '{"pages": ..., "pageSize": ..., "blocks": ...}')
-    query.add_argument("-v", "--verbose", action="store_true",
-                       help="print every request made to a remote cluster on stderr")
+    _add_bool(query, "show-num-pages", False,
+              "print only the page count as pywb's showNumPages does: "
+              '{"pages": ..., "pageSize": ..., "blocks": ...}', "print the lines (default)")
+    _add_bool(query, "verbose", False, "print every request made to a remote cluster on stderr",
+              "print no requests (default)", short="-v")
 
     finalize = sub.add_parser(
         "finalize", help="check the shards of a cluster job's output and publish its index",
@@ -443,10 +444,8 @@ def _add_copy_parser(sub):
     run.add_argument("--spark-master", metavar="URL",
                      help="with --runner spark: the Spark master (default local[*])")
     run.add_argument("--mrjob-conf", metavar="PATH", help="mrjob.conf to use (default: none)")
-    run.add_argument("-v", "--verbose", action="store_true", default=False,
-                     help="show what mrjob or Spark do")
-    run.add_argument("--no-verbose", dest="verbose", action="store_false",
-                     help="only progress and the summary (default)")
+    _add_bool(run, "verbose", False, "show what mrjob or Spark do",
+              "only progress and the summary (default)", short="-v")
     _add_bool(run, "progress", None, "show progress (default: when stderr is a terminal)",
               "never show progress")
 
