@@ -7,7 +7,10 @@ Usage (from the project root; plain `python` re-runs itself with .venv/bin/pytho
     python bench/run.py --files 2 --captures 2000 --mean-kb 20 --repeat 5
 
 Every measurement is a whole command run with subprocess (Python start-up included),
-pinned to one core with `taskset -c 0` when available, on a page-cache-warm corpus:
+pinned to one core with `taskset -c 0` when available, on a page-cache-warm corpus, with
+the project's modules byte-compiled beforehand (as pip compiles an installed package, such
+as cdxj-indexer; under PYTHONDONTWRITEBYTECODE=1 an editable install would otherwise be
+compiled from source at every start):
 
 * floor isal     stream the file through isal.igzip in 1 MiB chunks, discarding the
                  output (the fastest gzip available); zlib-ng and zlib (Python's gzip
@@ -24,6 +27,7 @@ The corpus is generated once and cached in bench/out/corpus/<parameters>/; the t
 printed and bench/out/results.json written.  Scratch output goes to bench/out/tmp/.
 """
 import argparse
+import compileall
 import datetime
 import filecmp
 import json
@@ -78,6 +82,13 @@ def corpus(files, captures, mean_kb, seed=1):
 
 def total_mb(paths):
     return sum(map(os.path.getsize, paths)) / 1e6
+
+
+def compile_project():
+    """Byte-compile the project's modules into their __pycache__ (git-ignored)."""
+    for package in ("webarchive_indexing", "jobs"):
+        if not compileall.compile_dir(os.path.join(ROOT, package), quiet=1):
+            sys.exit(f"could not byte-compile {package}/")
 
 
 def pinning():
@@ -225,7 +236,7 @@ def report(rows, ratio, verdicts, meta):
           "(other processes share the cores: compare runs made at similar load)")
     pin = "yes (" + " ".join(meta["pinning"]) + ")" if meta["pinning"] else "NO (taskset unavailable)"
     print(f"pinned   {pin}, except build; best of {meta['repeat']} runs, median beside; "
-          f"whole commands incl. Python start-up")
+          f"whole commands incl. Python start-up (project byte-compiled beforehand)")
     print()
     print(fmt.format("input", "command", "MB", "best s", "median s", "MB/s", "lines", "lines/s"))
     last = None
@@ -270,6 +281,7 @@ def main(argv=None):
         with open(path, "rb") as fh:
             while fh.read(1 << 24):
                 pass
+    compile_project()
     pin, load_start = pinning(), os.getloadavg()
     files = {os.path.basename(p).removesuffix(".warc.gz"): [p] for p in paths}
     groups = dict(files)

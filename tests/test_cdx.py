@@ -1,13 +1,16 @@
 """Per-archive CDX: identical to pywb 2.10's indexer, right against ground truth, clear on bad input."""
 import gzip
+import json
 import os
+import random
 import re
 import shutil
+import tempfile
 
 import pytest
 
 from helpers import REAL, pywb_cdx
-from webarchive_indexing.cdx import format_line, index_file
+from webarchive_indexing.cdx import FieldError, format_line, index_file, url_key, warc_timestamp
 from webarchive_indexing.corpus import make_corpus, read_manifest
 
 BAD_SAMPLES = {
@@ -119,6 +122,75 @@ def test_missing_digest_is_computed_like_pywb(tmp_path):
         assert f'"digest": "{fact["digest"]}"' in lines[fact["offset"]]
 
 
+def test_cdxj_line_escapes_like_json_dumps():
+    fields = {"urlkey": "k", "timestamp": "20240101000000", "url": 'http://x/"\\\u00e9\U0001f600\x00\n',
+              "metadata": '{"a": "\u2028\ud800"}', "mime": "-", "status": "", "digest": None,
+              "length": "1", "offset": "0", "filename": "a b.warc.gz"}
+    data = {key: fields[key] for key in ("metadata", "url", "length", "offset", "filename")}
+    assert format_line(fields) == f"k 20240101000000 {json.dumps(data)}\n"
+
+
+# Tricky pieces of URLs: escapes, dot segments, session ids, ports, odd hosts (none that
+# would make surt ask a DNS resolver: numeric hosts are all valid addresses).
+URL_SCHEMES = ["http://", "https://", "HTTP://", "Https://", "ftp://", "dns:", "", "http:///", "http:"]
+URL_HOSTS = ["example.com", "Example.COM", "www.example.com", "www2.ex.co.uk", "WWW3.Ex.com", "ex.com.",
+             ".ex.com", "..ex..com..", ".", "...", "-", "a-b.c", "127.0.0.1", "10.0.0.1", "2130706433",
+             "0177.0.0.1", "1.2.3", "xn--bcher-kva.ch", "b\u00fccher.ch", "ex%2Ecom", "user:pw@ex.com",
+             "ex_ample.com", "[::1]", ""]
+URL_PORTS = ["", ":80", ":443", ":8080", ":", ":0", ":00080", ":65535", ":99999", ":x"]
+URL_SEGMENTS = ["", "a", "A", "b.html", ".", "..", "...", "%41", "%2F", "%2f", "%25", "%", "%zz", "%7E",
+                "(a(0123456789abcdef01234567))", "(0123456789abcdef01234567)", "foo.aspx", "X.ASPX",
+                "a b", "\u00e9", "~u", ";p=1", "'\"<>", "*", "a+b", "%C3%A9", "%00", "a%20b", "%2525"]
+URL_QUERIES = ["", "?", "?a=1", "?b=2&a=1", "?&", "?=", "?a", "?a&b", "?A=B&a=b", "?z&y&x",
+               "?jsessionid=0123456789abcdef0123456789abcdef", "?q=a b", "?q=\u00e9", "?a=1?b=2",
+               "?x=1&PHPSESSID=0123456789abcdef0123456789abcdef&y=2", "?sessionid=582",
+               "?sid=0123456789ABCDEF0123456789abcdef", "?ASPSESSIONIDabcdefgh=abcdefghijklmnopqrstuvwx",
+               "?cfid=1&cftoken=2", "?%41=%42", "?a=%26&b", "?B=%2f&a"]
+URL_FRAGMENTS = ["", "", "#", "#f", "#a?b"]
+
+
+def _surt_or_error(function, url):
+    try:
+        return function(url)
+    except Exception as exc:  # noqa: BLE001 -- the same error must come out of both
+        return type(exc), str(exc)
+
+
+def test_url_key_equals_surt():
+    """url_key is surt.surt, faster: the same string (or error) for corpus URLs and tricky ones."""
+    from surt import surt
+    rnd = random.Random(7)
+    urls = set()
+    for _ in range(20000):
+        path = "".join("/" + rnd.choice(URL_SEGMENTS) for _ in range(rnd.randrange(4)))
+        urls.add(rnd.choice(URL_SCHEMES) + rnd.choice(URL_HOSTS) + rnd.choice(URL_PORTS)
+                 + path + rnd.choice(["", "/", "//"]) + rnd.choice(URL_QUERIES)
+                 + rnd.choice(URL_FRAGMENTS))
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in make_corpus(tmp, files=1, captures=500, seed=21):
+            urls.update(fact["url"] for fact in read_manifest(path) if fact["url"])
+    for url in sorted(urls):
+        assert _surt_or_error(url_key, url) == _surt_or_error(surt, url), url
+
+
+def test_warc_timestamp_equals_warcio():
+    """The timestamp warcio's iso_date_to_timestamp makes (pywb's), or a FieldError where it fails."""
+    from warcio.timeutils import iso_date_to_timestamp
+    rnd = random.Random(5)
+    for _ in range(20000):
+        year = rnd.choice(["2024", "2023", "2000", "1900", "0999", "0001", "0000", "9999"])
+        month, day, hour, minute, second = (rnd.randint(0, top) for top in (13, 32, 25, 61, 61))
+        date = (f"{year}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}"
+                f"{rnd.choice(['', '.1', '.123456789'])}{rnd.choice(['', 'Z'])}")
+        try:
+            expected = iso_date_to_timestamp(date)
+        except ValueError:
+            with pytest.raises(FieldError, match="bad WARC-Date"):
+                warc_timestamp(date)
+        else:
+            assert warc_timestamp(date) == expected, date
+
+
 def test_cdx11_line_layout():
     fields = {"urlkey": "com,example)/", "timestamp": "20240101000000", "url": "http://example.com/",
               "mime": "text/html", "status": "200", "digest": "ABC", "length": "10", "offset": "0",
@@ -223,6 +295,58 @@ def test_wrong_content_length_in_gzip_member(sample, tmp_path):
     result = index_file(str(bad))
     assert [(e.offset, "cut short" in e.reason) for e in result.errors] == [(offset, True)]
     assert len(result.lines) == len(index_file(sample).lines) - 1
+
+
+def test_impossible_warc_date_skips_only_that_record(sample, tmp_path):
+    i, fact = _first_response(sample)
+    bad = tmp_path / "date.warc.gz"
+    offset = _rewrite_member(sample, bad, i, lambda r: re.sub(rb"WARC-Date: (\d{4})-\d\d", rb"WARC-Date: \1-13", r, 1))
+    result = index_file(str(bad))
+    assert [(e.offset, "bad WARC-Date '" in e.reason) for e in result.errors] == [(offset, True)]
+    assert len(result.lines) == len(index_file(sample).lines) - 1
+
+
+def test_members_of_blank_lines_hold_no_record(sample, tmp_path):
+    """A record's trailing newlines compressed apart, or an empty member: skipped, all else kept."""
+    data = open(sample, "rb").read()
+    members = _members(sample)
+    offset, length = members[5]
+    record = gzip.decompress(data[offset:offset + length])
+    split = tmp_path / "split.warc.gz"
+    split.write_bytes(data[:offset] + gzip.compress(record[:-4]) + gzip.compress(record[-4:])
+                      + gzip.compress(b"") + data[offset + length:])
+    result = index_file(str(split))
+    assert result.errors == []
+    assert [line.split(" {")[0] for line in result.lines] == \
+        [line.split(" {")[0] for line in index_file(sample).lines]
+
+
+def test_response_without_its_http_headers_is_skipped_like_pywb(sample, tmp_path):
+    i, fact = _first_response(sample)
+    bad = tmp_path / "nohttp.warc.gz"
+    _rewrite_member(sample, bad, i, lambda record: record[:record.index(b"\r\n\r\n") + 4])
+    result = index_file(str(bad))
+    assert result.errors == [] and len(result.lines) == len(index_file(sample).lines) - 1
+    assert "".join(result.lines) == pywb_cdx(str(bad))
+
+
+@pytest.mark.parametrize("index", [1, 2, 3])  # a request, a response, a metadata record
+def test_record_without_content_length_is_read_to_its_members_end_like_pywb(sample, tmp_path, index):
+    bad = tmp_path / "nolength.warc.gz"
+    _rewrite_member(sample, bad, index, lambda record: re.sub(rb"\r\nContent-Length: \d+", b"", record, 1))
+    result = index_file(str(bad))
+    assert result.errors == [] and len(result.lines) == len(index_file(sample).lines)
+    assert "".join(result.lines) == pywb_cdx(str(bad))
+
+
+def test_blank_lines_before_a_record_header(sample, tmp_path):
+    bad = tmp_path / "blank.warc.gz"
+    offset = _rewrite_member(sample, bad, 5, lambda record: b"\r\n" + record)
+    result = index_file(str(bad))
+    assert [(e.offset, "blank lines where the record's header should start" in e.reason)
+            for e in result.errors] == [(offset, True)]
+    assert result.lines == [line for line in index_file(sample, "blank.warc.gz").lines
+                            if int(line.split('"offset": "')[1].split('"')[0]) < offset]
 
 
 def test_wrong_content_length_in_uncompressed_warc(tmp_path):

@@ -16,6 +16,8 @@ CDX formats are data: a legend of field letters (as in the ``CDX N b a ...``
 header line) or the CDXJ key order.
 """
 import base64
+import datetime
+import functools
 import importlib
 import json
 import logging
@@ -37,7 +39,9 @@ class _ImportedOnUse(types.ModuleType):
 # never calls: deferring that import saves ~0.2 s at the start of every indexing process.
 sys.modules.setdefault("tldextract", _ImportedOnUse("tldextract"))
 from surt import surt  # noqa: E402
-from warcio.timeutils import iso_date_to_timestamp
+from surt.GoogleURLCanonicalizer import (escapeOnce, minimalEscape,  # noqa: E402
+                                         normalizePath, unescapeRepeatedly)
+from surt.URLRegexTransformer import stripPathSessionID, stripQuerySessionID  # noqa: E402
 
 from . import storage
 from .records import ArchiveError, RecordError, iter_records
@@ -60,6 +64,13 @@ FORMATS = ("cdxj",) + tuple(LEGENDS)
 MIME_SPLIT = re.compile("[; ]")
 WARC_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z?$")
 ARC_DATE = re.compile(r"\d{12,}$")
+# A URL whose SURT ``urlkey`` is put together here, from surt's own result for its origin
+# and its own functions for the rest: http(s), a plain host name and port, and a path and
+# query of printable ASCII (no '#', no space).
+PLAIN_URL = re.compile(r"(https?://[A-Za-z0-9.-]+(?::[0-9]+)?)(/[!\"$-~]*)?\Z")
+# What each of surt's query session-id patterns needs (in any case): without them all,
+# stripQuerySessionID changes nothing.
+QUERY_SESSION_MARKERS = ("jsessionid=", "phpsessid=", "sid=", "aspsessionid", "cfid=")
 # Not replayable captures, or records pywb's indexer never lists.
 SKIPPED_WARC_TYPES = ("request", "warcinfo")
 # Heritrix 1.x metadata records whose mime collides with responses.
@@ -67,6 +78,8 @@ SKIPPED_METADATA_MIMES = ("text/anvl",)
 
 
 LOADER_LOG = logging.getLogger("warcio.recordloader")
+# A JSON string, as json.dumps writes one (ASCII only)
+_json_string = json.encoder.encode_basestring_ascii
 
 
 class FieldError(ValueError):
@@ -104,13 +117,75 @@ def _status(http_headers):
     return code
 
 
+@functools.lru_cache(maxsize=1 << 12)
+def _day_digits(day):
+    """YYYYMMDD of YYYY-MM-DD, the year without leading zeros as strftime writes it;
+    ValueError if there is no such day."""
+    datetime.date(int(day[:4]), int(day[5:7]), int(day[8:10]))
+    return day[:4].lstrip("0") + day[5:7] + day[8:10]
+
+
+def warc_timestamp(date):
+    """The 14-digit timestamp of a WARC-Date, as pywb makes it (warcio's
+    ``iso_date_to_timestamp``: fractions of a second dropped); FieldError if it is no date."""
+    if not WARC_DATE.match(date):
+        raise FieldError(f"bad WARC-Date {date!r}: expected YYYY-MM-DDThh:mm:ssZ")
+    hour, minute, second = date[11:13], date[14:16], date[17:19]
+    try:
+        if hour > "23" or minute > "59" or second > "59":
+            raise ValueError("no such time of day")
+        return _day_digits(date[:10]) + hour + minute + second
+    except ValueError as exc:
+        raise FieldError(f"bad WARC-Date {date!r}: {exc}") from None
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _origin_key(origin):
+    """The SURT of ``origin`` (scheme://host[:port]) up to its path, e.g. 'com,example)';
+    None when its host leaves no host in the SURT (the path is then treated differently)."""
+    key = surt(origin + "/")
+    return key[:-1] if key.endswith(")/") else None
+
+
+def url_key(url):
+    """``surt.surt(url)``, the same string, quicker: for a ``PLAIN_URL`` the origin's part
+    is cached, and the path and query go through the steps of surt's canonicalizers (its own
+    functions, but for the query's sort, done alike on str) without its parsing, and without
+    the steps that change nothing in them. (The checks are on str: ``in`` on bytes costs a
+    caught TypeError each time.)"""
+    plain = PLAIN_URL.match(url)
+    origin_key = plain and _origin_key(plain.group(1))
+    if not origin_key:
+        return surt(url)
+    path, _, query = (plain.group(2) or "").partition("?")
+    # GoogleURLCanonicalizer: unescape, normalize, escape the path; unescape, escape the query
+    if "%" in path:
+        path = escapeOnce(normalizePath(unescapeRepeatedly(path.encode()))).decode()
+    elif "//" in path or "/." in path or not path:
+        path = normalizePath(path.encode()).decode()
+    if "%" in query:
+        query = minimalEscape(query.encode()).decode()
+    # IAURLCanonicalizer: lower-case, strip session ids, sort the query's arguments
+    path = path.lower()
+    if "(" in path:
+        path = stripPathSessionID(path.encode()).decode()
+    if len(path) > 1 and path.endswith("/"):
+        path = path[:-1]
+    if query:
+        lower = query.lower()
+        if any(marker in lower for marker in QUERY_SESSION_MARKERS):
+            lower = stripQuerySessionID(query.encode()).lower().decode()
+        # alphaReorderQuery, on str: the (name, value) pairs sorted
+        query = "&".join(["=".join(arg) for arg in sorted(
+            [tuple(arg.split("=", 1)) for arg in lower.split("&")])]) if "&" in lower else lower
+    return origin_key + (path + "?" + query if query else path)
+
+
 def _warc_fields(record):
     headers = record.rec_headers
     date = headers.get_header("WARC-Date") or ""
-    if not WARC_DATE.match(date):
-        raise FieldError(f"bad WARC-Date {date!r}: expected YYYY-MM-DDThh:mm:ssZ")
     fields = {"url": headers.get_header("WARC-Target-URI"),
-              "timestamp": iso_date_to_timestamp(date),
+              "timestamp": warc_timestamp(date),
               "metadata": headers.get_header("WARC-Json-Metadata")}
     if record.rec_type == "revisit":
         fields["mime"] = "warc/revisit"
@@ -151,7 +226,7 @@ def record_fields(record, offset, length, payload_sha1=None):
     if record.rec_type == "metadata" and fields["mime"] in SKIPPED_METADATA_MIMES:
         return None
     try:
-        fields["urlkey"] = surt(fields["url"])
+        fields["urlkey"] = url_key(fields["url"])
     except Exception as exc:  # surt raises assorted errors on malformed URLs
         raise FieldError(f"cannot canonicalize URL {fields['url']!r}: {exc}") from None
     if payload_sha1 is not None and fields["digest"] == "-":
@@ -163,8 +238,10 @@ def record_fields(record, offset, length, payload_sha1=None):
 def format_line(fields, fmt="cdxj"):
     """One CDX line (with its newline) in the given format."""
     if fmt == "cdxj":
-        data = {key: fields[key] for key in CDXJ_KEYS if fields.get(key) not in (None, "", "-")}
-        return f"{fields['urlkey']} {fields['timestamp']} {json.dumps(data)}\n"
+        # what json.dumps writes for a dict of strings, without its generic machinery
+        data = ", ".join([f'"{key}": {_json_string(value)}' for key in CDXJ_KEYS
+                          if (value := fields.get(key)) not in (None, "", "-")])
+        return f"{fields['urlkey']} {fields['timestamp']} {{{data}}}\n"
     return " ".join(fields.get(FIELD_LETTERS[letter]) or "-"
                     for letter in LEGENDS[fmt].split()) + "\n"
 
@@ -220,7 +297,8 @@ def iter_fields(fh, path, filename, result):
                 result.errors.append(RecordError(path, item.offset, str(exc)))
                 continue
             finally:
-                result.warnings.extend((item.offset, message) for message in notes.drain())
+                if notes.messages:
+                    result.warnings.extend((item.offset, message) for message in notes.drain())
             if fields is not None:
                 fields["filename"] = filename
                 yield fields

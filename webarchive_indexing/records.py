@@ -3,40 +3,43 @@
 An index entry points at the compressed bytes of one record (``offset``,
 ``length``), so the reader must know where every gzip member starts and ends.
 warcio's ``ArchiveIterator`` knows that too, but it pushes every payload byte
-through Python; here the members are inflated with ISA-L in large chunks and
-only the headers go through warcio's own record parser, so the record
-semantics (header parsing, the HTTP/no-HTTP decision, ARC headers) are exactly
-those of warcio and therefore of pywb.
+through Python; here the members are inflated with ISA-L, from large blocks of
+the file, and only the header blocks are looked at, so the record semantics
+(header parsing, the HTTP/no-HTTP decision, ARC headers) are exactly those of
+warcio and therefore of pywb:
+
+* the common records of a gzipped WARC, whose header blocks are plain (ASCII,
+  no continuation lines), are read here: a header's value is found as warcio's
+  parser finds it, when asked for (``HeaderBlock``), and records the caller
+  skips (requests, metadata) are judged by three headers only;
+* any other record goes through warcio's own record loader (imported then);
+* uncompressed files are handed to warcio's ``ArchiveIterator`` unchanged.
 
     with open("example.warc.gz", "rb") as fh:
         for item in iter_records(fh, "example.warc.gz", wants_payload):
             ...
-
-Uncompressed files are handed to warcio's ``ArchiveIterator`` unchanged.
 """
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
 
 from isal import isal_zlib
-from warcio.archiveiterator import ArchiveIterator
-from warcio.exceptions import ArchiveLoadFailed
-from warcio.limitreader import LimitReader
-from warcio.recordloader import ArcWarcRecordLoader
-from warcio.statusandheaders import (StatusAndHeaders, StatusAndHeadersParser,
-                                     StatusAndHeadersParserException)
 
 GZIP_MAGIC = b"\x1f\x8b"
-# Compressed bytes inflated per call; also bounds the output of one call (deflate
+# Compressed bytes read from the file at a time.
+READ_SIZE = 1 << 20
+# Compressed bytes inflated first in a member: enough for the header blocks of most
+# records, or all of a small one, without copying much unused input past the member's end.
+FIRST_STEP = 1 << 11
+# Compressed bytes inflated per call after that; also bounds the output of one call (deflate
 # expands at most ~1000:1), so a huge or highly compressible record never sits in memory whole.
-CHUNK = 1 << 16
+CHUNK = 1 << 14
 # Newlines that may end a record inside its member; anything longer is another record.
 TRAILER_MAX = 256
 HEADERS_MAX = 1 << 20
-# One header line as warcio splits it: the name up to the first colon, the value after it.
-HEADER_LINE = re.compile(r"^([^:\n]*):([^\n]*)$", re.M)
-# The three headers that decide whether a WARC record is skipped.
-SKIP_HEADER = re.compile(rb"^((?i:warc-type|content-type|content-length))[ \t]*:([^\n]*)$", re.M)
+# A continuation line (one that starts with a space or tab): warcio joins it to the header above.
+CONTINUATION = re.compile(rb"\n[ \t]")
 # A line warcio's parser takes as the end of a header block: nothing but whitespace.
 BLANK_LINE = re.compile(rb"\n[ \t\r\x0b\x0c\x1c-\x1f]*\n")
 BLANK_END = re.compile(rb"\n[ \t\r\x0b\x0c\x1c-\x1f]*\n$")
@@ -70,53 +73,72 @@ class GzipMembers:
     """Walks a file of concatenated gzip members; reads like a file within one member.
 
     ``read`` and ``readline`` (all warcio's parsers need) stop at the end of the
-    current member; ``next_member`` moves on.
+    current member; ``next_member`` moves on. The compressed bytes are read in
+    large blocks and inflated from views into them, a little at a member's start
+    (where the header blocks are) and more after.
     """
 
     def __init__(self, fh, path):
         self.fh, self.path = fh, path
-        self.pending = b""
-        self.pending_offset = 0  # file offset of pending[0]
+        self.raw, self.rpos = memoryview(b""), 0  # compressed bytes read; next one to inflate
+        self.raw_offset = 0  # file offset of raw[0]
         self.start = 0
         self.end = None  # end offset of the current member, once inflated to its end
         self.out, self.pos = b"", 0
+        self.dropped = 0  # bytes of the member inflated and dropped before out[0]
         self.inflater = None
 
+    def _read_raw(self):
+        """Read the next block of the file (after the unread compressed bytes, at most one
+        here); False at the end of the file."""
+        data = self.fh.read(READ_SIZE)
+        if not data:
+            return False
+        rest = self.raw[self.rpos:]
+        self.raw_offset += self.rpos
+        self.raw, self.rpos = memoryview(rest.tobytes() + data if rest else data), 0
+        return True
+
     def next_member(self):
-        """Start the next member; return its offset, or None at end of file."""
-        if len(self.pending) < 2:
-            self.pending += self.fh.read(CHUNK)
-        if not self.pending:
+        """Start the next member, inflating its first bytes; return its offset, or None at
+        end of file."""
+        if len(self.raw) - self.rpos < 2 and not self._read_raw() and self.rpos == len(self.raw):
             return None
-        if not self.pending.startswith(GZIP_MAGIC):
-            raise ArchiveError(self.path, self.pending_offset,
+        self.start = self.raw_offset + self.rpos
+        if self.raw[self.rpos:self.rpos + 2] != GZIP_MAGIC:
+            raise ArchiveError(self.path, self.start,
                                "expected a gzip member here, found other data "
                                "(garbage between records, or a file that is not gzip)")
-        self.start, self.end, self.out, self.pos = self.pending_offset, None, b"", 0
+        self.end, self.pos, self.dropped = None, 0, 0
         self.inflater = isal_zlib.decompressobj(31)
+        self.out = self._inflate(FIRST_STEP)
         return self.start
 
-    def _inflate(self):
-        if not self.pending:
-            self.pending = self.fh.read(CHUNK)
-            if not self.pending:
-                raise ArchiveError(self.path, self.start,
-                                   "gzip member is truncated: the file ends inside it")
-        before = len(self.pending)
+    def _inflate(self, step=CHUNK):
+        if self.rpos == len(self.raw) and not self._read_raw():
+            raise ArchiveError(self.path, self.start,
+                               "gzip member is truncated: the file ends inside it")
+        chunk = self.raw[self.rpos:self.rpos + step]
         try:
-            data = self.inflater.decompress(self.pending)
+            data = self.inflater.decompress(chunk)
         except isal_zlib.error as exc:
             raise ArchiveError(self.path, self.start, f"corrupt gzip data: {exc}") from None
-        self.pending = self.inflater.unused_data if self.inflater.eof else b""
-        self.pending_offset += before - len(self.pending)
         if self.inflater.eof:
-            self.end = self.pending_offset
+            self.rpos += len(chunk) - len(self.inflater.unused_data)
+            self.end = self.raw_offset + self.rpos
+        else:
+            self.rpos += len(chunk)
         return data
 
     def _fill(self):
         data = self._inflate()
+        self.dropped += self.pos
         self.out = self.out[self.pos:] + data
         self.pos = 0
+
+    def tell(self):
+        """Bytes of the member read so far (warcio asks, for a record without a length)."""
+        return self.dropped + self.pos
 
     def read(self, size=-1):
         if size is None or size < 0:
@@ -164,6 +186,23 @@ class GzipMembers:
             tail = (tail + data[-keep:])[-keep:]
         return tail, size
 
+    def finish(self, unread):
+        """Inflate the rest of the member, where ``unread`` bytes of the record are left: a
+        RecordError if the record is cut short, else None; raises if the member holds more
+        than the record (and the newlines that may end it)."""
+        tail, rest = self.drain()
+        trailer = rest - unread
+        if trailer < 0:
+            return RecordError(self.path, self.start,
+                               f"record is cut short: its gzip member ends {-trailer} bytes "
+                               "before the Content-Length says")
+        if trailer > len(tail) or tail[len(tail) - trailer:].strip():
+            raise ArchiveError(self.path, self.start,
+                               f"gzip member holds more than this record ({trailer} bytes "
+                               "follow it): the file is not compressed record by record, so "
+                               "its records cannot be addressed by byte range")
+        return None
+
 
 class _Replay:
     """Lines already read, then the rest of the stream: lets warcio's parser start over."""
@@ -175,60 +214,89 @@ class _Replay:
         return self.lines.pop() if self.lines else self.stream.readline(size)
 
 
-class FastHeaderParser(StatusAndHeadersParser):
-    """warcio's status-and-headers parser, without its per-line overhead in the common case.
+@functools.cache
+def _fast_header_parser():
+    """The class ``FastHeaderParser``: defined on first use, as it extends a warcio class."""
+    from warcio.statusandheaders import (StatusAndHeaders, StatusAndHeadersParser,
+                                         StatusAndHeadersParserException)
 
-    A header block of plain ASCII lines without continuation lines is split
-    here, with warcio's rules (rstrip each line, split at the first colon,
-    skip lines without one); anything else is replayed to warcio's own parser.
-    """
+    class FastHeaderParser(StatusAndHeadersParser):
+        """warcio's status-and-headers parser, without its per-line overhead in the common case.
 
-    def parse(self, stream, full_statusline=None):
-        if full_statusline is not None:
-            return super().parse(stream, full_statusline)
-        first = stream.readline()
-        statusline = first.rstrip()
-        if not statusline or not _plain(first):
-            return super().parse(stream, first)
-        statusline = statusline.decode("ascii")
-        if self.verify:
-            # checked before reading on: on failure warcio retries the line as an ARC header
-            protocol_status = self.split_prefix(statusline, self.statuslist)
-            if not protocol_status:
-                raise StatusAndHeadersParserException(
-                    f"Expected Status Line starting with {self.statuslist} - Found: {statusline}",
-                    first.decode("ascii"))
-        else:
-            protocol_status = statusline.split(" ", 1)
-        lines = []
-        while True:
-            line = stream.readline()
-            lines.append(line)
-            if not line.rstrip():
-                break
-        if not all(map(_plain, lines)):
-            return super().parse(_Replay(lines, stream), first.decode("ascii"))
-        headers = []
-        for line in lines[:-1]:
-            name, colon, value = line.decode("ascii").rstrip().partition(":")
-            if colon:
-                headers.append((name.rstrip(" \t"), value.lstrip()))
-        return StatusAndHeaders(statusline=protocol_status[1].strip() if len(protocol_status) > 1 else "",
-                                headers=headers, protocol=protocol_status[0],
-                                total_len=len(first) + sum(map(len, lines)))
+        A header block of plain ASCII lines without continuation lines is split
+        here, with warcio's rules (rstrip each line, split at the first colon,
+        skip lines without one); anything else is replayed to warcio's own parser.
+        """
+
+        def parse(self, stream, full_statusline=None):
+            if full_statusline is not None:
+                return super().parse(stream, full_statusline)
+            first = stream.readline()
+            statusline = first.rstrip()
+            if not statusline or not _plain_line(first):
+                return super().parse(stream, first)
+            statusline = statusline.decode("ascii")
+            if self.verify:
+                # checked before reading on: on failure warcio retries the line as an ARC header
+                protocol_status = self.split_prefix(statusline, self.statuslist)
+                if not protocol_status:
+                    raise StatusAndHeadersParserException(
+                        f"Expected Status Line starting with {self.statuslist} - Found: {statusline}",
+                        first.decode("ascii"))
+            else:
+                protocol_status = statusline.split(" ", 1)
+            lines = []
+            while True:
+                line = stream.readline()
+                lines.append(line)
+                if not line.rstrip():
+                    break
+            if not all(map(_plain_line, lines)):
+                return super().parse(_Replay(lines, stream), first.decode("ascii"))
+            headers = []
+            for line in lines[:-1]:
+                name, colon, value = line.decode("ascii").rstrip().partition(":")
+                if colon:
+                    headers.append((name.rstrip(" \t"), value.lstrip()))
+            return StatusAndHeaders(statusline=protocol_status[1].strip() if len(protocol_status) > 1 else "",
+                                    headers=headers, protocol=protocol_status[0],
+                                    total_len=len(first) + sum(map(len, lines)))
+
+    return FastHeaderParser
 
 
-def _plain(line):
+def _plain_line(line):
     return line.isascii() and not line.startswith((b" ", b"\t"))
 
 
 def fast_loader():
     """warcio's record loader with the fast header parser in place of its own."""
+    from warcio.recordloader import ArcWarcRecordLoader
+    parser = _fast_header_parser()
     loader = ArcWarcRecordLoader(verify_http=False, arc2warc=False)
-    loader.warc_parser = FastHeaderParser(loader.WARC_TYPES)
-    loader.http_parser = FastHeaderParser(loader.HTTP_TYPES, False)
-    loader.http_req_parser = FastHeaderParser(loader.HTTP_VERBS, False)
+    loader.warc_parser = parser(loader.WARC_TYPES)
+    loader.http_parser = parser(loader.HTTP_TYPES, False)
+    loader.http_req_parser = parser(loader.HTTP_VERBS, False)
     return loader
+
+
+def _not_a_record_errors():
+    """The exceptions with which warcio's parsers reject what is not a WARC or ARC record."""
+    from warcio.exceptions import ArchiveLoadFailed
+    from warcio.statusandheaders import StatusAndHeadersParserException
+    return ArchiveLoadFailed, StatusAndHeadersParserException, ValueError
+
+
+class _Limit:
+    """Reads at most ``limit`` bytes of a stream (what warcio's ``LimitReader`` does)."""
+
+    def __init__(self, stream, limit):
+        self.stream, self.limit = stream, limit
+
+    def read(self, size=-1):
+        data = self.stream.read(self.limit if size is None or size < 0 else min(size, self.limit))
+        self.limit -= len(data)
+        return data
 
 
 def _hash_rest(stream):
@@ -241,7 +309,7 @@ def _hash_rest(stream):
 
 
 class Headers:
-    """Parsed header block with warcio's ``StatusAndHeaders`` reading interface."""
+    """Header values with warcio's ``StatusAndHeaders`` reading interface."""
 
     def __init__(self, statusline, protocol, headers):
         self.statusline, self.protocol, self.headers = statusline, protocol, headers
@@ -251,6 +319,60 @@ class Headers:
 
     def get_statuscode(self):
         return self.statusline.split(" ", 1)[0]
+
+
+# Finds a header in a lower-cased header block as warcio's parser does: the first line after
+# the first whose name (up to the colon, less spaces and tabs) is it; one per name, made on first use.
+_HEADER_AT = {}
+
+
+def _header_at(name):
+    pattern = _HEADER_AT[name] = re.compile("\n" + re.escape(name.lower()) + "[ \t]*:([^\n]*)")
+    return pattern
+
+
+def _value(text, match):
+    """The value of a header matched in the lower-cased copy of a header block, as warcio
+    reads it (stripped); None if not matched."""
+    return None if match is None else text[match.start(1):match.end(1)].strip()
+
+
+class HeaderBlock(Headers):
+    """A plain header block (``plain_block``), decoded, and its lower-cased copy: its values
+    are read as warcio's parser reads them (the first of a name, stripped), when first asked
+    for (most never are), or given by name (``values``: None for a missing header)."""
+
+    def __init__(self, text, lower, statusline="", protocol="", values=None):
+        self.text, self.lower, self.values = text, lower, values or {}
+        self.statusline, self.protocol = statusline, protocol
+
+    def get_header(self, name, default_value=None):
+        values = self.values
+        if name in values:
+            value = values[name]
+        else:
+            value = values[name] = _value(
+                self.text, (_HEADER_AT.get(name) or _header_at(name)).search(self.lower))
+        return default_value if value is None else value
+
+
+def _plain(block):
+    """Whether a header block's lines split alike by warcio's rules and ours: ASCII, no
+    continuation lines."""
+    return block.isascii() and not CONTINUATION.search(block)
+
+
+def plain_block(block):
+    """A ``HeaderBlock`` of a plain header block (``_plain``) with a first line (a status
+    line: protocol, then status); None for any other."""
+    if not _plain(block):
+        return None
+    text = block.decode("ascii")
+    first = text.partition("\n")[0].rstrip()
+    if not first:
+        return None
+    protocol, _, statusline = first.partition(" ")
+    return HeaderBlock(text, text.lower(), statusline.strip(), protocol)
 
 
 @dataclass
@@ -265,122 +387,95 @@ class LiteRecord:
     format: str = "warc"
 
 
-def _plain_block(block):
-    """A header block whose lines split alike by warcio's rules and ours: ASCII, no
-    continuation lines."""
-    return block.isascii() and b"\n " not in block and b"\n\t" not in block
-
-
-def parse_block(block):
-    """(first line, {lower-case name: first value}) of a header block, split by warcio's
-    rules; None unless it is a ``_plain_block``."""
-    if not _plain_block(block):
-        return None
-    first, _, rest = block.decode("ascii").partition("\n")
-    first = first.rstrip()
-    if not first:
-        return None
-    headers = {}
-    for name, value in HEADER_LINE.findall(rest):
-        headers.setdefault(name.rstrip(" \t").lower(), value.strip())
-    return first, headers
-
-
 LITE_TYPES = ("response", "revisit", "resource", "metadata")
 
 
-def lite_record(members, warc_block, headers):
-    """A ``LiteRecord`` for a common WARC record, whose parsed header block is given,
-    consuming its headers; None (nothing consumed) for anything warcio's loader must handle."""
-    rec_type, uri = headers.get("warc-type"), headers.get("warc-target-uri")
-    length = headers.get("content-length", "")
-    if rec_type not in LITE_TYPES or not length.isdigit() or uri is None \
+def lite_record(members, headers, warc_length):
+    """A ``LiteRecord`` for a common WARC record, whose plain header block (of
+    ``warc_length`` bytes) is given, consuming its headers; None (nothing consumed) for
+    anything warcio's loader must handle."""
+    warc_type, uri = headers.get_header("WARC-Type"), headers.get_header("WARC-Target-URI")
+    length = headers.get_header("Content-Length", "")
+    if warc_type not in LITE_TYPES or not length.isdigit() or uri is None \
             or uri.startswith("<") or " " in uri:
         return None
     length = int(length)
-    content_type = headers.get("content-type")
+    content_type = headers.get_header("Content-Type")
     http_block = b""
-    if length and rec_type in ("response", "revisit") and uri.startswith(("http:", "https:")):
-        http_block = members.peek_headers(len(warc_block))
-        parsed = parse_block(http_block)
-        if parsed is None or len(http_block) > length or not BLANK_END.search(http_block):
+    if length and warc_type in ("response", "revisit") and uri.startswith(("http:", "https:")):
+        http_block = members.peek_headers(warc_length)
+        http_headers = plain_block(http_block)
+        if http_headers is None or len(http_block) > length or not BLANK_END.search(http_block):
             return None
-        protocol, _, statusline = parsed[0].partition(" ")
-        http_headers = Headers(statusline.strip(), protocol, parsed[1])
     else:
         defaults = {"content-length": str(length)}
         if content_type:
             defaults["content-type"] = content_type
         http_headers = Headers("200 OK", "HTTP/1.0", defaults)
-    members.skip(len(warc_block) + len(http_block))
-    return LiteRecord(rec_type, Headers("", "", headers), http_headers, content_type, length,
-                      LimitReader(members, length - len(http_block)))
-
-
-def _skip_length(block, skip_types):
-    """The Content-Length of a WARC record that ``skip_types`` rejects, read from its plain
-    header block; None when the record is wanted or the full parse must decide."""
-    if not block.startswith(b"WARC/") or not _plain_block(block):
-        return None
-    headers = {}
-    for name, value in SKIP_HEADER.findall(block):
-        headers.setdefault(name.lower(), value.strip())
-    length = headers.get(b"content-length", b"")
-    content_type = headers.get(b"content-type")
-    if length.isdigit() and skip_types(headers.get(b"warc-type", b"").decode(),
-                                       content_type.decode() if content_type is not None else None):
-        return int(length)
-    return None
-
-
-def _check_member(members, path, offset, unread):
-    """Finish the member; a RecordError if the record is cut short. Raises if the member
-    holds more than one record."""
-    tail, rest = members.drain()
-    trailer = rest - unread
-    if trailer < 0:
-        return RecordError(path, offset, f"record is cut short: its gzip member ends "
-                                         f"{-trailer} bytes before the Content-Length says")
-    if trailer > len(tail) or tail[len(tail) - trailer:].strip():
-        raise ArchiveError(path, offset,
-                           f"gzip member holds more than this record ({trailer} bytes "
-                           "follow it): the file is not compressed record by record, so "
-                           "its records cannot be addressed by byte range")
-    return None
+    members.skip(warc_length + len(http_block))
+    return LiteRecord(warc_type, headers, http_headers, content_type, length,
+                      _Limit(members, length - len(http_block)))
 
 
 def _iter_gzip(fh, path, wants_payload, skip_types):
-    loader = fast_loader()
+    loader = None
     members = GzipMembers(fh, path)
+    type_at, content_type_at, length_at = map(_header_at, ("WARC-Type", "Content-Type",
+                                                           "Content-Length"))
     while True:
         offset = members.next_member()
         if offset is None:
             return
         block = members.peek_headers()
-        skip_length = _skip_length(block, skip_types)
-        if skip_length is not None:
-            # most records of a crawl (requests, metadata) are never indexed: no more parsing
-            members.skip(len(block))
-            problem = _check_member(members, path, offset, skip_length)
-            yield problem or Record(None, offset, members.end - offset)
-            continue
-        parsed = parse_block(block) if block.startswith(b"WARC/") else None
-        record = lite_record(members, block, parsed[1]) if parsed else None
-        try:
-            record = record or loader.parse_record_stream(members, ensure_http_headers=True)
-        except EOFError:
-            # an empty member (some writers end files with one) holds no record
-            members.drain()
-            continue
-        except (ArchiveLoadFailed, StatusAndHeadersParserException, ValueError) as exc:
-            raise ArchiveError(path, offset, f"not a WARC or ARC record: {exc}") from None
+        record = None
+        if block.startswith(b"WARC/") and _plain(block):
+            text = block.decode("ascii")
+            lower = text.lower()
+            warc_type = _value(text, type_at.search(lower))
+            content_type = _value(text, content_type_at.search(lower))
+            length = _value(text, length_at.search(lower))
+            if skip_types(warc_type or "", content_type) and length and length.isdigit():
+                # most records of a crawl (requests, metadata) are never indexed: no more parsing
+                members.skip(len(block))
+                problem = members.finish(int(length))
+                yield problem or Record(None, offset, members.end - offset)
+                continue
+            record = lite_record(members, HeaderBlock(text, lower, values={
+                "WARC-Type": warc_type, "Content-Type": content_type,
+                "Content-Length": length}), len(block))
+        elif not block.strip():
+            tail, size = members.drain()
+            if size <= len(tail) and not tail.strip():
+                # an empty member (some writers end files with one), or one of blank lines
+                # only (a record's trailing newlines, compressed apart), holds no record
+                continue
+            raise ArchiveError(path, offset, "not a WARC or ARC record: blank lines where the "
+                                             "record's header should start")
+        if record is None:
+            loader = loader or fast_loader()
+            try:
+                record = loader.parse_record_stream(members, ensure_http_headers=True)
+            except EOFError:
+                # no HTTP headers where the record says there are: skipped, as warcio does
+                members.drain()
+                continue
+            except ArchiveError:
+                raise
+            except Exception as exc:  # warcio's loader also fails in other ways on what is no record
+                detail = exc if isinstance(exc, _not_a_record_errors()) else repr(exc)
+                raise ArchiveError(path, offset, f"not a WARC or ARC record: {detail}") from None
         payload_sha1 = _hash_rest(record.raw_stream) if wants_payload(record) else None
-        unread = record.raw_stream.limit if record.length is not None else 0
-        problem = _check_member(members, path, offset, unread)
+        if record.length is None:
+            # no Content-Length: the record is the rest of its member, as warcio reads it
+            members.drain()
+            problem = None
+        else:
+            problem = members.finish(record.raw_stream.limit)
         yield problem or Record(record, offset, members.end - offset, payload_sha1)
 
 
 def _iter_plain(fh, path, wants_payload):
+    from warcio.archiveiterator import ArchiveIterator
     records = ArchiveIterator(fh, no_record_parse=False, arc2warc=False, ensure_http_headers=True)
     # warcio prints this warning itself; it is reported here as a RecordError instead
     records.INC_RECORD = ""
@@ -395,7 +490,7 @@ def _iter_plain(fh, path, wants_payload):
                                                 "end a record: its Content-Length is wrong")
             else:
                 yield Record(record, offset, length, payload_sha1)
-    except (ArchiveLoadFailed, StatusAndHeadersParserException, ValueError) as exc:
+    except _not_a_record_errors() as exc:
         raise ArchiveError(path, records.offset, f"not a WARC or ARC record: {exc}") from None
 
 
