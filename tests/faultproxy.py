@@ -31,9 +31,10 @@ import http.server
 import random
 import socket
 import struct
-import sys
 import threading
 import urllib.parse
+
+from rangeserver import in_thread
 
 SLOW_DOWN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
              b'<Message>Please reduce your request rate.</Message></Error>')
@@ -42,8 +43,6 @@ SLOW_DOWN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Co
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authenticate",
               "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "expect",
               "content-length"}
-# Seconds ``shutdown`` may wait for the server's loop to notice
-POLL = 0.05
 
 
 class Proxy:
@@ -89,27 +88,11 @@ def running(target_url, seed=1, p_503=0.0, p_reset=0.0, p_truncate=0.0, methods=
     class Handler(ProxyHandler):
         pass
 
-    httpd = QuietServer(("127.0.0.1", 0), Handler)
-    proxy = Proxy(f"http://127.0.0.1:{httpd.server_address[1]}", seed, methods)
-    proxy.set_faults(p_503, p_reset, p_truncate)
-    Handler.proxy, Handler.target = proxy, (target.hostname, target.port or 80)
-    thread = threading.Thread(target=httpd.serve_forever, args=(POLL,), name="faultproxy",
-                              daemon=True)
-    thread.start()
-    try:
+    with in_thread(Handler, "faultproxy") as httpd:
+        proxy = Proxy(f"http://127.0.0.1:{httpd.server_address[1]}", seed, methods)
+        proxy.set_faults(p_503, p_reset, p_truncate)
+        Handler.proxy, Handler.target = proxy, (target.hostname, target.port or 80)
         yield proxy
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
-
-
-class QuietServer(http.server.ThreadingHTTPServer):
-    def handle_error(self, request, client_address):
-        # a client that drops its connection (as one does after an error answer, unread)
-        # is no error of the server's
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
 
 
 class ProxyHandler(http.server.BaseHTTPRequestHandler):

@@ -47,14 +47,22 @@ def serving(directory):
     class Handler(FileHandler):
         pass
 
-    httpd = QuietServer(("127.0.0.1", 0), Handler)
-    server = Server(f"http://127.0.0.1:{httpd.server_address[1]}")
-    Handler.root, Handler.log = root, server.requests
-    thread = threading.Thread(target=httpd.serve_forever, args=(POLL,), name="rangeserver",
-                              daemon=True)
+    with in_thread(Handler, "rangeserver") as httpd:
+        server = Server(f"http://127.0.0.1:{httpd.server_address[1]}")
+        Handler.root, Handler.log = root, server.requests
+        yield server
+
+
+@contextlib.contextmanager
+def in_thread(handler, name):
+    """A threading HTTP server of ``handler`` on 127.0.0.1 (any free port), serving in a
+    thread until the block ends. Handlers see their class attributes set inside the
+    block before the first request can arrive (the test makes the requests)."""
+    httpd = QuietServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, args=(POLL,), name=name, daemon=True)
     thread.start()
     try:
-        yield server
+        yield httpd
     finally:
         httpd.shutdown()
         httpd.server_close()
