@@ -20,18 +20,10 @@ import webarchive_indexing.compat  # noqa: F401  (before mrjob: Python 3.13)
 from mrjob.job import MRJob
 from mrjob.protocol import JSONValueProtocol, RawValueProtocol
 
+from webarchive_indexing import cli
 from webarchive_indexing.copy import DEFAULT_RETRIES, DEFAULT_THREADS, run_chunk
 
 COUNTERS = "webarchive-index copy"
-
-
-def _whole(minimum):
-    def parse(text):
-        value = int(text)
-        if value < minimum:
-            raise ValueError(f"expected a whole number of at least {minimum}, got {text!r}")
-        return value
-    return parse
 
 
 class RemoteCopyJob(MRJob):
@@ -53,9 +45,9 @@ class RemoteCopyJob(MRJob):
         self.add_passthru_arg("--warc-prefix", required=True,
                               help="where the archives named by the CDX 'filename' are: "
                                    "s3://bucket/, https://host/ or a local directory")
-        self.add_passthru_arg("--threads", type=_whole(1), default=DEFAULT_THREADS,
+        self.add_passthru_arg("--threads", type=cli._positive, default=DEFAULT_THREADS,
                               help=f"range requests in flight per task (default {DEFAULT_THREADS})")
-        self.add_passthru_arg("--retries", type=_whole(0), default=DEFAULT_RETRIES,
+        self.add_passthru_arg("--retries", type=cli._non_negative, default=DEFAULT_RETRIES,
                               help="further reads of a record after a transient error "
                                    f"(default {DEFAULT_RETRIES})")
         self.add_passthru_arg("--progress-dir",

@@ -434,7 +434,7 @@ def _add_copy_parser(sub):
                           "directory")
     run.add_argument("--threads", type=_positive, default=DEFAULT_THREADS,
                      help=f"range requests in flight per task (default {DEFAULT_THREADS})")
-    run.add_argument("--retries", type=_whole, default=DEFAULT_RETRIES,
+    run.add_argument("--retries", type=_non_negative, default=DEFAULT_RETRIES,
                      help="further reads of a record after a transient error, with backoff "
                           f"(default {DEFAULT_RETRIES})")
     run.add_argument("--runner", choices=("inline", "local", "spark"), default="local",
@@ -460,16 +460,6 @@ def _add_copy_parser(sub):
 
 class _CopyUsage(ValueError):
     """Options of ``copy`` that cannot work, found before anything runs."""
-
-
-def _whole(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number (0 or more), got {text!r}")
-    return value
 
 
 def _copy_inputs(args):
