@@ -24,7 +24,6 @@ import logging
 import re
 import sys
 import types
-from dataclasses import dataclass, field
 
 
 class _ImportedOnUse(types.ModuleType):
@@ -266,14 +265,14 @@ class _LoaderNotes(logging.Handler):
         super().close()
 
 
-@dataclass
 class IndexResult:
-    path: str
-    filename: str
-    lines: list = field(default_factory=list)  # sorted, each ending in "\n"
-    records: int = 0  # records read, indexed or not
-    errors: list = field(default_factory=list)  # ArchiveError / RecordError
-    warnings: list = field(default_factory=list)  # (offset, message)
+    """What indexing one file gave: its sorted ``lines`` (each ending in "\\n"), the
+    ``records`` read (indexed or not), ``errors`` (``ArchiveError``/``RecordError``) and
+    ``warnings`` ((offset, message))."""
+
+    def __init__(self, path, filename):
+        self.path, self.filename = path, filename
+        self.lines, self.records, self.errors, self.warnings = [], 0, [], []
 
     @property
     def fatal(self):

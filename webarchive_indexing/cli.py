@@ -64,7 +64,7 @@ def _add_root_option(parser):
               "write no cluster.root: remote lookups binary-search cluster.idx with more requests")
 
 
-def _parser():
+def _parser(argv=()):
     parser = argparse.ArgumentParser(
         prog="webarchive-index",
         description="Turn WARC/ARC collections into ZipNum CDX indexes that pywb, OpenWayback "
@@ -176,7 +176,12 @@ def _parser():
         description="Write deterministic WARC/ARC files with a ground-truth manifest per file.",
         add_help=False)
     corpus.add_argument("corpus_args", nargs=argparse.REMAINDER)
-    _add_copy_parser(sub)
+    if "copy" in argv:
+        _add_copy_parser(sub)
+    else:
+        # copy's options take their defaults from its module, whose import would add to the
+        # start-up time of every other command; listed here only, for the overview
+        sub.add_parser("copy", help=COPY_HELP)
     return parser
 
 
@@ -267,7 +272,8 @@ def _build(args):
 def _cdx(args):
     from .cdx import header_line, index_file
     from .inputs import InputError, expand
-    from .steps import index_archive
+    if args.output:
+        from .steps import index_archive
     try:
         archives, missing, _ = expand(args.inputs, args.input_root)
     except InputError as exc:
@@ -382,10 +388,13 @@ def _add_copy_plan_options(parser):
                              f"{DEFAULT_NAME_PREFIX})")
 
 
+COPY_HELP = "copy the captures of some domains or URL prefixes into new WARC files"
+
+
 def _add_copy_parser(sub):
     from .copy import DEFAULT_RETRIES, DEFAULT_THREADS
     copy = sub.add_parser(
-        "copy", help="copy the captures of some domains or URL prefixes into new WARC files",
+        "copy", help=COPY_HELP,
         description="Find the captures of domains, host names or URL prefixes in a cluster "
                     "and copy their records (one ranged read each) into new .warc.gz files, "
                     "each with its own CDXJ index. 'check' counts what a copy takes; 'copy' "
@@ -656,7 +665,7 @@ def _copy(args):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    args = _parser().parse_args(argv)
+    args = _parser(argv).parse_args(argv)
     if args.command == "corpus":
         from .corpus import main as corpus_main
         return corpus_main(args.corpus_args)

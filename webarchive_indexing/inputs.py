@@ -19,7 +19,7 @@ import glob
 import gzip
 import io
 import os
-from dataclasses import dataclass
+from collections import namedtuple
 
 from . import storage
 
@@ -29,10 +29,8 @@ MANIFEST_EXTENSIONS = (".paths", ".paths.gz", ".txt", ".lst", ".manifest")
 ARCHIVE_MAGIC = (b"\x1f\x8b", b"WARC/", b"filedesc://")
 
 
-@dataclass(frozen=True)
-class Archive:
-    path: str
-    name: str
+# An archive to index: its path, and its name in the index (``relative_name``)
+Archive = namedtuple("Archive", "path name")
 
 
 class InputError(ValueError):

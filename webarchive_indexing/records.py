@@ -20,9 +20,7 @@ warcio and therefore of pywb:
             ...
 """
 import functools
-import hashlib
 import re
-from dataclasses import dataclass
 
 from isal import isal_zlib
 
@@ -61,12 +59,16 @@ class RecordError(ArchiveError):
     """One record is unusable but the records after it can still be read."""
 
 
-@dataclass
 class Record:
-    record: object  # warcio ArcWarcRecord
-    offset: int
-    length: int
-    payload_sha1: bytes = None
+    """One record (a warcio ``ArcWarcRecord`` or ``LiteRecord``; None when the caller's
+    ``skip_types`` left it unparsed) and the byte range it occupies."""
+    # Plain classes, not dataclasses, here and below: importing ``dataclasses`` alone costs
+    # an indexing process more start-up time than indexing a small archive.
+    __slots__ = ("record", "offset", "length", "payload_sha1")
+
+    def __init__(self, record, offset, length, payload_sha1=None):
+        self.record, self.offset, self.length = record, offset, length
+        self.payload_sha1 = payload_sha1
 
 
 class GzipMembers:
@@ -300,6 +302,7 @@ class _Limit:
 
 
 def _hash_rest(stream):
+    import hashlib  # rarely needed: most records carry their digest
     digest = hashlib.sha1()
     while True:
         buf = stream.read(CHUNK)
@@ -375,16 +378,15 @@ def plain_block(block):
     return HeaderBlock(text, text.lower(), statusline.strip(), protocol)
 
 
-@dataclass
 class LiteRecord:
     """The parts of a warcio ``ArcWarcRecord`` an indexer reads, built without warcio."""
-    rec_type: str
-    rec_headers: Headers
-    http_headers: Headers
-    content_type: str
-    length: int
-    raw_stream: object
-    format: str = "warc"
+    __slots__ = ("rec_type", "rec_headers", "http_headers", "content_type", "length",
+                 "raw_stream")
+    format = "warc"
+
+    def __init__(self, rec_type, rec_headers, http_headers, content_type, length, raw_stream):
+        self.rec_type, self.rec_headers, self.http_headers = rec_type, rec_headers, http_headers
+        self.content_type, self.length, self.raw_stream = content_type, length, raw_stream
 
 
 LITE_TYPES = ("response", "revisit", "resource", "metadata")

@@ -47,24 +47,14 @@ naming the URI, with what ``hadoop`` printed (``FileNotFoundError`` when it said
 import contextlib
 import errno
 import functools
-import http.client
 import io
 import os
 import random
-import secrets
 import re
 import shutil
-import ssl
-import subprocess
-import tempfile
 import threading
 import time
 import urllib.parse
-
-from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError
-from botocore.exceptions import (HTTPClientError, IncompleteReadError, ReadTimeoutError,
-                                 ResponseStreamingError)
-from urllib3.exceptions import ProtocolError
 
 # How often a read from a stream of an S3 object or HTTP file resumes after its connection
 # broke, with no byte read in between.
@@ -93,13 +83,35 @@ HTTP_TIMEOUT = 60
 MAX_REDIRECTS = 5
 # What HTTP servers see of the client
 USER_AGENT = "webarchive-indexing"
-# A connection that broke (or timed out) while a request was sent or its answer read
-_HTTP_BROKEN = (ConnectionError, TimeoutError, http.client.IncompleteRead,
-                http.client.BadStatusLine, ssl.SSLEOFError)
-# An S3 request that failed, after botocore's retries: an error answer, or no answer
-_S3_FAILED = (ClientError, HTTPClientError, BotoConnectionError)
-# An S3 object's body that broke off while it streamed (botocore retries only the request)
-_S3_BROKEN = (ResponseStreamingError, IncompleteReadError, ReadTimeoutError, ProtocolError)
+
+# The HTTP, S3 and Hadoop libraries (and tempfile) are imported where first needed, not
+# with this module: importing urllib3 (through botocore) alone takes longer than indexing
+# a small local archive, and most runs never leave the local disk.
+
+@functools.cache
+def _http_broken():
+    """A connection that broke (or timed out) while a request was sent or its answer read."""
+    import http.client
+    import ssl
+    return (ConnectionError, TimeoutError, http.client.IncompleteRead,
+            http.client.BadStatusLine, ssl.SSLEOFError)
+
+
+@functools.cache
+def _s3_failed():
+    """An S3 request that failed, after botocore's retries: an error answer, or no answer."""
+    from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError
+    from botocore.exceptions import HTTPClientError
+    return ClientError, HTTPClientError, BotoConnectionError
+
+
+@functools.cache
+def _s3_broken():
+    """An S3 object's body that broke off while it streamed (botocore retries only the
+    request)."""
+    from botocore.exceptions import IncompleteReadError, ReadTimeoutError, ResponseStreamingError
+    from urllib3.exceptions import ProtocolError
+    return ResponseStreamingError, IncompleteReadError, ReadTimeoutError, ProtocolError
 _RANGE_HEADER = re.compile(r"bytes=(\d+)-(\d*)$")
 _CONTENT_RANGE = re.compile(r"bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)$")
 
@@ -286,6 +298,7 @@ def _http_exchange(url, byte_range, headers):
     target = urllib.parse.quote(parts.path or "/", safe="/%:@!$&'()*+,;=")
     if parts.query:
         target += "?" + parts.query
+    import http.client
     kept = _http_pool().pop((parts.scheme, parts.netloc), None)
     if kept:
         try:
@@ -298,11 +311,12 @@ def _http_exchange(url, byte_range, headers):
 
 
 def _http_send(conn, url, target, byte_range, headers):
+    import http.client
     _notify("GET", url, byte_range)
     try:
         conn.request("GET", target, headers=headers)
         return conn.getresponse()
-    except _HTTP_BROKEN:
+    except _http_broken():
         conn.close()
         raise
     except (OSError, http.client.HTTPException) as exc:  # an unknown host, an untrusted certificate
@@ -368,7 +382,7 @@ def _http_fetch_range(url, offset, length):
         _http_done(answered, conn, response)
         return result
 
-    return _retrying(url, f"GET bytes={offset}-{last}", attempt, _HTTP_BROKEN + (_Transient,))
+    return _retrying(url, f"GET bytes={offset}-{last}", attempt, _http_broken() + (_Transient,))
 
 
 class _HTTPStream(io.RawIOBase):
@@ -410,7 +424,7 @@ class _HTTPStream(io.RawIOBase):
             return conn, response
 
         what = "GET" if start is None else f"GET bytes={start}-"
-        return _retrying(self.url, what, attempt, _HTTP_BROKEN + (_Transient,))
+        return _retrying(self.url, what, attempt, _http_broken() + (_Transient,))
 
     def _unexpected(self, response):
         if response.status == 412:
@@ -428,7 +442,7 @@ class _HTTPStream(io.RawIOBase):
         for attempt in range(RESUMES + 1):
             try:
                 count = self.response.readinto(buffer)
-            except _HTTP_BROKEN as exc:
+            except _http_broken() as exc:
                 failure = _describe(exc)
             else:
                 # http.client ends a body cut short as if it were complete
@@ -467,14 +481,19 @@ def _s3(url, operation, **params):
     """Call an S3 operation for ``url``; its errors become OSErrors naming ``url``."""
     try:
         return getattr(_client(), operation)(**params)
-    except _S3_FAILED as exc:
+    except _s3_failed() as exc:
         raise _s3_error(url, exc) from exc
 
 
+def _s3_answer(exc):
+    """What S3 answered to a request that failed with ``exc``: {} when no answer came."""
+    from botocore.exceptions import ClientError
+    return exc.response if isinstance(exc, ClientError) else {}
+
+
 def _s3_error(url, exc, what=None):
-    """The OSError naming ``url`` for botocore's ``exc`` (one of ``_S3_FAILED``), about ``what``."""
-    status = (exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-              if isinstance(exc, ClientError) else None)
+    """The OSError naming ``url`` for botocore's ``exc`` (one of ``_s3_failed()``), about ``what``."""
+    status = _s3_answer(exc).get("ResponseMetadata", {}).get("HTTPStatusCode")
     kind, code = {404: (FileNotFoundError, errno.ENOENT),
                   403: (PermissionError, errno.EACCES)}.get(status, (OSError, errno.EIO))
     return kind(code, f"{what}: {exc}" if what else str(exc), url)
@@ -488,12 +507,13 @@ def _s3_fetch_range(url, offset, length):
     def attempt():
         try:
             response = _client().get_object(Bucket=bucket, Key=key, Range=byte_range)
-        except _S3_FAILED as exc:  # botocore has retried the request
-            error = exc.response["Error"] if isinstance(exc, ClientError) else {}
+        except _s3_failed() as exc:  # botocore has retried the request
+            answer = _s3_answer(exc)
+            error = answer.get("Error", {})
             if error.get("Code") == "InvalidRange":  # the range starts at or past the end
                 # S3 says the size; a server that mimics it may not
                 return b"", int(error["ActualObjectSize"]) if "ActualObjectSize" in error else size(url)
-            meta = exc.response.get("ResponseMetadata", {}) if isinstance(exc, ClientError) else {}
+            meta = answer.get("ResponseMetadata", {})
             if (meta.get("HTTPStatusCode") in RETRY_STATUSES
                     and meta.get("RetryAttempts", S3_RETRIES) < S3_RETRIES):
                 # botocore gave up early: its retry quota, shared by the client's threads,
@@ -505,7 +525,7 @@ def _s3_fetch_range(url, offset, length):
         return _cut(url, offset, length, response.get("ContentRange"), data,
                     response["ContentLength"])
 
-    return _retrying(url, what, attempt, _S3_BROKEN + (_Transient,))
+    return _retrying(url, what, attempt, _s3_broken() + (_Transient,))
 
 
 class _S3Stream(io.RawIOBase):
@@ -530,7 +550,7 @@ class _S3Stream(io.RawIOBase):
                 count = self.body.readinto(buffer)
                 self.pos += count
                 return count
-            except _S3_BROKEN as exc:
+            except _s3_broken() as exc:
                 if attempt == RESUMES:
                     raise OSError(errno.EIO, f"broken at byte {self.pos} after {RESUMES} resumes, "
                                   f"the last time by {_describe(exc)}", self.url) from exc
@@ -599,6 +619,7 @@ def open_atomic(path):
         with _hadoop_open_atomic(path) as fh:
             yield fh
         return
+    import tempfile
     if is_s3(path):
         with tempfile.TemporaryFile() as fh:
             yield fh
@@ -636,11 +657,12 @@ def make_temp_dir(parent, prefix):
     if is_http(parent):
         raise _http_unsupported(parent, "making a directory")
     if is_hadoop(parent):
-        path = join(parent, prefix + secrets.token_hex(4))
+        path = join(parent, prefix + os.urandom(4).hex())
         _hadoop_fs(path, "-mkdir", "-p", path)
         return path
     if is_s3(parent):
-        return join(parent, prefix + secrets.token_hex(4))
+        return join(parent, prefix + os.urandom(4).hex())
+    import tempfile
     path = tempfile.mkdtemp(dir=parent, prefix=prefix)
     os.chmod(path, 0o777 & ~_umask())
     return path
@@ -745,7 +767,7 @@ def list_files(directory):
         for page in pages:
             for item in page.get("Contents", []):
                 yield f"s3://{bucket}/{item['Key']}"
-    except _S3_FAILED as exc:
+    except _s3_failed() as exc:
         raise _s3_error(directory, exc) from exc
 
 
@@ -810,6 +832,7 @@ class HadoopNotFound(OSError):
 
 def _hadoop_popen(url, args, **kwargs):
     """``hadoop fs ARGS`` started for ``url``."""
+    import subprocess
     binary = os.environ.get("HADOOP_BIN") or shutil.which("hadoop")
     if binary:
         try:
@@ -823,6 +846,7 @@ def _hadoop_popen(url, args, **kwargs):
 
 def _hadoop_run(url, *args):
     """(exit status, stdout, stderr) of ``hadoop fs ARGS``."""
+    import subprocess
     proc = _hadoop_popen(url, args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     stdout, stderr = proc.communicate()
     return proc.returncode, stdout, stderr
@@ -860,6 +884,8 @@ class _HadoopStream(io.RawIOBase):
     raises when opening (as ``open`` would) or at the end (a stream cut short)."""
 
     def __init__(self, url):
+        import subprocess
+        import tempfile
         super().__init__()
         self.url, self.proc = url, None
         self.stderr = tempfile.TemporaryFile()  # a file: a pipe left unread could fill up
@@ -902,11 +928,12 @@ class _HadoopStream(io.RawIOBase):
 def _hadoop_open_atomic(path):
     """Stage the file locally, upload it beside ``path`` under a temporary name, then
     rename it onto ``path`` (removing what was there: ``-mv`` does not replace)."""
+    import tempfile
     fd, local = tempfile.mkstemp(prefix="hadoop-put-")
     try:
         with os.fdopen(fd, "wb") as fh:
             yield fh
-        staged = f"{path}.tmp-{secrets.token_hex(4)}"
+        staged = f"{path}.tmp-{os.urandom(4).hex()}"
         try:
             try:
                 _hadoop_fs(path, "-put", "-f", local, staged)
