@@ -267,7 +267,9 @@ def main(argv=None):
     parser.add_argument("--captures", type=int, default=5000, help="captures per file")
     parser.add_argument("--mean-kb", type=float, default=40, help="mean payload size")
     parser.add_argument("--repeat", type=int, default=3, help="runs per command (best and median reported)")
-    parser.add_argument("--quick", action="store_true", help="smoke run: 1 file x 1000 captures")
+    parser.add_argument("--quick", action=argparse.BooleanOptionalAction, default=False,
+                        help="smoke run: 1 file x 1000 captures (--no-quick: the sizes above, "
+                             "the default)")
     args = parser.parse_args(argv)
     if args.quick:
         args.files, args.captures = 1, 1000
