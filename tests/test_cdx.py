@@ -380,3 +380,22 @@ def test_tldextract_is_loaded_when_first_used():
         "assert extract('http://forum.example.co.uk/a').registered_domain == 'example.co.uk'\n"
         "assert sys.modules['tldextract'] is not stand_in\n")
     subprocess.run([sys.executable, "-c", script], check=True)
+
+
+def test_indexing_a_local_file_leaves_the_remote_and_unused_libraries_unimported():
+    """Start-up time is part of every per-archive indexing command: `cdx` of a local file
+    imports no S3, HTTP or Hadoop client, nor copy's module or dataclasses, each of which
+    costs more than indexing a small archive."""
+    import subprocess
+    import sys
+    sample = os.path.join(REAL, "iipc+jwarc__cc.warc.gz")
+    script = (
+        "import io, sys\n"
+        "from webarchive_indexing.cli import main\n"
+        "sys.stdout = io.StringIO()\n"
+        f"assert main(['cdx', {sample!r}]) == 0\n"
+        "assert sys.stdout.getvalue().count('\\n') == 1\n"
+        "unwanted = {'boto3', 'botocore', 'urllib3', 'http.client', 'ssl', 'subprocess',\n"
+        "            'dataclasses', 'webarchive_indexing.copy', 'webarchive_indexing.steps'}\n"
+        "assert not unwanted & set(sys.modules), sorted(unwanted & set(sys.modules))\n")
+    subprocess.run([sys.executable, "-c", script], check=True)
