@@ -112,6 +112,8 @@ def _s3_broken():
     from botocore.exceptions import IncompleteReadError, ReadTimeoutError, ResponseStreamingError
     from urllib3.exceptions import ProtocolError
     return ResponseStreamingError, IncompleteReadError, ReadTimeoutError, ProtocolError
+
+
 _RANGE_HEADER = re.compile(r"bytes=(\d+)-(\d*)$")
 _CONTENT_RANGE = re.compile(r"bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)$")
 
@@ -293,12 +295,12 @@ def _http_get(url, byte_range=None, headers=None):
 def _http_exchange(url, byte_range, headers):
     """Send a GET of ``url`` on this thread's kept-alive connection to its host, or a new
     one, and read the status and headers of the answer: (connection, response)."""
+    import http.client
     parts = urllib.parse.urlsplit(url)
     # a URL may come with spaces or non-ASCII characters (from a .loc file): escape them
     target = urllib.parse.quote(parts.path or "/", safe="/%:@!$&'()*+,;=")
     if parts.query:
         target += "?" + parts.query
-    import http.client
     kept = _http_pool().pop((parts.scheme, parts.netloc), None)
     if kept:
         try:
