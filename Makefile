@@ -29,6 +29,7 @@ test: $(BIN)/webarchive-index
 	$(BIN)/python -m pytest -q
 
 bench: $(BIN)/webarchive-index
+	$(BIN)/pip install --quiet -e '.[test,bench]'
 	$(BIN)/python bench/run.py
 
 clean:

@@ -29,6 +29,8 @@ setup(
                  "moto[server]",
                  # pywb 2.10 imports cgi, removed from the standard library in 3.13
                  'legacy-cgi; python_version >= "3.13"'],
+        # bench/run.py: zlib-ng's gzip is one of the reference decompression floors
+        "bench": ["zlib-ng"],
     },
     entry_points={"console_scripts": ["webarchive-index=webarchive_indexing.cli:main"]},
 )

@@ -7,10 +7,11 @@ Usage (from the project root; plain `python` re-runs itself with .venv/bin/pytho
     python bench/run.py --files 2 --captures 2000 --mean-kb 20 --repeat 5
 
 Every measurement is a whole command run with subprocess (Python start-up included),
-pinned to one core with `taskset -c 0` when available, on a page-cache-warm corpus, with
-the project's modules byte-compiled beforehand (as pip compiles an installed package, such
-as cdxj-indexer; under PYTHONDONTWRITEBYTECODE=1 an editable install would otherwise be
-compiled from source at every start):
+pinned to one core with `taskset -c 0` when available, on a page-cache-warm corpus.  Ours
+runs from a regular install of the working tree, made for the run in bench/out/venv (with
+.venv's packages as its dependencies), as a user's `pip install` makes it and as
+cdxj-indexer is installed: .venv's editable install costs every start an import hook
+(~12 ms), and under PYTHONDONTWRITEBYTECODE=1 a compile of the sources (60-90 ms).
 
 * floor isal     stream the file through isal.igzip in 1 MiB chunks, discarding the
                  output (the fastest gzip available); zlib-ng and zlib (Python's gzip
@@ -27,9 +28,9 @@ The corpus is generated once and cached in bench/out/corpus/<parameters>/; the t
 printed and bench/out/results.json written.  Scratch output goes to bench/out/tmp/.
 """
 import argparse
-import compileall
 import datetime
 import filecmp
+import importlib.util
 import json
 import os
 import platform
@@ -37,6 +38,7 @@ import re
 import resource
 import shutil
 import statistics
+import sysconfig
 import subprocess
 import sys
 import time
@@ -45,6 +47,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV = os.path.join(ROOT, ".venv")
 OUT = os.path.join(ROOT, "bench", "out")
 TMP = os.path.join(OUT, "tmp")
+INSTALL = os.path.join(OUT, "venv")
 BIN = os.path.join(VENV, "bin")
 PYTHON = os.path.join(BIN, "python")
 
@@ -84,11 +87,19 @@ def total_mb(paths):
     return sum(map(os.path.getsize, paths)) / 1e6
 
 
-def compile_project():
-    """Byte-compile the project's modules into their __pycache__ (git-ignored)."""
-    for package in ("webarchive_indexing", "jobs"):
-        if not compileall.compile_dir(os.path.join(ROOT, package), quiet=1):
-            sys.exit(f"could not byte-compile {package}/")
+def install_project():
+    """A regular (not editable) install of the working tree in INSTALL, whose other
+    packages come from .venv; returns its bin directory."""
+    print("installing the working tree in bench/out/venv ...", flush=True)
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", "--clear", INSTALL], check=True)
+    site = subprocess.run([os.path.join(INSTALL, "bin", "python"), "-c",
+                           "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    with open(os.path.join(site, "project-deps.pth"), "w") as fh:
+        fh.write(sysconfig.get_path("purelib") + "\n")
+    subprocess.run([os.path.join(BIN, "pip"), "--python", os.path.join(INSTALL, "bin", "python"),
+                    "install", "--quiet", "--no-deps", "--no-build-isolation", ROOT], check=True)
+    return os.path.join(INSTALL, "bin")
 
 
 def pinning():
@@ -132,18 +143,26 @@ def row(group, command, argv, mb, wall, cpu, lines):
             "lines": lines, "lines_s": lines / best if lines else None}
 
 
+def missing_tools():
+    """What the timed commands need and the virtual environment lacks."""
+    modules = [m for m in FLOORS.values() if importlib.util.find_spec(m.split(".")[0]) is None]
+    tools = [t for t in ("cdxj-indexer", "cdx-indexer", "webarchive-index")
+             if not os.path.exists(os.path.join(BIN, t))]
+    return modules + tools
+
+
 def floor(paths):
     """{name: argv} of the decompression-only commands."""
     return {name: [PYTHON, "-c", FLOOR_SCRIPT.format(module=module), *paths]
             for name, module in FLOORS.items()}
 
 
-def measure(groups, pin, repeat):
+def measure(groups, pin, repeat, ours_bin):
     """Time each command of each group `repeat` times, interleaved round by round."""
     runs = {}
     for group, paths in groups.items():
         cmds = {**floor(paths), "cdxj-indexer": [os.path.join(BIN, "cdxj-indexer"), *paths],
-                "ours": [os.path.join(BIN, "webarchive-index"), "cdx", *paths]}
+                "ours": [os.path.join(ours_bin, "webarchive-index"), "cdx", *paths]}
         for name, argv in cmds.items():
             out = scratch(group, name)
             runs[group, name] = (pin + argv, out, [], [])
@@ -189,10 +208,10 @@ def first_difference(ours, theirs):
     return f"line counts differ: ours {count_lines(ours)}, pywb {count_lines(theirs)}"
 
 
-def build(paths, repeat):
+def build(paths, repeat, ours_bin):
     """Time `webarchive-index build` of the corpus directory (local runner, all cores)."""
     out_dir = os.path.join(TMP, "build")
-    argv = [os.path.join(BIN, "webarchive-index"), "build", os.path.dirname(paths[0]), "-o", out_dir,
+    argv = [os.path.join(ours_bin, "webarchive-index"), "build", os.path.dirname(paths[0]), "-o", out_dir,
             "--shards", "4", "--no-skip-existing", "--no-progress"]
     wall, cpu = [], []
     for _ in range(repeat):
@@ -236,7 +255,7 @@ def report(rows, ratio, verdicts, meta):
           "(other processes share the cores: compare runs made at similar load)")
     pin = "yes (" + " ".join(meta["pinning"]) + ")" if meta["pinning"] else "NO (taskset unavailable)"
     print(f"pinned   {pin}, except build; best of {meta['repeat']} runs, median beside; "
-          f"whole commands incl. Python start-up (project byte-compiled beforehand)")
+          f"whole commands incl. Python start-up (ours from a regular install in {meta['ours_installed_in']})")
     print()
     print(fmt.format("input", "command", "MB", "best s", "median s", "MB/s", "lines", "lines/s"))
     last = None
@@ -276,6 +295,10 @@ def main(argv=None):
     if args.files < 1 or args.captures < 1 or args.repeat < 1:
         parser.error("--files, --captures and --repeat must be at least 1")
 
+    missing = missing_tools()
+    if missing:
+        sys.exit(f"bench: {', '.join(missing)} not installed in {VENV}: run `make bench`, or "
+                 f"`{os.path.join(BIN, 'pip')} install -e '.[test,bench]'`")
     shutil.rmtree(TMP, ignore_errors=True)
     os.makedirs(TMP)
     paths = corpus(args.files, args.captures, args.mean_kb)
@@ -283,21 +306,21 @@ def main(argv=None):
         with open(path, "rb") as fh:
             while fh.read(1 << 24):
                 pass
-    compile_project()
+    ours_bin = install_project()
     pin, load_start = pinning(), os.getloadavg()
     files = {os.path.basename(p).removesuffix(".warc.gz"): [p] for p in paths}
     groups = dict(files)
     if len(paths) > 1:
         groups[f"all {len(paths)}, 1 command"] = paths
     print(f"timing {len(groups) * 5} commands x {args.repeat} ...", flush=True)
-    rows = measure(groups, pin, args.repeat)
+    rows = measure(groups, pin, args.repeat, ours_bin)
     print("checking correctness against pywb ...", flush=True)
     verdicts, pywb_rows = compare(files, pin)
     rows.update(pywb_rows)
     if len(files) > 1:
         add_sums(rows, files)
     print("timing build ...", flush=True)
-    build_row = build(paths, args.repeat)
+    build_row = build(paths, args.repeat, ours_bin)
     order = [*files, *(["sum of files"] if len(files) > 1 else []), *(g for g in groups if g not in files)]
     rows = {(g, n): rows[g, n] for g in order for n in ORDER if (g, n) in rows}
     rows["whole corpus", "build"] = build_row
@@ -305,7 +328,8 @@ def main(argv=None):
 
     meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "python": platform.python_version(), "cpu": cpu_model(), "cores": os.cpu_count(),
-            "pinning": pin, "repeat": args.repeat, "corpus": os.path.relpath(os.path.dirname(paths[0]), ROOT),
+            "pinning": pin, "repeat": args.repeat, "ours_installed_in": os.path.relpath(INSTALL, ROOT),
+            "corpus": os.path.relpath(os.path.dirname(paths[0]), ROOT),
             "files": args.files, "captures": args.captures, "mean_kb": args.mean_kb,
             "total_mb": total_mb(paths), "loadavg_1_5_15min": {"start": load_start, "end": os.getloadavg()}}
     report(rows, ratio, verdicts, meta)

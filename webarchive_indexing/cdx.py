@@ -15,28 +15,32 @@ Three small steps, each usable alone:
 CDX formats are data: a legend of field letters (as in the ``CDX N b a ...``
 header line) or the CDXJ key order.
 """
-import base64
 import datetime
 import functools
 import importlib
 import json
-import logging
 import re
 import sys
 import types
 
 
 class _ImportedOnUse(types.ModuleType):
-    """Stands in for a module until one of its attributes is first used."""
+    """Stands in for a module until one of its attributes is first used; the module is then
+    imported, and its names copied here for the modules that hold the stand-in."""
 
     def __getattr__(self, attr):
-        del sys.modules[self.__name__]
-        return getattr(importlib.import_module(self.__name__), attr)
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        module = importlib.import_module(self.__name__)
+        self.__dict__.update(vars(module))
+        return getattr(module, attr)
 
 
-# surt imports tldextract, and requests with it, for public-suffix helpers that indexing
-# never calls: deferring that import saves ~0.2 s at the start of every indexing process.
+# surt imports modules that indexing never or seldom needs: tldextract, and requests with
+# it, for public-suffix helpers (~0.2 s), and socket, for hosts written as one number
+# (~5 ms). Deferring them shortens the start of every indexing process.
 sys.modules.setdefault("tldextract", _ImportedOnUse("tldextract"))
+sys.modules.setdefault("socket", _ImportedOnUse("socket"))
 from surt import surt  # noqa: E402
 from surt.GoogleURLCanonicalizer import (escapeOnce, minimalEscape,  # noqa: E402
                                          normalizePath, unescapeRepeatedly)
@@ -76,7 +80,6 @@ SKIPPED_WARC_TYPES = ("request", "warcinfo")
 SKIPPED_METADATA_MIMES = ("text/anvl",)
 
 
-LOADER_LOG = logging.getLogger("warcio.recordloader")
 # A JSON string, as json.dumps writes one (ASCII only)
 _json_string = json.encoder.encode_basestring_ascii
 
@@ -229,6 +232,7 @@ def record_fields(record, offset, length, payload_sha1=None):
     except Exception as exc:  # surt raises assorted errors on malformed URLs
         raise FieldError(f"cannot canonicalize URL {fields['url']!r}: {exc}") from None
     if payload_sha1 is not None and fields["digest"] == "-":
+        import base64  # seldom needed: most records carry their digest
         fields["digest"] = base64.b32encode(payload_sha1).decode("ascii")
     fields["length"], fields["offset"] = str(length), str(offset)
     return fields
@@ -243,26 +247,6 @@ def format_line(fields, fmt="cdxj"):
         return f"{fields['urlkey']} {fields['timestamp']} {{{data}}}\n"
     return " ".join(fields.get(FIELD_LETTERS[letter]) or "-"
                     for letter in LEGENDS[fmt].split()) + "\n"
-
-
-class _LoaderNotes(logging.Handler):
-    """Collects what warcio's loader says while it repairs a record (e.g. spaces in a URL)."""
-
-    def __init__(self):
-        super().__init__(logging.WARNING)
-        self.messages = []
-        LOADER_LOG.addHandler(self)
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-    def drain(self):
-        messages, self.messages = self.messages, []
-        return messages
-
-    def close(self):
-        LOADER_LOG.removeHandler(self)
-        super().close()
 
 
 class IndexResult:
@@ -281,7 +265,6 @@ class IndexResult:
 
 def iter_fields(fh, path, filename, result):
     """Yield the fields of every indexable record; problems are appended to ``result``."""
-    notes = _LoaderNotes()
     try:
         for item in iter_records(fh, path, wants_payload, skipped_type):
             if isinstance(item, RecordError):
@@ -290,21 +273,18 @@ def iter_fields(fh, path, filename, result):
             result.records += 1
             if item.record is None:
                 continue
+            if item.notes:
+                result.warnings.extend((item.offset, message) for message in item.notes)
             try:
                 fields = record_fields(item.record, item.offset, item.length, item.payload_sha1)
             except FieldError as exc:
                 result.errors.append(RecordError(path, item.offset, str(exc)))
                 continue
-            finally:
-                if notes.messages:
-                    result.warnings.extend((item.offset, message) for message in notes.drain())
             if fields is not None:
                 fields["filename"] = filename
                 yield fields
     except ArchiveError as exc:
         result.errors.append(exc)
-    finally:
-        notes.close()
 
 
 def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read):

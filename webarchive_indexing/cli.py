@@ -10,7 +10,6 @@ some input could not be indexed (see the error report).
 """
 import argparse
 import json
-import logging
 import os
 import sys
 
@@ -247,6 +246,7 @@ def _example_pattern(summary):
 
 
 def _build(args):
+    import logging
     # mrjob's own warnings (no mrjob.conf, Hadoop-only options ignored locally) are noise here;
     # a failing step still raises and is reported
     logging.basicConfig(format="%(message)s", level=logging.INFO if args.verbose else logging.ERROR)

@@ -61,14 +61,44 @@ class RecordError(ArchiveError):
 
 class Record:
     """One record (a warcio ``ArcWarcRecord`` or ``LiteRecord``; None when the caller's
-    ``skip_types`` left it unparsed) and the byte range it occupies."""
+    ``skip_types`` left it unparsed), the byte range it occupies, and the ``notes`` warcio's
+    loader logged while it read the record (it warns when it repairs one, e.g. spaces in a URL)."""
     # Plain classes, not dataclasses, here and below: importing ``dataclasses`` alone costs
     # an indexing process more start-up time than indexing a small archive.
-    __slots__ = ("record", "offset", "length", "payload_sha1")
+    __slots__ = ("record", "offset", "length", "payload_sha1", "notes")
 
-    def __init__(self, record, offset, length, payload_sha1=None):
+    def __init__(self, record, offset, length, payload_sha1=None, notes=()):
         self.record, self.offset, self.length = record, offset, length
-        self.payload_sha1 = payload_sha1
+        self.payload_sha1, self.notes = payload_sha1, notes
+
+
+@functools.cache
+def _loader_notes():
+    """The class ``LoaderNotes``: defined on first use, as ``logging`` is imported only with
+    warcio's loader (most archives never need it)."""
+    import logging
+
+    class LoaderNotes(logging.Handler):
+        """Collects what warcio's record loader logs, from creation to ``close()``."""
+
+        def __init__(self):
+            super().__init__(logging.WARNING)
+            self.messages = []
+            self.logger = logging.getLogger("warcio.recordloader")
+            self.logger.addHandler(self)
+
+        def emit(self, record):
+            self.messages.append(record.getMessage())
+
+        def drain(self):
+            messages, self.messages = self.messages, []
+            return messages
+
+        def close(self):
+            self.logger.removeHandler(self)
+            super().close()
+
+    return LoaderNotes
 
 
 class GzipMembers:
@@ -420,60 +450,66 @@ def lite_record(members, headers, warc_length):
 
 
 def _iter_gzip(fh, path, wants_payload, skip_types):
-    loader = None
+    loader = notes = None
     members = GzipMembers(fh, path)
     type_at, content_type_at, length_at = map(_header_at, ("WARC-Type", "Content-Type",
                                                            "Content-Length"))
-    while True:
-        offset = members.next_member()
-        if offset is None:
-            return
-        block = members.peek_headers()
-        record = None
-        if block.startswith(b"WARC/") and _plain(block):
-            text = block.decode("ascii")
-            lower = text.lower()
-            warc_type = _value(text, type_at.search(lower))
-            content_type = _value(text, content_type_at.search(lower))
-            length = _value(text, length_at.search(lower))
-            if skip_types(warc_type or "", content_type) and length and length.isdigit():
-                # most records of a crawl (requests, metadata) are never indexed: no more parsing
-                members.skip(len(block))
-                problem = members.finish(int(length))
-                yield problem or Record(None, offset, members.end - offset)
-                continue
-            record = lite_record(members, HeaderBlock(text, lower, values={
-                "WARC-Type": warc_type, "Content-Type": content_type,
-                "Content-Length": length}), len(block))
-        elif not block.strip():
-            tail, size = members.drain()
-            if size <= len(tail) and not tail.strip():
-                # an empty member (some writers end files with one), or one of blank lines
-                # only (a record's trailing newlines, compressed apart), holds no record
-                continue
-            raise ArchiveError(path, offset, "not a WARC or ARC record: blank lines where the "
-                                             "record's header should start")
-        if record is None:
-            loader = loader or fast_loader()
-            try:
-                record = loader.parse_record_stream(members, ensure_http_headers=True)
-            except EOFError:
-                # no HTTP headers where the record says there are: skipped, as warcio does
+    try:
+        while True:
+            offset = members.next_member()
+            if offset is None:
+                return
+            block = members.peek_headers()
+            record = None
+            if block.startswith(b"WARC/") and _plain(block):
+                text = block.decode("ascii")
+                lower = text.lower()
+                warc_type = _value(text, type_at.search(lower))
+                content_type = _value(text, content_type_at.search(lower))
+                length = _value(text, length_at.search(lower))
+                if skip_types(warc_type or "", content_type) and length and length.isdigit():
+                    # most records of a crawl (requests, metadata) are never indexed: no more parsing
+                    members.skip(len(block))
+                    problem = members.finish(int(length))
+                    yield problem or Record(None, offset, members.end - offset)
+                    continue
+                record = lite_record(members, HeaderBlock(text, lower, values={
+                    "WARC-Type": warc_type, "Content-Type": content_type,
+                    "Content-Length": length}), len(block))
+            elif not block.strip():
+                tail, size = members.drain()
+                if size <= len(tail) and not tail.strip():
+                    # an empty member (some writers end files with one), or one of blank lines
+                    # only (a record's trailing newlines, compressed apart), holds no record
+                    continue
+                raise ArchiveError(path, offset, "not a WARC or ARC record: blank lines where the "
+                                                 "record's header should start")
+            if record is None:
+                if loader is None:
+                    loader, notes = fast_loader(), _loader_notes()()
+                try:
+                    record = loader.parse_record_stream(members, ensure_http_headers=True)
+                except EOFError:
+                    # no HTTP headers where the record says there are: skipped, as warcio does
+                    members.drain()
+                    continue
+                except ArchiveError:
+                    raise
+                except Exception as exc:  # warcio's loader also fails in other ways on what is no record
+                    detail = exc if isinstance(exc, _not_a_record_errors()) else repr(exc)
+                    raise ArchiveError(path, offset, f"not a WARC or ARC record: {detail}") from None
+            payload_sha1 = _hash_rest(record.raw_stream) if wants_payload(record) else None
+            if record.length is None:
+                # no Content-Length: the record is the rest of its member, as warcio reads it
                 members.drain()
-                continue
-            except ArchiveError:
-                raise
-            except Exception as exc:  # warcio's loader also fails in other ways on what is no record
-                detail = exc if isinstance(exc, _not_a_record_errors()) else repr(exc)
-                raise ArchiveError(path, offset, f"not a WARC or ARC record: {detail}") from None
-        payload_sha1 = _hash_rest(record.raw_stream) if wants_payload(record) else None
-        if record.length is None:
-            # no Content-Length: the record is the rest of its member, as warcio reads it
-            members.drain()
-            problem = None
-        else:
-            problem = members.finish(record.raw_stream.limit)
-        yield problem or Record(record, offset, members.end - offset, payload_sha1)
+                problem = None
+            else:
+                problem = members.finish(record.raw_stream.limit)
+            said = notes.drain() if notes is not None and notes.messages else ()
+            yield problem or Record(record, offset, members.end - offset, payload_sha1, said)
+    finally:
+        if notes is not None:
+            notes.close()
 
 
 def _iter_plain(fh, path, wants_payload):
@@ -481,6 +517,7 @@ def _iter_plain(fh, path, wants_payload):
     records = ArchiveIterator(fh, no_record_parse=False, arc2warc=False, ensure_http_headers=True)
     # warcio prints this warning itself; it is reported here as a RecordError instead
     records.INC_RECORD = ""
+    notes = _loader_notes()()
     try:
         for record in records:
             payload_sha1 = _hash_rest(record.raw_stream) if wants_payload(record) else None
@@ -491,9 +528,11 @@ def _iter_plain(fh, path, wants_payload):
                 yield RecordError(path, offset, "record is not followed by the blank lines that "
                                                 "end a record: its Content-Length is wrong")
             else:
-                yield Record(record, offset, length, payload_sha1)
+                yield Record(record, offset, length, payload_sha1, notes.drain())
     except _not_a_record_errors() as exc:
         raise ArchiveError(path, records.offset, f"not a WARC or ARC record: {exc}") from None
+    finally:
+        notes.close()
 
 
 def _never(warc_type, content_type):

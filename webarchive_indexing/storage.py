@@ -49,7 +49,6 @@ import errno
 import functools
 import io
 import os
-import random
 import re
 import shutil
 import threading
@@ -213,6 +212,7 @@ def _retrying(url, what, attempt, transient):
     for number in range(READ_ATTEMPTS):
         if number:
             # a random wait ("full jitter"): readers that failed together spread out
+            import random  # only for retries: its import would slow every start
             time.sleep(random.uniform(0, min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (number - 1))))
         try:
             return attempt()
