@@ -268,9 +268,9 @@ def _rewrite_member(path, out, index, change):
     return offset
 
 
-def _first_response(path):
+def _first_response(path, with_digest=(True, False)):
     for i, fact in enumerate(read_manifest(path)):
-        if fact["warc_type"] == "response":
+        if fact["warc_type"] == "response" and fact["has_payload_digest"] in with_digest:
             return i, fact
 
 
@@ -284,8 +284,9 @@ def test_bad_warc_date_skips_only_that_record(sample, tmp_path, bad_date):
     assert len(result.lines) == len(index_file(sample).lines) - 1
 
 
-def test_wrong_content_length_in_gzip_member(sample, tmp_path):
-    i, fact = _first_response(sample)
+@pytest.mark.parametrize("with_digest", [True, False], ids=["digest", "payload-hashed"])
+def test_wrong_content_length_in_gzip_member(sample, tmp_path, with_digest):
+    i, fact = _first_response(sample, (with_digest,))
     bad = tmp_path / "length.warc.gz"
 
     def longer(record):

@@ -181,6 +181,20 @@ class GzipMembers:
         self.pos += len(data)
         return data
 
+    def feed(self, consume, size):
+        """Pass the next ``size`` bytes of the member (fewer if it ends first) to ``consume``,
+        as views of the pieces they are inflated in, not copies; return how many were passed."""
+        passed = 0
+        while True:
+            piece = memoryview(self.out)[self.pos:self.pos + size - passed]
+            consume(piece)
+            passed += len(piece)
+            self.pos += len(piece)
+            if passed == size or self.end is not None:
+                return passed
+            self.dropped += len(self.out)
+            self.out, self.pos = self._inflate(), 0
+
     def readline(self, size=-1):
         while True:
             nl = self.out.find(b"\n", self.pos)
@@ -330,10 +344,17 @@ class _Limit:
         self.limit -= len(data)
         return data
 
+    def feed(self, consume):
+        """Pass the rest to ``consume`` (a ``GzipMembers`` stream's ``feed``)."""
+        self.limit -= self.stream.feed(consume, self.limit)
+
 
 def _hash_rest(stream):
     import hashlib  # rarely needed: most records carry their digest
     digest = hashlib.sha1()
+    if isinstance(stream, _Limit):
+        stream.feed(digest.update)
+        return digest.digest()
     while True:
         buf = stream.read(CHUNK)
         if not buf:
