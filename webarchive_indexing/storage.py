@@ -96,6 +96,11 @@ def _http_broken():
             http.client.BadStatusLine, ssl.SSLEOFError)
 
 
+def _http_retryable():
+    """What an HTTP read tries again: a broken connection, or a transient answer."""
+    return _http_broken() + (_Transient,)
+
+
 @functools.cache
 def _s3_failed():
     """An S3 request that failed, after botocore's retries: an error answer, or no answer."""
@@ -384,7 +389,7 @@ def _http_fetch_range(url, offset, length):
         _http_done(answered, conn, response)
         return result
 
-    return _retrying(url, f"GET bytes={offset}-{last}", attempt, _http_broken() + (_Transient,))
+    return _retrying(url, f"GET bytes={offset}-{last}", attempt, _http_retryable())
 
 
 class _HTTPStream(io.RawIOBase):
@@ -426,7 +431,7 @@ class _HTTPStream(io.RawIOBase):
             return conn, response
 
         what = "GET" if start is None else f"GET bytes={start}-"
-        return _retrying(self.url, what, attempt, _http_broken() + (_Transient,))
+        return _retrying(self.url, what, attempt, _http_retryable())
 
     def _unexpected(self, response):
         if response.status == 412:
