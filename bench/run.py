@@ -38,9 +38,9 @@ import re
 import resource
 import shutil
 import statistics
-import sysconfig
 import subprocess
 import sys
+import sysconfig
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
