@@ -4,12 +4,13 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench clean clean-venv
 
-$(BIN)/webarchive-index: setup.py
+$(BIN)/webarchive-index: setup.py webarchive_indexing/_members.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	@$(BIN)/python -c 'from webarchive_indexing import records; print("member walker:", "compiled (ISA-L)" if records.CompiledMembers else "pure Python (install libisal-dev, then make clean-venv demo, for the faster compiled one)")'
 	touch $@
 
 demo: $(BIN)/webarchive-index
@@ -34,3 +35,6 @@ bench: $(BIN)/webarchive-index
 
 clean:
 	rm -rf demo-out bench/out
+
+clean-venv:
+	rm -rf $(VENV) build webarchive_indexing/*.so

@@ -1,4 +1,15 @@
-from setuptools import setup
+import os
+
+from setuptools import Extension, setup
+
+# records.GzipMembers' compiled twin, linked to ISA-L (Debian/Ubuntu: libisal-dev; Homebrew:
+# isa-l). Optional: where it cannot be built the install goes on without it, and indexing
+# runs the same in pure Python, slower. WEBARCHIVE_INDEXING_PURE=1 leaves it out on purpose,
+# for a wheel that installs anywhere (the EMR launchers build one).
+EXTENSIONS = [] if os.environ.get("WEBARCHIVE_INDEXING_PURE") == "1" else [
+    Extension("webarchive_indexing._members", ["webarchive_indexing/_members.c"],
+              libraries=["isal"], optional=True),
+]
 
 setup(
     name="webarchive-indexing",
@@ -12,6 +23,7 @@ setup(
     # the MRJob jobs live in jobs/ beside setup.py, and install as webarchive_indexing.jobs
     packages=["webarchive_indexing", "webarchive_indexing.jobs"],
     package_dir={"webarchive_indexing": "webarchive_indexing", "webarchive_indexing.jobs": "jobs"},
+    ext_modules=EXTENSIONS,
     install_requires=[
         "warcio>=1.7.4",
         "surt>=0.3.1",

@@ -102,6 +102,14 @@ def install_project():
     return os.path.join(INSTALL, "bin")
 
 
+def walker(ours_bin):
+    """Which member walker the install runs: the compiled one needs ISA-L's headers at install."""
+    compiled = subprocess.run([os.path.join(ours_bin, "python"), "-c",
+                               "from webarchive_indexing import records; print(bool(records.CompiledMembers))"],
+                              check=True, capture_output=True, text=True).stdout.strip() == "True"
+    return "compiled (ISA-L)" if compiled else "pure Python (no ISA-L headers at install: libisal-dev)"
+
+
 def pinning():
     """The command prefix that pins to one core, or [] when taskset is missing or fails."""
     prefix = ["taskset", "-c", "0"]
@@ -256,6 +264,7 @@ def report(rows, ratio, verdicts, meta):
     pin = "yes (" + " ".join(meta["pinning"]) + ")" if meta["pinning"] else "NO (taskset unavailable)"
     print(f"pinned   {pin}, except build; best of {meta['repeat']} runs, median beside; "
           f"whole commands incl. Python start-up (ours from a regular install in {meta['ours_installed_in']})")
+    print(f"walker   ours: {meta['ours_walker']}")
     print()
     print(fmt.format("input", "command", "MB", "best s", "median s", "MB/s", "lines", "lines/s"))
     last = None
@@ -329,6 +338,7 @@ def main(argv=None):
     meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "python": platform.python_version(), "cpu": cpu_model(), "cores": os.cpu_count(),
             "pinning": pin, "repeat": args.repeat, "ours_installed_in": os.path.relpath(INSTALL, ROOT),
+            "ours_walker": walker(ours_bin),
             "corpus": os.path.relpath(os.path.dirname(paths[0]), ROOT),
             "files": args.files, "captures": args.captures, "mean_kb": args.mean_kb,
             "total_mb": total_mb(paths), "loadavg_1_5_15min": {"start": load_start, "end": os.getloadavg()}}

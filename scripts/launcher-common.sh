@@ -104,6 +104,8 @@ build_wheel() {  # emr: the package wheel that bootstrap.sh installs on every no
     mkdir -p "$WEBARCHIVE_INDEXING_WHEELS"
     rm -f "$WEBARCHIVE_INDEXING_WHEELS"/webarchive_indexing-*.whl
     echo "$PROG: building the package wheel into $WEBARCHIVE_INDEXING_WHEELS" >&2
-    "${PYTHON:-python3}" -m pip wheel --quiet --no-deps --no-build-isolation \
+    # pure Python: a wheel with the compiled walker would be tied to this machine's platform
+    # and Python, and to an ISA-L library the cluster's nodes may not have
+    WEBARCHIVE_INDEXING_PURE=1 "${PYTHON:-python3}" -m pip wheel --quiet --no-deps --no-build-isolation \
         --wheel-dir "$WEBARCHIVE_INDEXING_WHEELS" "$REPO" >&2
 }

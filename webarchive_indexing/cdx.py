@@ -47,7 +47,7 @@ from surt.GoogleURLCanonicalizer import (escapeOnce, minimalEscape,  # noqa: E40
 from surt.URLRegexTransformer import stripPathSessionID, stripQuerySessionID  # noqa: E402
 
 from . import storage
-from .records import ArchiveError, RecordError, iter_records
+from .records import ArchiveError, RecordError, Skipped, iter_records
 
 # Field letters of the classic CDX header line, as pywb and the Wayback Machine name them.
 FIELD_LETTERS = {
@@ -76,6 +76,8 @@ PLAIN_URL = re.compile(r"(https?://[A-Za-z0-9.-]+(?::[0-9]+)?)(/[!\"$-~]*)?\Z")
 QUERY_SESSION_MARKERS = ("jsessionid=", "phpsessid=", "sid=", "aspsessionid", "cfid=")
 # Not replayable captures, or records pywb's indexer never lists.
 SKIPPED_WARC_TYPES = ("request", "warcinfo")
+# Records of WARC fields (metadata of the crawl, not captures).
+SKIPPED_CONTENT_TYPES = ("application/warc-fields",)
 # Heritrix 1.x metadata records whose mime collides with responses.
 SKIPPED_METADATA_MIMES = ("text/anvl",)
 
@@ -105,7 +107,7 @@ def wants_payload(record):
 
 def skipped_type(warc_type, content_type):
     """WARC records pywb's indexer never lists, judged by WARC-Type and Content-Type."""
-    return warc_type in SKIPPED_WARC_TYPES or content_type == "application/warc-fields"
+    return warc_type in SKIPPED_WARC_TYPES or content_type in SKIPPED_CONTENT_TYPES
 
 
 def _mime(content_type, default="unk"):
@@ -266,13 +268,14 @@ class IndexResult:
 def iter_fields(fh, path, filename, result):
     """Yield the fields of every indexable record; problems are appended to ``result``."""
     try:
-        for item in iter_records(fh, path, wants_payload, skipped_type):
+        for item in iter_records(fh, path, wants_payload, (SKIPPED_WARC_TYPES, SKIPPED_CONTENT_TYPES)):
+            if type(item) is Skipped:
+                result.records += item.count
+                continue
             if isinstance(item, RecordError):
                 result.errors.append(item)
                 continue
             result.records += 1
-            if item.record is None:
-                continue
             if item.notes:
                 result.warnings.extend((item.offset, message) for message in item.notes)
             try:

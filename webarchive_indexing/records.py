@@ -15,6 +15,10 @@ warcio and therefore of pywb:
 * any other record goes through warcio's own record loader (imported then);
 * uncompressed files are handed to warcio's ``ArchiveIterator`` unchanged.
 
+``GzipMembers`` has a compiled twin, ``_members.Members`` (built at install time where
+ISA-L's headers are found, e.g. Debian's ``libisal-dev``), with the same methods and
+results; it is used when present, and spares the walk most of its Python work.
+
     with open("example.warc.gz", "rb") as fh:
         for item in iter_records(fh, "example.warc.gz", wants_payload):
             ...
@@ -23,6 +27,11 @@ import functools
 import re
 
 from isal import isal_zlib
+
+try:
+    from ._members import Members as CompiledMembers
+except ImportError:  # not built: no C compiler or no ISA-L headers when it was installed
+    CompiledMembers = None
 
 GZIP_MAGIC = b"\x1f\x8b"
 # Compressed bytes read from the file at a time.
@@ -59,10 +68,18 @@ class RecordError(ArchiveError):
     """One record is unusable but the records after it can still be read."""
 
 
+class Skipped:
+    """``count`` records read and passed over unparsed, as the caller's ``skip`` asked."""
+    __slots__ = ("count",)
+
+    def __init__(self, count):
+        self.count = count
+
+
 class Record:
-    """One record (a warcio ``ArcWarcRecord`` or ``LiteRecord``; None when the caller's
-    ``skip_types`` left it unparsed), the byte range it occupies, and the ``notes`` warcio's
-    loader logged while it read the record (it warns when it repairs one, e.g. spaces in a URL)."""
+    """One record (a warcio ``ArcWarcRecord`` or ``LiteRecord``), the byte range it occupies,
+    and the ``notes`` warcio's loader logged while it read the record (it warns when it
+    repairs one, e.g. spaces in a URL)."""
     # Plain classes, not dataclasses, here and below: importing ``dataclasses`` alone costs
     # an indexing process more start-up time than indexing a small archive.
     __slots__ = ("record", "offset", "length", "payload_sha1", "notes")
@@ -249,6 +266,39 @@ class GzipMembers:
                                "its records cannot be addressed by byte range")
         return None
 
+    def skim(self, skip_types, skip_content_types):
+        """Pass over the members whose record is a plain WARC record (``_plain``) with a
+        WARC-Type in ``skip_types`` or a Content-Type in ``skip_content_types``, and a
+        Content-Length of 1 to 17 digits (longer ones are left to the caller); stop at the
+        next other member, started (as ``next_member`` leaves it).
+
+        Returns (records passed over, the ``RecordError`` of those cut short, the offset of
+        the member stopped at (None at the end of the file), and, if its record is a plain
+        WARC record, its (WARC-Type, Content-Type, Content-Length) values, else None).
+        Most records of a crawl (requests, metadata) are never indexed: this is their path.
+        """
+        skipped, problems = 0, []
+        while True:
+            offset = self.next_member()
+            if offset is None:
+                return skipped, problems, None, None
+            block = self.peek_headers()
+            if not block.startswith(b"WARC/") or not _plain(block):
+                return skipped, problems, offset, None
+            text = block.decode("ascii")
+            lower = text.lower()
+            values = warc_type, content_type, length = tuple(
+                _value(text, pattern.search(lower)) for pattern in _SKIM_HEADERS)
+            if not ((warc_type or "") in skip_types or content_type in skip_content_types) \
+                    or not length or not length.isdigit() or len(length) > 17:
+                return skipped, problems, offset, values
+            self.skip(len(block))
+            problem = self.finish(int(length))
+            if problem is None:
+                skipped += 1
+            else:
+                problems.append(problem)
+
 
 class _Replay:
     """Lines already read, then the rest of the stream: lets warcio's parser start over."""
@@ -385,6 +435,10 @@ def _header_at(name):
     return pattern
 
 
+# What GzipMembers.skim reads of a header block.
+_SKIM_HEADERS = tuple(map(_header_at, ("WARC-Type", "Content-Type", "Content-Length")))
+
+
 def _value(text, match):
     """The value of a header matched in the lower-cased copy of a header block, as warcio
     reads it (stripped); None if not matched."""
@@ -470,31 +524,27 @@ def lite_record(members, headers, warc_length):
                       _Limit(members, length - len(http_block)))
 
 
-def _iter_gzip(fh, path, wants_payload, skip_types):
+def _iter_gzip(fh, path, wants_payload, skip):
     loader = notes = None
-    members = GzipMembers(fh, path)
-    type_at, content_type_at, length_at = map(_header_at, ("WARC-Type", "Content-Type",
-                                                           "Content-Length"))
+    if CompiledMembers is not None:
+        members = CompiledMembers(fh, path, ArchiveError, RecordError)
+    else:
+        members = GzipMembers(fh, path)
+    skip_types, skip_content_types = skip
     try:
         while True:
-            offset = members.next_member()
+            skipped, problems, offset, values = members.skim(skip_types, skip_content_types)
+            if skipped:
+                yield Skipped(skipped)
+            yield from problems
             if offset is None:
                 return
             block = members.peek_headers()
             record = None
-            if block.startswith(b"WARC/") and _plain(block):
+            if values is not None:
                 text = block.decode("ascii")
-                lower = text.lower()
-                warc_type = _value(text, type_at.search(lower))
-                content_type = _value(text, content_type_at.search(lower))
-                length = _value(text, length_at.search(lower))
-                if skip_types(warc_type or "", content_type) and length and length.isdigit():
-                    # most records of a crawl (requests, metadata) are never indexed: no more parsing
-                    members.skip(len(block))
-                    problem = members.finish(int(length))
-                    yield problem or Record(None, offset, members.end - offset)
-                    continue
-                record = lite_record(members, HeaderBlock(text, lower, values={
+                warc_type, content_type, length = values
+                record = lite_record(members, HeaderBlock(text, text.lower(), values={
                     "WARC-Type": warc_type, "Content-Type": content_type,
                     "Content-Length": length}), len(block))
             elif not block.strip():
@@ -556,18 +606,14 @@ def _iter_plain(fh, path, wants_payload):
         notes.close()
 
 
-def _never(warc_type, content_type):
-    return False
-
-
-def iter_records(fh, path, wants_payload=lambda record: False, skip_types=_never):
+def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ())):
     """Yield a ``Record`` per record (``RecordError`` for a record that can be skipped).
 
     ``wants_payload(record)`` decides whether the sha1 of the rest of the record
-    (the payload, after any HTTP headers) is computed. ``skip_types(warc_type,
-    content_type)`` names WARC records the caller ignores: they may be yielded
-    with ``record=None``, unparsed. Raises ``ArchiveError`` when the file
-    cannot be read further.
+    (the payload, after any HTTP headers) is computed. ``skip``, (WARC-Types,
+    Content-Types), names WARC records the caller ignores: those of a gzipped
+    file may be passed over unparsed, and counted in a ``Skipped`` instead.
+    Raises ``ArchiveError`` when the file cannot be read further.
     """
     head = fh.peek(2)[:2] if hasattr(fh, "peek") else b""
     if not head:
@@ -576,5 +622,5 @@ def iter_records(fh, path, wants_payload=lambda record: False, skip_types=_never
     if not head:
         raise ArchiveError(path, 0, "empty file (0 bytes)")
     if head == GZIP_MAGIC:
-        return _iter_gzip(fh, path, wants_payload, skip_types)
+        return _iter_gzip(fh, path, wants_payload, skip)
     return _iter_plain(fh, path, wants_payload)

@@ -1,0 +1,826 @@
+/* The compiled twin of records.GzipMembers: the same walk over a file of gzip members,
+ * inflated with ISA-L (the library python-isal wraps), with the same methods, results and
+ * errors, so records.py runs unchanged on either.  What it adds is speed: no Python objects
+ * per inflated chunk, and ``skim``, which passes over the records an indexer never lists
+ * (requests, metadata) without returning to Python at all.
+ *
+ * records.py is the specification: every method here says which Python method it follows,
+ * and tests/test_members.py runs both over the same files, good and broken.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+#include <isa-l/igzip_lib.h>
+
+#define READ_SIZE (1 << 20)
+#define FIRST_STEP (1 << 11)
+#define CHUNK (1 << 14)
+#define TRAILER_MAX 256
+#define HEADERS_MAX (1 << 20)
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *fh, *path, *archive_error, *record_error, *readinto;
+    unsigned char *raw;             /* compressed bytes read; raw[rpos] is the next to inflate */
+    Py_ssize_t raw_len, raw_cap, rpos;
+    long long raw_offset;           /* file offset of raw[0] */
+    long long start, end;           /* the current member; end < 0 until inflated to its end */
+    unsigned char *out;             /* inflated bytes of the member kept; out[pos] is next */
+    Py_ssize_t out_len, out_cap, pos;
+    long long dropped;              /* inflated and dropped before out[0] */
+    struct inflate_state inflater;
+} Members;
+
+/* -- errors ------------------------------------------------------------------------------- */
+
+static PyObject *
+make_error(Members *self, PyObject *cls, long long offset, PyObject *reason)
+{
+    if (reason == NULL)
+        return NULL;
+    PyObject *error = PyObject_CallFunction(cls, "OLO", self->path, offset, reason);
+    Py_DECREF(reason);
+    return error;
+}
+
+/* Raise ArchiveError(path, offset, reason); returns NULL. */
+static PyObject *
+archive_error(Members *self, long long offset, PyObject *reason)
+{
+    PyObject *error = make_error(self, self->archive_error, offset, reason);
+    if (error != NULL) {
+        PyErr_SetObject(self->archive_error, error);
+        Py_DECREF(error);
+    }
+    return NULL;
+}
+
+/* The words python-isal's IsalError gives for each ISA-L inflate error. */
+static const char *
+inflate_error_text(int code)
+{
+    switch (code) {
+    case ISAL_INVALID_BLOCK: return "Invalid deflate block found";
+    case ISAL_INVALID_SYMBOL: return "Invalid deflate symbol found";
+    case ISAL_INVALID_LOOKBACK: return "Invalid lookback distance found";
+    case ISAL_INVALID_WRAPPER: return "Invalid gzip/zlib wrapper found";
+    case ISAL_UNSUPPORTED_METHOD: return "Gzip/zlib wrapper specifies unsupported compress method";
+    case ISAL_INCORRECT_CHECKSUM: return "Incorrect checksum found";
+    case ISAL_NEED_DICT: return "Dictionary needed";
+    default: return "Unknown error";
+    }
+}
+
+/* -- buffers ------------------------------------------------------------------------------ */
+
+static int
+reserve(unsigned char **buf, Py_ssize_t *cap, Py_ssize_t need)
+{
+    if (need <= *cap)
+        return 0;
+    Py_ssize_t cap2 = *cap ? *cap : 1 << 16;
+    while (cap2 < need)
+        cap2 *= 2;
+    unsigned char *buf2 = PyMem_Realloc(*buf, cap2);
+    if (buf2 == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *buf = buf2;
+    *cap = cap2;
+    return 0;
+}
+
+/* func(memoryview of buf[0:len]); the view is released after the call, so that it cannot
+ * outlive the buffer, which the next read or inflate may move. */
+static PyObject *
+call_with_view(PyObject *func, unsigned char *buf, Py_ssize_t len, int flags)
+{
+    PyObject *view = PyMemoryView_FromMemory((char *)buf, len, flags);
+    if (view == NULL)
+        return NULL;
+    PyObject *result = PyObject_CallOneArg(func, view);
+    PyObject *released = PyObject_CallMethod(view, "release", NULL);
+    Py_DECREF(view);
+    if (released == NULL) {
+        Py_XDECREF(result);
+        return NULL;
+    }
+    Py_DECREF(released);
+    return result;
+}
+
+/* GzipMembers._read_raw: keep the unread bytes, append the next block of the file.
+ * 1 if read, 0 at the end of the file, -1 on error. */
+static int
+read_raw(Members *self)
+{
+    Py_ssize_t rest = self->raw_len - self->rpos;
+    if (rest)
+        memmove(self->raw, self->raw + self->rpos, rest);
+    if (reserve(&self->raw, &self->raw_cap, rest + READ_SIZE) < 0)
+        return -1;
+    Py_ssize_t got;
+    if (self->readinto != NULL) {
+        PyObject *n = call_with_view(self->readinto, self->raw + rest, READ_SIZE, PyBUF_WRITE);
+        if (n == NULL)
+            return -1;
+        got = n == Py_None ? 0 : PyLong_AsSsize_t(n);
+        Py_DECREF(n);
+        if (got < 0 || got > READ_SIZE) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_OSError, "readinto() returned an impossible size");
+            return -1;
+        }
+    } else {
+        PyObject *data = PyObject_CallMethod(self->fh, "read", "n", (Py_ssize_t)READ_SIZE);
+        if (data == NULL)
+            return -1;
+        if (!PyBytes_Check(data) || PyBytes_GET_SIZE(data) > READ_SIZE) {
+            Py_DECREF(data);
+            PyErr_SetString(PyExc_TypeError, "read() must return at most the bytes asked for");
+            return -1;
+        }
+        got = PyBytes_GET_SIZE(data);
+        memcpy(self->raw + rest, PyBytes_AS_STRING(data), got);
+        Py_DECREF(data);
+    }
+    if (got == 0) {
+        /* nothing read: the buffer stays as it was (rest moved to the front) */
+        self->raw_offset += self->rpos;
+        self->raw_len = rest;
+        self->rpos = 0;
+        return 0;
+    }
+    self->raw_offset += self->rpos;
+    self->raw_len = rest + got;
+    self->rpos = 0;
+    return 1;
+}
+
+/* GzipMembers._inflate: inflate up to ``step`` compressed bytes, appending the output to out
+ * (from out_len). 0, or -1 with ArchiveError raised. */
+static int
+inflate_step(Members *self, Py_ssize_t step)
+{
+    if (self->rpos == self->raw_len) {
+        int more = read_raw(self);
+        if (more < 0)
+            return -1;
+        if (more == 0) {
+            archive_error(self, self->start, PyUnicode_FromString(
+                "gzip member is truncated: the file ends inside it"));
+            return -1;
+        }
+    }
+    Py_ssize_t avail = self->raw_len - self->rpos;
+    Py_ssize_t chunk = avail < step ? avail : step;
+    struct inflate_state *st = &self->inflater;
+    st->next_in = self->raw + self->rpos;
+    st->avail_in = (uint32_t)chunk;
+    do {
+        if (reserve(&self->out, &self->out_cap, self->out_len + 4 * CHUNK) < 0)
+            return -1;
+        st->next_out = self->out + self->out_len;
+        st->avail_out = (uint32_t)(self->out_cap - self->out_len);
+        uint32_t room = st->avail_out;
+        int err = isal_inflate(st);
+        self->out_len += room - st->avail_out;
+        if (err != ISAL_DECOMP_OK) {
+            archive_error(self, self->start, PyUnicode_FromFormat(
+                "corrupt gzip data: Error %d %s", err, inflate_error_text(err)));
+            return -1;
+        }
+    } while (st->block_state != ISAL_BLOCK_FINISH && (st->avail_in > 0 || st->avail_out == 0));
+    if (st->block_state == ISAL_BLOCK_FINISH) {
+        /* input ISA-L read ahead into its bit buffer belongs to the next member */
+        self->rpos = (st->next_in - self->raw) - st->read_in_length / 8;
+        self->end = self->raw_offset + self->rpos;
+    } else {
+        self->rpos += chunk;
+    }
+    return 0;
+}
+
+/* GzipMembers._fill: drop what was read, inflate the next chunk.  (A read position past the
+ * bytes inflated, after a skip too far, counts as dropped but skips nothing more, as there.) */
+static int
+fill(Members *self)
+{
+    if (self->pos) {
+        Py_ssize_t kept = self->out_len > self->pos ? self->out_len - self->pos : 0;
+        memmove(self->out, self->out + self->pos, kept);
+        self->out_len = kept;
+        self->dropped += self->pos;
+        self->pos = 0;
+    }
+    return inflate_step(self, CHUNK);
+}
+
+/* GzipMembers.next_member: 1 when a member was started, 0 at the end of the file. */
+static int
+start_member(Members *self)
+{
+    if (self->raw_len - self->rpos < 2) {
+        int more = read_raw(self);
+        if (more < 0)
+            return -1;
+        if (more == 0 && self->rpos == self->raw_len)
+            return 0;
+    }
+    self->start = self->raw_offset + self->rpos;
+    if (self->raw_len - self->rpos < 2 || self->raw[self->rpos] != 0x1f
+            || self->raw[self->rpos + 1] != 0x8b) {
+        archive_error(self, self->start, PyUnicode_FromString(
+            "expected a gzip member here, found other data "
+            "(garbage between records, or a file that is not gzip)"));
+        return -1;
+    }
+    self->end = -1;
+    self->pos = 0;
+    self->out_len = 0;
+    self->dropped = 0;
+    isal_inflate_reset(&self->inflater);
+    self->inflater.crc_flag = ISAL_GZIP;
+    return inflate_step(self, FIRST_STEP) < 0 ? -1 : 1;
+}
+
+/* -- the header block --------------------------------------------------------------------- */
+
+/* What warcio's parser takes as blank within a line (records.BLANK_LINE). */
+static inline int
+is_blank_char(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == 0x0b || c == 0x0c || (c >= 0x1c && c <= 0x1f);
+}
+
+/* Where FIRST_LINE_BLANK.match(out, at) or BLANK_LINE.search(out, at) ends, or -1. */
+static Py_ssize_t
+blank_line_end(const unsigned char *buf, Py_ssize_t at, Py_ssize_t len)
+{
+    Py_ssize_t j = at;
+    while (j < len && is_blank_char(buf[j]))
+        j++;
+    if (j < len && buf[j] == '\n')
+        return j + 1;
+    for (Py_ssize_t i = at; i < len; i++) {
+        const unsigned char *nl = memchr(buf + i, '\n', len - i);
+        if (nl == NULL)
+            return -1;
+        i = nl - buf;
+        j = i + 1;
+        while (j < len && is_blank_char(buf[j]))
+            j++;
+        if (j < len && buf[j] == '\n')
+            return j + 1;
+    }
+    return -1;
+}
+
+/* GzipMembers.peek_headers: (at, length) of the header block ``start`` bytes past pos. */
+static int
+peek(Members *self, Py_ssize_t start, Py_ssize_t *at_out, Py_ssize_t *len_out)
+{
+    for (;;) {
+        Py_ssize_t at = self->pos + start;
+        Py_ssize_t stop = at <= self->out_len ? blank_line_end(self->out, at, self->out_len) : -1;
+        if (stop >= 0 || self->end >= 0 || self->out_len - at > HEADERS_MAX) {
+            if (stop < 0)
+                stop = self->out_len;
+            *at_out = at;
+            *len_out = at < stop ? stop - at : 0;
+            return 0;
+        }
+        if (fill(self) < 0)
+            return -1;
+    }
+}
+
+/* records._plain: ASCII, and no continuation line (a line starting with a space or tab). */
+static int
+plain(const unsigned char *block, Py_ssize_t len)
+{
+    for (Py_ssize_t i = 0; i < len; i++) {
+        if (block[i] >= 0x80)
+            return 0;
+        if (block[i] == '\n' && i + 1 < len && (block[i + 1] == ' ' || block[i + 1] == '\t'))
+            return 0;
+    }
+    return 1;
+}
+
+/* str.strip()'s whitespace, for ASCII. */
+static inline int
+is_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+
+/* records._header_at and _value: the first line after the first whose name (case aside, less
+ * trailing spaces and tabs) is ``name``, its value stripped; 0 if there is none. */
+static int
+header_value(const unsigned char *block, Py_ssize_t len, const char *name,
+             const unsigned char **value, Py_ssize_t *value_len)
+{
+    size_t name_len = strlen(name);
+    for (const unsigned char *nl = memchr(block, '\n', len); nl != NULL;
+            nl = memchr(nl + 1, '\n', block + len - nl - 1)) {
+        const unsigned char *p = nl + 1, *end = block + len;
+        if ((size_t)(end - p) < name_len || strncasecmp((const char *)p, name, name_len) != 0)
+            continue;
+        p += name_len;
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        if (p == end || *p != ':')
+            continue;
+        p++;
+        const unsigned char *q = memchr(p, '\n', end - p);
+        if (q == NULL)
+            q = end;
+        while (p < q && is_space(*p))
+            p++;
+        while (q > p && is_space(q[-1]))
+            q--;
+        *value = p;
+        *value_len = q - p;
+        return 1;
+    }
+    return 0;
+}
+
+/* Whether value is one of names (a tuple of str, checked by skim). */
+static int
+equals_any(const unsigned char *value, Py_ssize_t len, PyObject *names)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t name_len;
+        const char *name = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(names, i), &name_len);
+        if (name_len == len && memcmp(name, value, len) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* -- methods ------------------------------------------------------------------------------ */
+
+static PyObject *
+Members_next_member(Members *self, PyObject *unused)
+{
+    int started = start_member(self);
+    if (started < 0)
+        return NULL;
+    if (started == 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(self->start);
+}
+
+static PyObject *
+Members_tell(Members *self, PyObject *unused)
+{
+    return PyLong_FromLongLong(self->dropped + self->pos);
+}
+
+/* A size of any magnitude, as Python's ints are: too large for a Py_ssize_t is as good as
+ * no limit (no member is that long), too small as any negative size. */
+static int
+as_size(PyObject *obj, Py_ssize_t *size)
+{
+    int overflow;
+    long long n = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (n == -1 && PyErr_Occurred())
+        return -1;
+    *size = overflow > 0 || n > PY_SSIZE_T_MAX ? PY_SSIZE_T_MAX : overflow < 0 || n < 0 ? -1 : n;
+    return 0;
+}
+
+/* The size argument of read and readline: PY_SSIZE_T_MAX for none, None or a negative one. */
+static int
+size_arg(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t *size)
+{
+    *size = PY_SSIZE_T_MAX;
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "expected at most one argument, the size");
+        return -1;
+    }
+    if (nargs == 1 && args[0] != Py_None) {
+        if (as_size(args[0], size) < 0)
+            return -1;
+        if (*size < 0)
+            *size = PY_SSIZE_T_MAX;
+    }
+    return 0;
+}
+
+static PyObject *
+Members_read(Members *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t size;
+    if (size_arg(args, nargs, &size) < 0)
+        return NULL;
+    while (self->out_len - self->pos < size && self->end < 0)
+        if (fill(self) < 0)
+            return NULL;
+    Py_ssize_t n = self->out_len - self->pos;
+    if (n > size)
+        n = size;
+    if (n < 0)
+        n = 0;
+    PyObject *data = PyBytes_FromStringAndSize((char *)self->out + self->pos, n);
+    if (data != NULL)
+        self->pos += n;
+    return data;
+}
+
+static PyObject *
+Members_readline(Members *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t size, stop;
+    if (size_arg(args, nargs, &size) < 0)
+        return NULL;
+    for (;;) {
+        const unsigned char *nl = self->pos < self->out_len
+            ? memchr(self->out + self->pos, '\n', self->out_len - self->pos) : NULL;
+        if (nl != NULL || self->end >= 0) {
+            stop = nl != NULL ? nl - self->out + 1 : self->out_len;
+            break;
+        }
+        if (fill(self) < 0)
+            return NULL;
+    }
+    if (size != PY_SSIZE_T_MAX && stop > self->pos + size)
+        stop = self->pos + size;
+    PyObject *line = PyBytes_FromStringAndSize((char *)self->out + self->pos,
+                                               stop > self->pos ? stop - self->pos : 0);
+    if (line != NULL)
+        self->pos = stop;
+    return line;
+}
+
+static PyObject *
+Members_feed(Members *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "feed(consume, size)");
+        return NULL;
+    }
+    PyObject *consume = args[0];
+    Py_ssize_t size;
+    if (as_size(args[1], &size) < 0)
+        return NULL;
+    Py_ssize_t passed = 0;
+    for (;;) {
+        Py_ssize_t n = self->out_len - self->pos;
+        if (n > size - passed)
+            n = size - passed;
+        if (n < 0)
+            n = 0;
+        PyObject *result = call_with_view(consume, self->out + self->pos, n, PyBUF_READ);
+        if (result == NULL)
+            return NULL;
+        Py_DECREF(result);
+        passed += n;
+        self->pos += n;
+        if (passed == size || self->end >= 0)
+            return PyLong_FromSsize_t(passed);
+        self->dropped += self->out_len;
+        self->out_len = 0;
+        self->pos = 0;
+        if (inflate_step(self, CHUNK) < 0)
+            return NULL;
+    }
+}
+
+static PyObject *
+Members_peek_headers(Members *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t start = 0, at, len;
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "peek_headers(start=0)");
+        return NULL;
+    }
+    if (nargs == 1 && (start = PyLong_AsSsize_t(args[0])) == -1 && PyErr_Occurred())
+        return NULL;
+    if (peek(self, start, &at, &len) < 0)
+        return NULL;
+    return PyBytes_FromStringAndSize((char *)self->out + at, len);
+}
+
+static PyObject *
+Members_skip(Members *self, PyObject *arg)
+{
+    Py_ssize_t size = PyLong_AsSsize_t(arg);
+    if (size == -1 && PyErr_Occurred())
+        return NULL;
+    if (size < 0)
+        return PyErr_Format(PyExc_ValueError, "skip(size) takes a size of 0 or more");
+    self->pos += size;
+    Py_RETURN_NONE;
+}
+
+/* GzipMembers.drain: inflate the rest of the member; its size, and its last ``keep`` bytes in
+ * tail (at most TRAILER_MAX). */
+static int
+drain(Members *self, Py_ssize_t keep, unsigned char *tail, Py_ssize_t *tail_len, long long *size)
+{
+    Py_ssize_t from = self->out_len - keep > self->pos ? self->out_len - keep : self->pos;
+    *tail_len = self->out_len > from ? self->out_len - from : 0;
+    memcpy(tail, self->out + from, *tail_len);
+    *size = self->out_len - self->pos;
+    self->out_len = self->pos = 0;
+    while (self->end < 0) {
+        if (inflate_step(self, CHUNK) < 0)
+            return -1;
+        Py_ssize_t n = self->out_len;
+        *size += n;
+        if (n >= keep) {
+            memcpy(tail, self->out + n - keep, keep);
+            *tail_len = keep;
+        } else {
+            Py_ssize_t kept = *tail_len + n > keep ? keep - n : *tail_len;
+            memmove(tail, tail + *tail_len - kept, kept);
+            memcpy(tail + kept, self->out, n);
+            *tail_len = kept + n;
+        }
+        self->out_len = 0;
+    }
+    return 0;
+}
+
+static PyObject *
+Members_drain(Members *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t keep = TRAILER_MAX, tail_len;
+    unsigned char tail[TRAILER_MAX];
+    long long size;
+    if (nargs > 1 || (nargs == 1 && (keep = PyLong_AsSsize_t(args[0])) == -1 && PyErr_Occurred()))
+        return nargs > 1 ? PyErr_Format(PyExc_TypeError, "drain(keep=%d)", TRAILER_MAX) : NULL;
+    if (keep < 0 || keep > TRAILER_MAX)
+        return PyErr_Format(PyExc_ValueError, "keep must be from 0 to %d", TRAILER_MAX);
+    if (drain(self, keep, tail, &tail_len, &size) < 0)
+        return NULL;
+    return Py_BuildValue("y#L", (char *)tail, tail_len, size);
+}
+
+/* GzipMembers.finish: None, or a RecordError in *problem (new reference). -1 with an
+ * ArchiveError raised. ``unread`` is a Python int of any size. */
+static int
+finish(Members *self, PyObject *unread, PyObject **problem)
+{
+    unsigned char tail[TRAILER_MAX];
+    Py_ssize_t tail_len;
+    long long rest;
+    *problem = NULL;
+    if (drain(self, TRAILER_MAX, tail, &tail_len, &rest) < 0)
+        return -1;
+    PyObject *rest_obj = PyLong_FromLongLong(rest);
+    PyObject *short_by = rest_obj == NULL ? NULL : PyNumber_Subtract(unread, rest_obj);
+    Py_XDECREF(rest_obj);
+    if (short_by == NULL)
+        return -1;
+    int overflow;
+    long long trailer = -PyLong_AsLongLongAndOverflow(short_by, &overflow);
+    if (overflow > 0 || trailer < 0) {
+        *problem = make_error(self, self->record_error, self->start, PyUnicode_FromFormat(
+            "record is cut short: its gzip member ends %S bytes before the Content-Length says",
+            short_by));
+        Py_DECREF(short_by);
+        return *problem == NULL ? -1 : 0;
+    }
+    Py_DECREF(short_by);
+    if (overflow < 0)
+        trailer = LLONG_MAX;
+    int clean = trailer <= tail_len;
+    for (Py_ssize_t i = tail_len - (clean ? trailer : 0); clean && i < tail_len; i++)
+        clean = tail[i] == ' ' || (tail[i] >= '\t' && tail[i] <= '\r');
+    if (!clean) {
+        archive_error(self, self->start, PyUnicode_FromFormat(
+            "gzip member holds more than this record (%lld bytes follow it): the file is not "
+            "compressed record by record, so its records cannot be addressed by byte range",
+            trailer));
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+Members_finish(Members *self, PyObject *arg)
+{
+    PyObject *problem;
+    if (!PyLong_Check(arg))
+        return PyErr_Format(PyExc_TypeError, "finish(unread) takes an int");
+    if (finish(self, arg, &problem) < 0)
+        return NULL;
+    if (problem == NULL)
+        Py_RETURN_NONE;
+    return problem;
+}
+
+/* Like records.GzipMembers.skim: pass over the members whose records the caller skips. */
+static PyObject *
+Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    const char *usage = "skim(warc_types, content_types): two tuples of str";
+    if (nargs != 2 || !PyTuple_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
+    PyObject *skip_types = args[0], *skip_content_types = args[1];
+    for (Py_ssize_t i = 0; i < 2; i++)
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(args[i]); j++)
+            if (!PyUnicode_Check(PyTuple_GET_ITEM(args[i], j))
+                    || PyUnicode_AsUTF8(PyTuple_GET_ITEM(args[i], j)) == NULL) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, usage);
+                return NULL;
+            }
+    long long skipped = 0;
+    PyObject *problems = PyList_New(0);
+    if (problems == NULL)
+        return NULL;
+    for (;;) {
+        int started = start_member(self);
+        if (started < 0)
+            goto error;
+        if (started == 0)
+            return Py_BuildValue("LNOO", skipped, problems, Py_None, Py_None);
+        Py_ssize_t at, len;
+        if (peek(self, 0, &at, &len) < 0)
+            goto error;
+        const unsigned char *block = self->out + at;
+        if (len < 5 || memcmp(block, "WARC/", 5) != 0 || !plain(block, len))
+            return Py_BuildValue("LNLO", skipped, problems, self->start, Py_None);
+        const unsigned char *type, *content_type, *length;
+        Py_ssize_t type_len, content_type_len, length_len;
+        int has_type = header_value(block, len, "warc-type", &type, &type_len);
+        int has_content_type = header_value(block, len, "content-type", &content_type,
+                                            &content_type_len);
+        int has_length = header_value(block, len, "content-length", &length, &length_len);
+        int skip = (has_type ? equals_any(type, type_len, skip_types)
+                             : equals_any((const unsigned char *)"", 0, skip_types))
+            || (has_content_type && equals_any(content_type, content_type_len, skip_content_types));
+        long long unread = 0;
+        /* lengths of 18 digits and more are left to Python's big integers */
+        if (!has_length || length_len == 0 || length_len > 17)
+            skip = 0;
+        for (Py_ssize_t i = 0; skip && i < length_len; i++) {
+            if (length[i] < '0' || length[i] > '9')
+                skip = 0;
+            unread = unread * 10 + (length[i] - '0');
+        }
+        if (!skip) {
+            /* the values found, as records.py's _iter_gzip reads them */
+            PyObject *values = Py_BuildValue(
+                "(NNN)",
+                has_type ? PyUnicode_DecodeASCII((const char *)type, type_len, NULL) : Py_NewRef(Py_None),
+                has_content_type ? PyUnicode_DecodeASCII((const char *)content_type, content_type_len, NULL)
+                                 : Py_NewRef(Py_None),
+                has_length ? PyUnicode_DecodeASCII((const char *)length, length_len, NULL) : Py_NewRef(Py_None));
+            if (values == NULL)
+                goto error;
+            return Py_BuildValue("LNLN", skipped, problems, self->start, values);
+        }
+        self->pos += len;
+        PyObject *problem, *unread_obj = PyLong_FromLongLong(unread);
+        if (unread_obj == NULL)
+            goto error;
+        int failed = finish(self, unread_obj, &problem);
+        Py_DECREF(unread_obj);
+        if (failed < 0)
+            goto error;
+        if (problem != NULL) {
+            int failed = PyList_Append(problems, problem);
+            Py_DECREF(problem);
+            if (failed < 0)
+                goto error;
+        } else {
+            skipped++;
+        }
+    }
+error:
+    Py_DECREF(problems);
+    return NULL;
+}
+
+static PyObject *
+Members_get_start(Members *self, void *closure)
+{
+    return PyLong_FromLongLong(self->start);
+}
+
+static PyObject *
+Members_get_end(Members *self, void *closure)
+{
+    if (self->end < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(self->end);
+}
+
+static PyObject *
+Members_get_path(Members *self, void *closure)
+{
+    return Py_NewRef(self->path);
+}
+
+/* -- the type ----------------------------------------------------------------------------- */
+
+static int
+Members_init(Members *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"fh", "path", "archive_error", "record_error", NULL};
+    PyObject *fh, *path, *archive_error_cls, *record_error_cls;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO", kwlist, &fh, &path,
+                                     &archive_error_cls, &record_error_cls))
+        return -1;
+    Py_XSETREF(self->fh, Py_NewRef(fh));
+    Py_XSETREF(self->path, Py_NewRef(path));
+    Py_XSETREF(self->archive_error, Py_NewRef(archive_error_cls));
+    Py_XSETREF(self->record_error, Py_NewRef(record_error_cls));
+    Py_CLEAR(self->readinto);
+    self->readinto = PyObject_GetAttrString(fh, "readinto");
+    if (self->readinto == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return -1;
+        PyErr_Clear();
+    }
+    self->raw_len = self->rpos = self->out_len = self->pos = 0;
+    self->raw_offset = self->start = self->dropped = 0;
+    self->end = -1;
+    isal_inflate_init(&self->inflater);
+    return 0;
+}
+
+static void
+Members_dealloc(Members *self)
+{
+    Py_XDECREF(self->fh);
+    Py_XDECREF(self->path);
+    Py_XDECREF(self->archive_error);
+    Py_XDECREF(self->record_error);
+    Py_XDECREF(self->readinto);
+    PyMem_Free(self->raw);
+    PyMem_Free(self->out);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef Members_methods[] = {
+    {"next_member", (PyCFunction)Members_next_member, METH_NOARGS,
+     "Start the next member; its offset, or None at the end of the file."},
+    {"tell", (PyCFunction)Members_tell, METH_NOARGS, "Bytes of the member read so far."},
+    {"read", (PyCFunction)(void (*)(void))Members_read, METH_FASTCALL,
+     "read(size=-1): at most size bytes of the member."},
+    {"readline", (PyCFunction)(void (*)(void))Members_readline, METH_FASTCALL,
+     "readline(size=-1): the next line of the member."},
+    {"feed", (PyCFunction)(void (*)(void))Members_feed, METH_FASTCALL,
+     "feed(consume, size): pass the next size bytes to consume, as views; how many were passed."},
+    {"peek_headers", (PyCFunction)(void (*)(void))Members_peek_headers, METH_FASTCALL,
+     "peek_headers(start=0): the header block start bytes past the read position."},
+    {"skip", (PyCFunction)Members_skip, METH_O, "skip(size): move the read position on."},
+    {"drain", (PyCFunction)(void (*)(void))Members_drain, METH_FASTCALL,
+     "drain(keep=256): inflate the rest of the member; (its last keep bytes, its size)."},
+    {"finish", (PyCFunction)Members_finish, METH_O,
+     "finish(unread): inflate the rest; None, or a RecordError if the record is cut short."},
+    {"skim", (PyCFunction)(void (*)(void))Members_skim, METH_FASTCALL,
+     "skim(warc_types, content_types): (skipped, problems, offset, values) as GzipMembers.skim."},
+    {NULL}
+};
+
+static PyGetSetDef Members_getset[] = {
+    {"start", (getter)Members_get_start, NULL, "Offset of the current member.", NULL},
+    {"end", (getter)Members_get_end, NULL, "End offset of the current member, once known.", NULL},
+    {"path", (getter)Members_get_path, NULL, "The file's name, in errors.", NULL},
+    {NULL}
+};
+
+static PyTypeObject MembersType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "webarchive_indexing._members.Members",
+    .tp_doc = "Members(fh, path, ArchiveError, RecordError): records.GzipMembers, compiled.",
+    .tp_basicsize = sizeof(Members),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Members_init,
+    .tp_dealloc = (destructor)Members_dealloc,
+    .tp_methods = Members_methods,
+    .tp_getset = Members_getset,
+};
+
+static struct PyModuleDef members_module = {
+    PyModuleDef_HEAD_INIT, "_members",
+    "records.GzipMembers compiled against ISA-L (optional: records.py works without it).", -1,
+};
+
+PyMODINIT_FUNC
+PyInit__members(void)
+{
+    if (PyType_Ready(&MembersType) < 0)
+        return NULL;
+    PyObject *module = PyModule_Create(&members_module);
+    if (module == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(module, "Members", (PyObject *)&MembersType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
