@@ -87,6 +87,12 @@ def total_mb(paths):
     return sum(map(os.path.getsize, paths)) / 1e6
 
 
+def total_records(paths):
+    """WARC records in the files (indexed or not), from the corpus' ground-truth manifests."""
+    from webarchive_indexing.corpus import read_manifest
+    return sum(len(read_manifest(path)) for path in paths)
+
+
 def install_project():
     """A regular (not editable) install of the working tree in INSTALL, whose other
     packages come from .venv; returns its bin directory."""
@@ -143,11 +149,14 @@ def count_lines(path):
         return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
 
 
-def row(group, command, argv, mb, wall, cpu, lines):
-    """One result: best and median wall time, MB/s and lines/s from the best."""
+def row(group, command, argv, paths, wall, cpu, lines):
+    """One result: best and median wall time; MB/s, records/s (every record of the input,
+    indexed or not) and lines/s (CDX lines written) from the best."""
     best = min(wall)
-    return {"input": group, "command": command, "argv": argv, "mb": mb, "wall": wall, "cpu": cpu,
-            "best": best, "median": statistics.median(wall), "mb_s": mb / best,
+    mb, records = total_mb(paths), total_records(paths)
+    return {"input": group, "command": command, "argv": argv, "mb": mb, "records": records,
+            "wall": wall, "cpu": cpu, "best": best, "median": statistics.median(wall),
+            "mb_s": mb / best, "records_s": records / best,
             "lines": lines, "lines_s": lines / best if lines else None}
 
 
@@ -180,7 +189,7 @@ def measure(groups, pin, repeat, ours_bin):
             w, c, _ = time_command(argv, out)
             wall.append(w)
             cpu.append(c)
-    return {(group, name): row(group, name, argv, total_mb(groups[group]), wall, cpu,
+    return {(group, name): row(group, name, argv, groups[group], wall, cpu,
                                None if name in FLOORS else count_lines(out))
             for (group, name), (argv, out, wall, cpu) in runs.items()}
 
@@ -189,7 +198,7 @@ def add_sums(rows, files):
     """Rows 'sum of files': each command's per-file best (and median) times added up."""
     for name in {n for _, n in rows}:
         parts = [rows[f, name] for f in files if (f, name) in rows]
-        r = row("sum of files", name, None, sum(p["mb"] for p in parts),
+        r = row("sum of files", name, None, [path for f in files for path in files[f]],
                 [sum(p["best"] for p in parts)], [sum(min(p["cpu"]) for p in parts)],
                 None if parts[0]["lines"] is None else sum(p["lines"] for p in parts))
         r["median"] = sum(p["median"] for p in parts)
@@ -203,7 +212,7 @@ def compare(groups, pin):
         ours, theirs = scratch(group, "ours"), scratch(group, "pywb")  # ours: the last timed run
         argv = pin + [os.path.join(BIN, "cdx-indexer"), "-s", "-j", path]
         wall, cpu, _ = time_command(argv, theirs)
-        rows[group, PYWB] = row(group, PYWB, argv, total_mb([path]), [wall], [cpu], count_lines(theirs))
+        rows[group, PYWB] = row(group, PYWB, argv, [path], [wall], [cpu], count_lines(theirs))
         verdicts[group] = None if filecmp.cmp(ours, theirs, shallow=False) else first_difference(ours, theirs)
     return verdicts, rows
 
@@ -228,7 +237,7 @@ def build(paths, repeat, ours_bin):
         wall.append(w)
         cpu.append(c)
     lines = re.search(r"(\d+) CDX lines", stderr)
-    return row("whole corpus", f"build --shards 4 ({os.cpu_count()} cores)", argv, total_mb(paths),
+    return row("whole corpus", f"build --shards 4 ({os.cpu_count()} cores)", argv, paths,
                wall, cpu, int(lines.group(1)) if lines else None)
 
 
@@ -253,7 +262,7 @@ def ratios(rows, groups):
 
 
 def report(rows, ratio, verdicts, meta):
-    fmt = "{:<22} {:<26} {:>7} {:>7} {:>8} {:>7} {:>8} {:>9}"
+    fmt = "{:<22} {:<26} {:>7} {:>7} {:>8} {:>7} {:>9} {:>8} {:>9}"
     print()
     print(f"corpus   {meta['corpus']}: {meta['files']} files x {meta['captures']} captures, "
           f"mean {meta['mean_kb']:g} KB, {meta['total_mb']:.1f} MB .warc.gz")
@@ -266,7 +275,7 @@ def report(rows, ratio, verdicts, meta):
           f"whole commands incl. Python start-up (ours from a regular install in {meta['ours_installed_in']})")
     print(f"walker   ours: {meta['ours_walker']}")
     print()
-    print(fmt.format("input", "command", "MB", "best s", "median s", "MB/s", "lines", "lines/s"))
+    print(fmt.format("input", "command", "MB", "best s", "median s", "MB/s", "records/s", "lines", "lines/s"))
     last = None
     for r in rows.values():
         if last is not None and r["input"] != last:
@@ -274,7 +283,7 @@ def report(rows, ratio, verdicts, meta):
         shown = r["input"] if r["input"] != last else ""
         last = r["input"]
         print(fmt.format(shown, r["command"], f"{r['mb']:.1f}", f"{r['best']:.2f}",
-                         f"{r['median']:.2f}", f"{r['mb_s']:.1f}", r["lines"] or "-",
+                         f"{r['median']:.2f}", f"{r['mb_s']:.1f}", f"{r['records_s']:.0f}", r["lines"] or "-",
                          f"{r['lines_s']:.0f}" if r["lines_s"] else "-"))
     print()
     print("{:<22} {:>22} {:>26}".format("ratios (best times)", "ours vs cdxj-indexer", "ours vs isal floor"))

@@ -5,7 +5,9 @@ count, errors with their offsets and words, warnings), and the same answers meth
 method. Where the compiled twin was not built the tests are skipped, unless
 WEBARCHIVE_INDEXING_REQUIRE_COMPILED=1 (as CI sets it), when that is a failure.
 """
+import base64
 import gzip
+import hashlib
 import io
 import os
 import random
@@ -133,6 +135,24 @@ def test_changed_records(corpus, tmp_path, monkeypatch, change, kind):
     bad = tmp_path / "changed.warc.gz"
     bad.write_bytes(data[:offset] + gzip.compress(change(record)) + data[offset + length:])
     assert_twins_agree(bad, monkeypatch)
+
+
+def test_highly_compressible_record_without_digest(corpus, tmp_path, monkeypatch):
+    # 20 MB that deflate to ~20 KB: each compressed chunk inflates a thousandfold, and the
+    # payload is hashed piece by piece (no WARC-Payload-Digest)
+    data, ranges, _ = corpus
+    payload = b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n" + bytes(20 << 20)
+    record = (b"WARC/1.0\r\nWARC-Type: response\r\nWARC-Date: 2024-03-01T00:00:00Z\r\n"
+              b"WARC-Target-URI: http://example.com/zeros\r\nContent-Type: application/http; msgtype=response\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(payload) + payload + b"\r\n\r\n")
+    member = gzip.compress(record)
+    assert len(member) < 64 << 10
+    at = ranges[3][0]
+    bad = tmp_path / "zeros.warc.gz"
+    bad.write_bytes(data[:at] + member + data[at:])
+    lines = assert_twins_agree(bad, monkeypatch)[0]
+    (line,) = [line for line in lines if "example.com/zeros" in line]
+    assert base64.b32encode(hashlib.sha1(bytes(20 << 20)).digest()).decode() in line
 
 
 def test_whole_file_gzip(corpus, tmp_path, monkeypatch):

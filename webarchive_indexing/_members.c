@@ -182,8 +182,10 @@ inflate_step(Members *self, Py_ssize_t step)
         if (reserve(&self->out, &self->out_cap, self->out_len + 4 * CHUNK) < 0)
             return -1;
         st->next_out = self->out + self->out_len;
-        st->avail_out = (uint32_t)(self->out_cap - self->out_len);
-        uint32_t room = st->avail_out;
+        /* ISA-L counts in 32 bits; read() of a huge member may hold more than that */
+        Py_ssize_t free_space = self->out_cap - self->out_len;
+        uint32_t room = free_space > (1 << 30) ? 1 << 30 : (uint32_t)free_space;
+        st->avail_out = room;
         int err = isal_inflate(st);
         self->out_len += room - st->avail_out;
         if (err != ISAL_DECOMP_OK) {
