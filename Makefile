@@ -10,7 +10,7 @@ $(BIN)/webarchive-index: setup.py webarchive_indexing/_members.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
-	@$(BIN)/python -c 'from webarchive_indexing import records; print("member walker:", "compiled (ISA-L)" if records.CompiledMembers else "pure Python (install libisal-dev, then make clean-venv demo, for the faster compiled one)")'
+	$(BIN)/webarchive-index --version
 	touch $@
 
 demo: $(BIN)/webarchive-index

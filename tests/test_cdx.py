@@ -418,7 +418,22 @@ def test_indexing_a_local_file_leaves_the_remote_and_unused_libraries_unimported
         "assert sys.stdout.getvalue().count('\\n') == 1\n"
         "unwanted = {'boto3', 'botocore', 'urllib3', 'http.client', 'ssl', 'subprocess',\n"
         "            'dataclasses', 'logging', 'random', 'socket', 'webarchive_indexing.copy',\n"
-        "            'webarchive_indexing.steps'}\n"
+        "            'webarchive_indexing.steps', 'importlib.metadata'}\n"
         "loaded = {n for n, m in sys.modules.items() if type(m).__name__ != '_ImportedOnUse'}\n"
         "assert not unwanted & loaded, sorted(unwanted & loaded)\n")
     subprocess.run([sys.executable, "-c", script], check=True)
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "pure"])
+def test_version_says_which_member_walker_runs(compiled, monkeypatch, capsys):
+    from webarchive_indexing import cli, records
+    if compiled and records.CompiledMembers is None:
+        pytest.skip("the compiled walker was not built here")
+    if not compiled:
+        monkeypatch.setattr(records, "CompiledMembers", None)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--version"])
+    assert stop.value.code == 0
+    line = capsys.readouterr().out
+    assert line.startswith("webarchive-index 0.1.0, member walker: ")
+    assert ("compiled (ISA-L)" in line) == compiled and ("pure Python" in line) != compiled

@@ -63,6 +63,30 @@ def _add_root_option(parser):
               "write no cluster.root: remote lookups binary-search cluster.idx with more requests")
 
 
+def version_line():
+    """This package's version, and which member walker indexing runs (the compiled one is
+    built at install time only where ISA-L's headers are found)."""
+    from importlib.metadata import version
+
+    from .records import CompiledMembers
+    walker = ("compiled (ISA-L)" if CompiledMembers is not None else
+              "pure Python (ISA-L's headers were missing at install: install libisal-dev or "
+              "isa-l, then reinstall, for the faster compiled one)")
+    return f"webarchive-index {version('webarchive-indexing')}, member walker: {walker}"
+
+
+class _Version(argparse.Action):
+    """--version, its line made only when asked (the metadata lookup costs start-up time)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the version and which member walker indexing runs, and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_line())
+        parser.exit()
+
+
 def _parser(argv=()):
     parser = argparse.ArgumentParser(
         prog="webarchive-index",
@@ -70,6 +94,7 @@ def _parser(argv=()):
                     "and Common Crawl's index server read, and query them.",
         epilog="Exit status: 0 done, 1 failed (nothing published), 2 bad usage, "
                "3 done but some input could not be indexed.")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     build = sub.add_parser(
