@@ -437,3 +437,27 @@ def test_version_says_which_member_walker_runs(compiled, monkeypatch, capsys):
     line = capsys.readouterr().out
     assert line.startswith("webarchive-index 0.1.0, member walker: ")
     assert ("compiled (ISA-L)" in line) == compiled and ("pure Python" in line) != compiled
+
+
+@pytest.mark.parametrize("walker", ["compiled", "pure"])
+def test_problems_before_a_fatal_one_are_kept(sample, tmp_path, monkeypatch, walker):
+    """A request cut short, then a member truncated within its first bytes: both reported,
+    in order, and the records read before them counted (the walk passes over such records
+    many at a time, and a fatal problem must not take the earlier ones with it)."""
+    from webarchive_indexing import records
+    if walker == "pure":
+        monkeypatch.setattr(records, "CompiledMembers", None)
+    elif records.CompiledMembers is None:
+        pytest.skip("the compiled walker was not built here")
+    data, members = open(sample, "rb").read(), _members(sample)
+    i = next(k for k, fact in enumerate(read_manifest(sample)) if fact["warc_type"] == "request")
+    offset, length = members[i]
+    record = gzip.decompress(data[offset:offset + length]).replace(b"Content-Length: ", b"Content-Length: 9", 1)
+    cut_at = members[i + 1][0]
+    bad = tmp_path / "bad.warc.gz"
+    bad.write_bytes(data[:offset] + gzip.compress(record) + data[offset + length:cut_at] + data[cut_at:cut_at + 20])
+    result = index_file(str(bad))
+    assert [(e.offset, type(e).__name__) for e in result.errors] == \
+        [(offset, "RecordError"), (offset + len(gzip.compress(record)) + cut_at - offset - length, "ArchiveError")]
+    assert "cut short" in result.errors[0].reason and "truncated" in result.errors[1].reason
+    assert result.records == i  # the records before the request (warcinfo, ...)

@@ -618,7 +618,8 @@ Members_finish(Members *self, PyObject *arg)
     return problem;
 }
 
-/* Like records.GzipMembers.skim: pass over the members whose records the caller skips. */
+/* Like records.GzipMembers.skim: pass over the members whose records the caller skips;
+ * an ArchiveError that ends the walk is returned last among the problems, not raised. */
 static PyObject *
 Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -700,6 +701,20 @@ Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
         }
     }
 error:
+    /* a problem that ends the walk goes last among the problems, not lost with them */
+    if (PyErr_ExceptionMatches(self->archive_error)) {
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        PyErr_NormalizeException(&type, &value, &traceback);
+        Py_XDECREF(type);
+        Py_XDECREF(traceback);
+        if (value != NULL) {
+            int failed = PyList_Append(problems, value);
+            Py_DECREF(value);
+            if (failed == 0)
+                return Py_BuildValue("LNOO", skipped, problems, Py_None, Py_None);
+        }
+    }
     Py_DECREF(problems);
     return NULL;
 }

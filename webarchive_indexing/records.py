@@ -275,29 +275,35 @@ class GzipMembers:
         Returns (records passed over, the ``RecordError`` of those cut short, the offset of
         the member stopped at (None at the end of the file), and, if its record is a plain
         WARC record, its (WARC-Type, Content-Type, Content-Length) values, else None).
+        A problem that ends the walk (an ``ArchiveError``, e.g. a truncated member) is not
+        raised but returned last among the problems, with the offset None, so that what
+        was read before it is not lost with it.
         Most records of a crawl (requests, metadata) are never indexed: this is their path.
         """
         skipped, problems = 0, []
-        while True:
-            offset = self.next_member()
-            if offset is None:
-                return skipped, problems, None, None
-            block = self.peek_headers()
-            if not block.startswith(b"WARC/") or not _plain(block):
-                return skipped, problems, offset, None
-            text = block.decode("ascii")
-            lower = text.lower()
-            values = warc_type, content_type, length = tuple(
-                _value(text, pattern.search(lower)) for pattern in _SKIM_HEADERS)
-            if not ((warc_type or "") in skip_types or content_type in skip_content_types) \
-                    or not length or not length.isdigit() or len(length) > 17:
-                return skipped, problems, offset, values
-            self.skip(len(block))
-            problem = self.finish(int(length))
-            if problem is None:
-                skipped += 1
-            else:
-                problems.append(problem)
+        try:
+            while True:
+                offset = self.next_member()
+                if offset is None:
+                    return skipped, problems, None, None
+                block = self.peek_headers()
+                if not block.startswith(b"WARC/") or not _plain(block):
+                    return skipped, problems, offset, None
+                text = block.decode("ascii")
+                lower = text.lower()
+                values = warc_type, content_type, length = tuple(
+                    _value(text, pattern.search(lower)) for pattern in _SKIM_HEADERS)
+                if not ((warc_type or "") in skip_types or content_type in skip_content_types) \
+                        or not length or not length.isdigit() or len(length) > 17:
+                    return skipped, problems, offset, values
+                self.skip(len(block))
+                problem = self.finish(int(length))
+                if problem is None:
+                    skipped += 1
+                else:
+                    problems.append(problem)
+        except ArchiveError as exc:
+            return skipped, problems + [exc], None, None
 
 
 class _Replay:
@@ -536,7 +542,10 @@ def _iter_gzip(fh, path, wants_payload, skip):
             skipped, problems, offset, values = members.skim(skip_types, skip_content_types)
             if skipped:
                 yield Skipped(skipped)
-            yield from problems
+            for problem in problems:
+                if type(problem) is ArchiveError:  # the last: it ends the walk
+                    raise problem
+                yield problem
             if offset is None:
                 return
             block = members.peek_headers()
