@@ -111,13 +111,16 @@ call_with_view(PyObject *func, unsigned char *buf, Py_ssize_t len, int flags)
 }
 
 /* GzipMembers._read_raw: keep the unread bytes, append the next block of the file.
- * 1 if read, 0 at the end of the file, -1 on error. */
+ * 1 if read, 0 at the end of the file (or a None read: no data), -1 on error. */
 static int
 read_raw(Members *self)
 {
     Py_ssize_t rest = self->raw_len - self->rpos;
     if (rest)
         memmove(self->raw, self->raw + self->rpos, rest);
+    self->raw_offset += self->rpos;
+    self->raw_len = rest;
+    self->rpos = 0;
     if (reserve(&self->raw, &self->raw_cap, rest + READ_SIZE) < 0)
         return -1;
     Py_ssize_t got;
@@ -136,26 +139,18 @@ read_raw(Members *self)
         PyObject *data = PyObject_CallMethod(self->fh, "read", "n", (Py_ssize_t)READ_SIZE);
         if (data == NULL)
             return -1;
-        if (!PyBytes_Check(data) || PyBytes_GET_SIZE(data) > READ_SIZE) {
+        if (data != Py_None && (!PyBytes_Check(data) || PyBytes_GET_SIZE(data) > READ_SIZE)) {
             Py_DECREF(data);
             PyErr_SetString(PyExc_TypeError, "read() must return at most the bytes asked for");
             return -1;
         }
-        got = PyBytes_GET_SIZE(data);
-        memcpy(self->raw + rest, PyBytes_AS_STRING(data), got);
+        got = data == Py_None ? 0 : PyBytes_GET_SIZE(data);
+        if (got)
+            memcpy(self->raw + rest, PyBytes_AS_STRING(data), got);
         Py_DECREF(data);
     }
-    if (got == 0) {
-        /* nothing read: the buffer stays as it was (rest moved to the front) */
-        self->raw_offset += self->rpos;
-        self->raw_len = rest;
-        self->rpos = 0;
-        return 0;
-    }
-    self->raw_offset += self->rpos;
-    self->raw_len = rest + got;
-    self->rpos = 0;
-    return 1;
+    self->raw_len += got;
+    return got > 0;
 }
 
 /* GzipMembers._inflate: inflate up to ``step`` compressed bytes, appending the output to out
@@ -692,7 +687,7 @@ Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
         if (failed < 0)
             goto error;
         if (problem != NULL) {
-            int failed = PyList_Append(problems, problem);
+            failed = PyList_Append(problems, problem);
             Py_DECREF(problem);
             if (failed < 0)
                 goto error;
