@@ -424,13 +424,20 @@ def test_indexing_a_local_file_leaves_the_remote_and_unused_libraries_unimported
     subprocess.run([sys.executable, "-c", script], check=True)
 
 
-@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "pure"])
-def test_version_says_which_member_walker_runs(compiled, monkeypatch, capsys):
-    from webarchive_indexing import cli, records
-    if compiled and records.CompiledMembers is None:
-        pytest.skip("the compiled walker was not built here")
-    if not compiled:
+@pytest.fixture(params=["compiled", "pure"])
+def walker(request, monkeypatch):
+    """Each member walker in turn: the compiled one (where it was built), then the Python one."""
+    from webarchive_indexing import records
+    if request.param == "pure":
         monkeypatch.setattr(records, "CompiledMembers", None)
+    elif records.CompiledMembers is None:
+        pytest.skip("the compiled walker was not built here")
+    return request.param
+
+
+def test_version_says_which_member_walker_runs(walker, capsys):
+    from webarchive_indexing import cli
+    compiled = walker == "compiled"
     with pytest.raises(SystemExit) as stop:
         cli.main(["--version"])
     assert stop.value.code == 0
@@ -439,16 +446,10 @@ def test_version_says_which_member_walker_runs(compiled, monkeypatch, capsys):
     assert ("compiled (ISA-L)" in line) == compiled and ("pure Python" in line) != compiled
 
 
-@pytest.mark.parametrize("walker", ["compiled", "pure"])
-def test_problems_before_a_fatal_one_are_kept(sample, tmp_path, monkeypatch, walker):
+def test_problems_before_a_fatal_one_are_kept(sample, tmp_path, walker):
     """A request cut short, then a member truncated within its first bytes: both reported,
     in order, and the records read before them counted (the walk passes over such records
     many at a time, and a fatal problem must not take the earlier ones with it)."""
-    from webarchive_indexing import records
-    if walker == "pure":
-        monkeypatch.setattr(records, "CompiledMembers", None)
-    elif records.CompiledMembers is None:
-        pytest.skip("the compiled walker was not built here")
     data, members = open(sample, "rb").read(), _members(sample)
     i = next(k for k, fact in enumerate(read_manifest(sample)) if fact["warc_type"] == "request")
     offset, length = members[i]

@@ -251,27 +251,24 @@ is_blank_char(unsigned char c)
     return c == ' ' || c == '\t' || c == '\r' || c == 0x0b || c == 0x0c || (c >= 0x1c && c <= 0x1f);
 }
 
+/* Where blank characters from j, then a newline, end; -1 if something else comes first. */
+static Py_ssize_t
+blank_to_newline(const unsigned char *buf, Py_ssize_t j, Py_ssize_t len)
+{
+    while (j < len && is_blank_char(buf[j]))
+        j++;
+    return j < len && buf[j] == '\n' ? j + 1 : -1;
+}
+
 /* Where FIRST_LINE_BLANK.match(out, at) or BLANK_LINE.search(out, at) ends, or -1. */
 static Py_ssize_t
 blank_line_end(const unsigned char *buf, Py_ssize_t at, Py_ssize_t len)
 {
-    Py_ssize_t j = at;
-    while (j < len && is_blank_char(buf[j]))
-        j++;
-    if (j < len && buf[j] == '\n')
-        return j + 1;
-    for (Py_ssize_t i = at; i < len; i++) {
-        const unsigned char *nl = memchr(buf + i, '\n', len - i);
-        if (nl == NULL)
-            return -1;
-        i = nl - buf;
-        j = i + 1;
-        while (j < len && is_blank_char(buf[j]))
-            j++;
-        if (j < len && buf[j] == '\n')
-            return j + 1;
-    }
-    return -1;
+    Py_ssize_t end = blank_to_newline(buf, at, len);
+    for (const unsigned char *nl = memchr(buf + at, '\n', len - at); end < 0 && nl != NULL;
+            nl = memchr(nl + 1, '\n', buf + len - nl - 1))
+        end = blank_to_newline(buf, nl - buf + 1, len);
+    return end;
 }
 
 /* GzipMembers.peek_headers: (at, length) of the header block ``start`` bytes past pos. */
@@ -488,17 +485,26 @@ Members_feed(Members *self, PyObject *const *args, Py_ssize_t nargs)
     }
 }
 
+/* The one optional int argument of peek_headers and drain, into *value (left as it is when
+ * not given). */
+static int
+optional_int(PyObject *const *args, Py_ssize_t nargs, const char *usage, Py_ssize_t *value)
+{
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    if (nargs == 1 && (*value = PyLong_AsSsize_t(args[0])) == -1 && PyErr_Occurred())
+        return -1;
+    return 0;
+}
+
 static PyObject *
 Members_peek_headers(Members *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t start = 0, at, len;
-    if (nargs > 1) {
-        PyErr_SetString(PyExc_TypeError, "peek_headers(start=0)");
-        return NULL;
-    }
-    if (nargs == 1 && (start = PyLong_AsSsize_t(args[0])) == -1 && PyErr_Occurred())
-        return NULL;
-    if (peek(self, start, &at, &len) < 0)
+    if (optional_int(args, nargs, "peek_headers(start=0)", &start) < 0
+            || peek(self, start, &at, &len) < 0)
         return NULL;
     return PyBytes_FromStringAndSize((char *)self->out + at, len);
 }
@@ -550,8 +556,8 @@ Members_drain(Members *self, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t keep = TRAILER_MAX, tail_len;
     unsigned char tail[TRAILER_MAX];
     long long size;
-    if (nargs > 1 || (nargs == 1 && (keep = PyLong_AsSsize_t(args[0])) == -1 && PyErr_Occurred()))
-        return nargs > 1 ? PyErr_Format(PyExc_TypeError, "drain(keep=%d)", TRAILER_MAX) : NULL;
+    if (optional_int(args, nargs, "drain(keep=256)", &keep) < 0)
+        return NULL;
     if (keep < 0 || keep > TRAILER_MAX)
         return PyErr_Format(PyExc_ValueError, "keep must be from 0 to %d", TRAILER_MAX);
     if (drain(self, keep, tail, &tail_len, &size) < 0)

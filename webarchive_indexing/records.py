@@ -292,7 +292,7 @@ class GzipMembers:
                 text = block.decode("ascii")
                 lower = text.lower()
                 values = warc_type, content_type, length = tuple(
-                    _value(text, pattern.search(lower)) for pattern in _SKIM_HEADERS)
+                    _value(text, pattern.search(lower)) for pattern in _SKIM_PATTERNS)
                 if not ((warc_type or "") in skip_types or content_type in skip_content_types) \
                         or not length or not length.isdigit() or len(length) > 17:
                     return skipped, problems, offset, values
@@ -441,8 +441,9 @@ def _header_at(name):
     return pattern
 
 
-# What GzipMembers.skim reads of a header block.
-_SKIM_HEADERS = tuple(map(_header_at, ("WARC-Type", "Content-Type", "Content-Length")))
+# What GzipMembers.skim reads of a header block, and returns the values of.
+SKIM_HEADERS = ("WARC-Type", "Content-Type", "Content-Length")
+_SKIM_PATTERNS = tuple(map(_header_at, SKIM_HEADERS))
 
 
 def _value(text, match):
@@ -552,10 +553,8 @@ def _iter_gzip(fh, path, wants_payload, skip):
             record = None
             if values is not None:
                 text = block.decode("ascii")
-                warc_type, content_type, length = values
-                record = lite_record(members, HeaderBlock(text, text.lower(), values={
-                    "WARC-Type": warc_type, "Content-Type": content_type,
-                    "Content-Length": length}), len(block))
+                record = lite_record(members, HeaderBlock(text, text.lower(), values=dict(
+                    zip(SKIM_HEADERS, values))), len(block))
             elif not block.strip():
                 tail, size = members.drain()
                 if size <= len(tail) and not tail.strip():
