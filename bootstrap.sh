@@ -41,5 +41,5 @@ fi
 # as root, into the interpreter's site-packages, where the YARN containers' python finds it
 PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \
     "$PYTHON" -m pip install --quiet --no-cache-dir --find-links "$WHEELS" "${PACKAGE[0]}"
-"$PYTHON" -c "import mrjob, warcio, surt, isal, webarchive_indexing.jobs.zip_cluster"
+"$PYTHON" -c "import mrjob, warcio, surt, isal, zstandard, webarchive_indexing.jobs.zip_cluster"
 echo "bootstrap.sh: installed $(basename "${PACKAGE[0]}") for $("$PYTHON" -V 2>&1)"

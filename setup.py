@@ -28,6 +28,8 @@ setup(
         "warcio>=1.7.4",
         "surt>=0.3.1",
         "isal>=1.6",
+        # .warc.zst (reading, recompress, zstd-dict)
+        "zstandard>=0.22",
         "mrjob>=0.7.4",
         # s3:// inputs and outputs
         "boto3",
@@ -39,6 +41,8 @@ setup(
         "test": ["pytest>=7", "pywb==2.10.0", "cdxj-indexer==1.5.0", "pyspark>=3.5",
                  # a local S3 API server for the S3 tests
                  "moto[server]",
+                 # an independent reader and writer of .warc.zst
+                 "fastwarc>=2.0",
                  # pywb 2.10 imports cgi, removed from the standard library in 3.13
                  'legacy-cgi; python_version >= "3.13"'],
         # bench/run.py: zlib-ng's gzip is one of the reference decompression floors

@@ -49,6 +49,9 @@ class IndexWarcsJob(MRJob):
         self.add_passthru_arg("--on-error", choices=ON_ERROR, default="fail",
                               help="fail: a bad archive fails its task (default); skip: index "
                                    "what is readable and report the problems")
+        self.add_passthru_arg("--zstd-dictionary", metavar="FILE",
+                              help="the zstd dictionary of .warc.zst files without a dictionary "
+                                   "frame (a path or URI every task can read)")
 
     def mapper(self, _, line):
         # NLineInputFormat hands the mapper "offset<TAB>path"
@@ -57,7 +60,8 @@ class IndexWarcsJob(MRJob):
             return
         status = index_archive(path, relative_name(path, self.options.input_root),
                                self.options.cdx_dir, self.options.cdx_format,
-                               self.options.skip_existing, self.options.on_error)
+                               self.options.skip_existing, self.options.on_error,
+                               self.options.zstd_dictionary)
         self.increment_counter(COUNTERS, "archives skipped" if status["skipped"] else "archives indexed")
         self.increment_counter(COUNTERS, "records", status["records"])
         self.increment_counter(COUNTERS, "cdx lines", status["lines"])

@@ -58,7 +58,7 @@ def main(argv=None):
         return cli.report_build(lambda: build_with_spark(
             sc, args.inputs, args.output, args.shards, args.lines_per_block, args.cdx_format,
             args.on_error, args.skip_existing, args.input_root, Progress(enabled=args.progress),
-            args.archives_per_task, args.cdx_bytes_per_task), args.output)
+            args.archives_per_task, args.cdx_bytes_per_task, args.zstd_dictionary), args.output)
     finally:
         if made_here:
             sc.stop()

@@ -1,6 +1,7 @@
 """Reference readers the tests compare against: pywb's indexer and ZipNum reader."""
 import gzip
 import io
+import json
 import os
 
 from pywb.indexer.cdxindexer import write_cdx_index
@@ -74,3 +75,35 @@ def pywb_page(idx_path, url, match_type, page_size, page, max_blocks=10):
     source = ZipNumIndexSource(str(idx_path), {"max_blocks": max_blocks})
     params = pywb_params(url, match_type, pageSize=str(page_size), page=str(page))
     return [cdx.to_text().encode() for cdx in source.load_index(params)]
+
+
+def fields_but_place(lines):
+    """CDXJ lines without what differs between two copies of the same records (offset,
+    length, filename): sorted (key, timestamp, the other fields) of each."""
+    out = []
+    for line in lines:
+        key, timestamp, data = line.split(" ", 2)
+        data = {k: v for k, v in json.loads(data).items() if k not in ("offset", "length", "filename")}
+        out.append((key, timestamp, json.dumps(data, sort_keys=True)))
+    return sorted(out)
+
+
+def warcs(directory, files, captures, seed):
+    """Generated WARC files in ``directory``, without the ground-truth manifests beside them
+    (a build of the directory would take those for manifests of archives)."""
+    from webarchive_indexing.corpus import make_corpus
+    paths = make_corpus(str(directory), files=files, captures=captures, seed=seed)
+    for name in os.listdir(directory):
+        if name.endswith(".jsonl"):
+            os.remove(os.path.join(directory, name))
+    return paths
+
+
+def uncompressed(path):
+    """A WARC file's uncompressed bytes (of a .warc, .warc.gz, or .warc.zst without a
+    dictionary), as the gzip and zstd tools give them."""
+    import zstandard
+    data = open(path, "rb").read()
+    if data[:4] == b"\x28\xb5\x2f\xfd":
+        return zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True).read()
+    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data

@@ -404,9 +404,9 @@ def test_tldextract_is_loaded_when_first_used():
 
 def test_indexing_a_local_file_leaves_the_remote_and_unused_libraries_unimported():
     """Start-up time is part of every per-archive indexing command: `cdx` of a local file
-    imports no S3, HTTP or Hadoop client, nor copy's module, dataclasses, random, socket or
-    logging (of a file whose records all take the fast path, past warcio's loader), each of
-    which costs more than indexing a small archive."""
+    imports no S3, HTTP or Hadoop client, nor copy's module, zstandard, dataclasses, random,
+    socket or logging (of a file whose records all take the fast path, past warcio's
+    loader), each of which costs more than indexing a small archive."""
     import subprocess
     import sys
     sample = os.path.join(REAL, "iipc+jwarc__cc.warc.gz")
@@ -418,7 +418,8 @@ def test_indexing_a_local_file_leaves_the_remote_and_unused_libraries_unimported
         "assert sys.stdout.getvalue().count('\\n') == 1\n"
         "unwanted = {'boto3', 'botocore', 'urllib3', 'http.client', 'ssl', 'subprocess',\n"
         "            'dataclasses', 'logging', 'random', 'socket', 'webarchive_indexing.copy',\n"
-        "            'webarchive_indexing.steps', 'importlib.metadata'}\n"
+        "            'webarchive_indexing.steps', 'importlib.metadata', 'zstandard',\n"
+        "            'webarchive_indexing.zstdwarc', 'webarchive_indexing.recompress'}\n"
         "loaded = {n for n, m in sys.modules.items() if type(m).__name__ != '_ImportedOnUse'}\n"
         "assert not unwanted & loaded, sorted(unwanted & loaded)\n")
     subprocess.run([sys.executable, "-c", script], check=True)

@@ -560,4 +560,5 @@ def test_bootstrap_installs_the_wheel_with_the_chosen_python(tmp_path):
     assert done.returncode == 0, done.stderr
     calls = log.read_text().splitlines()
     assert f"-m pip install --quiet --no-cache-dir --find-links {wheels} {wheel}" in calls
-    assert any("import mrjob, warcio, surt, isal, webarchive_indexing.jobs.zip_cluster" in c for c in calls)
+    assert any("import mrjob, warcio, surt, isal, zstandard, webarchive_indexing.jobs.zip_cluster" in c
+               for c in calls)

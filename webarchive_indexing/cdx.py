@@ -265,10 +265,12 @@ class IndexResult:
         return any(type(e) is ArchiveError for e in self.errors)
 
 
-def iter_fields(fh, path, filename, result):
-    """Yield the fields of every indexable record; problems are appended to ``result``."""
+def iter_fields(fh, path, filename, result, zstd_dictionary=None):
+    """Yield the fields of every indexable record; problems are appended to ``result``.
+    ``zstd_dictionary``: a dictionary file for a .warc.zst without its own."""
     try:
-        for item in iter_records(fh, path, wants_payload, (SKIPPED_WARC_TYPES, SKIPPED_CONTENT_TYPES)):
+        for item in iter_records(fh, path, wants_payload, (SKIPPED_WARC_TYPES, SKIPPED_CONTENT_TYPES),
+                                 zstd_dictionary):
             if type(item) is Skipped:
                 result.records += item.count
                 continue
@@ -290,11 +292,12 @@ def iter_fields(fh, path, filename, result):
         result.errors.append(exc)
 
 
-def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read):
+def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read, zstd_dictionary=None):
     """Index one WARC/ARC file: an ``IndexResult`` whose lines are sorted as pywb sorts them.
 
     Indexing goes on past a bad record where the archive allows it (each record
     of a gzipped file is its own member); records read before a fatal problem are kept.
+    ``zstd_dictionary``: a dictionary file for a .warc.zst without a dictionary frame.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown CDX format {fmt!r}: choose one of {', '.join(FORMATS)}")
@@ -305,7 +308,8 @@ def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read):
         result.errors.append(ArchiveError(path, 0, f"cannot open: {exc.strerror or exc}"))
         return result
     with fh:
-        lines = [format_line(f, fmt) for f in iter_fields(fh, path, result.filename, result)]
+        lines = [format_line(f, fmt)
+                 for f in iter_fields(fh, path, result.filename, result, zstd_dictionary)]
     lines.sort()
     result.lines = lines
     return result

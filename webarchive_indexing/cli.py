@@ -15,7 +15,7 @@ import sys
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
 
-INPUT_HELP = ("WARC/ARC files (.warc.gz .warc .arc.gz .arc), directories (searched recursively), "
+INPUT_HELP = ("WARC/ARC files (.warc.gz .warc.zst .warc .arc.gz .arc), directories (searched recursively), "
               "glob patterns, or manifest files listing one archive path per line; files, "
               "manifests and directories may be s3://bucket/key URLs (s3://bucket/prefix/ is "
               "listed like a directory)")
@@ -54,6 +54,23 @@ def _add_index_options(parser):
     _add_bool(parser, "skip-existing", True,
               "keep CDX files from an earlier run and index only new archives (default)",
               "index every archive again")
+    _add_zstd_dictionary(parser)
+
+
+def _add_zstd_dictionary(parser):
+    parser.add_argument("--zstd-dictionary", metavar="FILE",
+                        help="the zstd dictionary of .warc.zst inputs that do not hold their own "
+                             "(a dictionary frame at the start of a file is used where there is "
+                             "one); local, s3:// or http(s)://")
+
+
+def _add_parallel_options(parser, done):
+    """The options of a command that works on each archive in a process of its own."""
+    _add_zstd_dictionary(parser)
+    parser.add_argument("--processes", type=_positive, metavar="N",
+                        help=f"archives {done} at once (default: one per core)")
+    _add_bool(parser, "progress", None, "show progress (default: when stderr is a terminal)",
+              "never show progress")
 
 
 def _add_root_option(parser):
@@ -195,6 +212,8 @@ def _parser(argv=()):
                                "made absolute)")
     _add_root_option(finalize)
 
+    _add_zstd_parsers(sub)
+
     corpus = sub.add_parser(
         "corpus", help="generate a Common-Crawl-shaped test corpus",
         description="Write deterministic WARC/ARC files with a ground-truth manifest per file.",
@@ -207,6 +226,103 @@ def _parser(argv=()):
         # start-up time of every other command; listed here only, for the overview
         sub.add_parser("copy", help=COPY_HELP)
     return parser
+
+
+def _add_zstd_parsers(sub):
+    from .cdx import FORMATS
+    zdict = sub.add_parser(
+        "zstd-dict", help="train a zstd dictionary for .warc.zst files on many archives",
+        description="Train a zstd dictionary on the starts of records (their first 16 KiB) "
+                    "from the start of every archive, about 100 times its size in all, at "
+                    "least 128 KiB a file; write it as `zstd --train` does (`zstd -D DICT` "
+                    "and `recompress --dictionary DICT` take it).")
+    zdict.add_argument("inputs", nargs="+", metavar="INPUT", help=INPUT_HELP)
+    zdict.add_argument("-o", "--output", required=True, metavar="DICT",
+                       help="the dictionary file to write (local or s3://)")
+    zdict.add_argument("--size", type=_positive, default=1 << 20, metavar="BYTES",
+                       help="the dictionary's size (default 1048576; the format asks readers "
+                            "for 8 MiB at most)")
+    _add_parallel_options(zdict, "read")
+
+    rec = sub.add_parser(
+        "recompress", help="recompress WARC files into .warc.zst or per-record .warc.gz",
+        description="Recompress WARC files (.warc.gz compressed per record or as a whole, "
+                    ".warc, .warc.zst) record by record, their bytes unchanged: into .warc.zst "
+                    "(a zstd frame per record, with its size and checksum, the dictionary "
+                    "embedded in a dictionary frame) or into .warc.gz (a gzip member per "
+                    "record), as OUTPUT's name says. Each output is read back and indexed: its "
+                    "CDX goes beside it (NAME.cdxj) or to --cdx. Archives are recompressed in "
+                    "parallel, one per core.",
+        epilog="Exit status: 0 done, 1 nothing could be recompressed, 2 bad usage, 3 some "
+               "inputs could not be recompressed (their outputs are not written).")
+    rec.add_argument("inputs", nargs="+", metavar="INPUT", help=INPUT_HELP)
+    rec.add_argument("-o", "--output", required=True, metavar="OUTPUT",
+                     help="an output file (NAME.warc.zst or NAME.warc.gz) for one input; else a "
+                          "directory where each input's output goes under its name")
+    rec.add_argument("--output-format", choices=("zst", "gz"),
+                     help="with a directory OUTPUT: .warc.zst (default) or .warc.gz files")
+    rec.add_argument("--dictionary", metavar="DICT",
+                     help="a zstd dictionary (from zstd-dict) to compress with and embed in "
+                          "each .warc.zst (default: none)")
+    rec.add_argument("--level", type=int, metavar="N",
+                     help="compression level: zstd 1-22 (default 3), gzip 1-9 (default 6)")
+    rec.add_argument("--cdx", metavar="PATH",
+                     help="where the CDX goes: a file for one output, a directory for several "
+                          "(default: beside each output)")
+    rec.add_argument("--cdx-format", choices=FORMATS, default="cdxj",
+                     help="CDXJ (default) or classic CDX11/CDX9")
+    rec.add_argument("--input-root", action="append", default=[], metavar="DIR",
+                     help="name the outputs of archives under DIR by their path below it; "
+                          "repeatable")
+    _add_bool(rec, "skip-existing", False, "leave outputs that are there with their CDX",
+              "recompress every input again (default)")
+    _add_parallel_options(rec, "recompressed")
+
+
+def _zstd_dict(args):
+    from .inputs import InputError
+    from .pipeline import Progress
+    from .zstddict import Options, TrainingFailed, train
+    try:
+        summary = train(Options(args.inputs, args.output, args.size, args.zstd_dictionary,
+                                processes=args.processes), Progress(sys.stderr, args.progress))
+    except InputError as exc:
+        sys.stderr.write(f"webarchive-index zstd-dict: {exc}\n")
+        return EXIT_USAGE
+    except (TrainingFailed, OSError) as exc:
+        sys.stderr.write(f"webarchive-index zstd-dict: {exc}\n")
+        return EXIT_FAILED
+    _print_problems(summary.errors, sys.stderr)
+    sys.stderr.write(f"archives: {summary.archives}, {summary.samples} samples "
+                     f"({_human(summary.sample_bytes)})\n"
+                     f"dictionary: {args.output}, {summary.size} bytes, id {summary.dict_id}\n"
+                     f"errors:   {len(summary.errors)}\ntime:     {summary.seconds:.1f} s\n")
+    return EXIT_PARTIAL if summary.errors else EXIT_OK
+
+
+def _recompress(args):
+    from .inputs import InputError
+    from .pipeline import Progress
+    from .recompress import Options, recompress
+    try:
+        summary = recompress(Options(
+            args.inputs, args.output, args.dictionary, args.level, args.output_format, args.cdx,
+            args.cdx_format, args.zstd_dictionary, args.input_root, args.skip_existing,
+            args.processes), Progress(sys.stderr, args.progress))
+    except InputError as exc:
+        sys.stderr.write(f"webarchive-index recompress: {exc}\n")
+        return EXIT_USAGE
+    _print_problems(summary.errors, sys.stderr)
+    share = (f" ({100 * summary.output_bytes / summary.input_bytes:.1f}% of the input)"
+             if summary.input_bytes else "")
+    sys.stderr.write(f"archives: {summary.archives} ({summary.skipped} there already), "
+                     f"{summary.records} records\n"
+                     f"size:     {_human(summary.input_bytes)} in, "
+                     f"{_human(summary.output_bytes)} out{share}\n"
+                     f"errors:   {len(summary.errors)}\ntime:     {summary.seconds:.1f} s\n")
+    if summary.errors:
+        return EXIT_PARTIAL if summary.outputs else EXIT_FAILED
+    return EXIT_OK
 
 
 def _print_problems(summary_errors, stream):
@@ -288,7 +404,8 @@ def _build(args):
         return report_build(lambda: build(
             args.inputs, args.output, args.shards, args.lines_per_block, args.cdx_format,
             args.runner, args.on_error, args.skip_existing, args.input_root, args.mrjob_conf,
-            Progress(enabled=args.progress), engine, args.root_index), args.output)
+            Progress(enabled=args.progress), engine, args.root_index, args.zstd_dictionary),
+            args.output)
     finally:
         if stop:
             stop()
@@ -301,6 +418,9 @@ def _cdx(args):
         from .steps import index_archive
     try:
         archives, missing, _ = expand(args.inputs, args.input_root)
+        if args.zstd_dictionary:
+            from .zstdwarc import load_dictionary
+            load_dictionary(args.zstd_dictionary)
     except InputError as exc:
         sys.stderr.write(f"webarchive-index: {exc}\n")
         return EXIT_USAGE
@@ -311,10 +431,11 @@ def _cdx(args):
             break
         if args.output:
             status = index_archive(archive.path, archive.name, args.output, args.cdx_format,
-                                   args.skip_existing, "skip")
+                                   args.skip_existing, "skip", args.zstd_dictionary)
             errors += status["errors"]
             continue
-        result = index_file(archive.path, archive.name, args.cdx_format)
+        result = index_file(archive.path, archive.name, args.cdx_format,
+                            zstd_dictionary=args.zstd_dictionary)
         errors += [e.as_dict() for e in result.errors]
         if result.errors and args.on_error == "fail":
             break
@@ -695,7 +816,7 @@ def main(argv=None):
         from .corpus import main as corpus_main
         return corpus_main(args.corpus_args)
     command = {"build": _build, "cdx": _cdx, "query": _query, "finalize": _finalize,
-               "copy": _copy}[args.command]
+               "copy": _copy, "zstd-dict": _zstd_dict, "recompress": _recompress}[args.command]
     try:
         return command(args)
     except BrokenPipeError:

@@ -23,10 +23,11 @@ from collections import namedtuple
 
 from . import storage
 
-ARCHIVE_EXTENSIONS = (".warc.gz", ".warc", ".arc.gz", ".arc")
+ARCHIVE_EXTENSIONS = (".warc.gz", ".warc.zst", ".warc", ".arc.gz", ".arc")
 # Common Crawl publishes its file lists as warc.paths.gz
 MANIFEST_EXTENSIONS = (".paths", ".paths.gz", ".txt", ".lst", ".manifest")
-ARCHIVE_MAGIC = (b"\x1f\x8b", b"WARC/", b"filedesc://")
+# gzip, WARC, ARC, and a .warc.zst's zstd frame or dictionary frame
+ARCHIVE_MAGIC = (b"\x1f\x8b", b"WARC/", b"filedesc://", b"\x28\xb5\x2f\xfd", b"\x5d\x2a\x4d\x18")
 
 
 # An archive to index: its path, and its name in the index (``relative_name``)
@@ -47,12 +48,17 @@ def relative_name(path, roots):
     return path[len(best):] if best else path.rsplit("/", 1)[-1]
 
 
-def cdx_name(name):
-    """The CDX file for an archive name: ``a/b/x.warc.gz`` -> ``a/b/x.cdx.gz``."""
+def stem(name):
+    """An archive name without its extension: ``a/b/x.warc.gz`` -> ``a/b/x``."""
     for ext in ARCHIVE_EXTENSIONS:
         if name.endswith(ext):
-            return name[:-len(ext)] + ".cdx.gz"
-    return name + ".cdx.gz"
+            return name[:-len(ext)]
+    return name
+
+
+def cdx_name(name):
+    """The CDX file for an archive name: ``a/b/x.warc.gz`` -> ``a/b/x.cdx.gz``."""
+    return stem(name) + ".cdx.gz"
 
 
 def _is_archive(path):
@@ -72,13 +78,17 @@ def read_manifest(path):
     with storage.open_read(path) as raw:
         text = (gzip.open(raw, "rt", encoding="utf-8") if path.endswith(".gz")
                 else io.TextIOWrapper(raw, "utf-8"))
-        for line in text:
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            if "://" not in line:
-                line = storage.join(base, line) if remote else os.path.join(base, line)
-            paths.append(line)
+        try:
+            for line in text:
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                if "://" not in line:
+                    line = storage.join(base, line) if remote else os.path.join(base, line)
+                paths.append(line)
+        except UnicodeDecodeError:
+            raise InputError(f"{path} is neither an archive ({' '.join(ARCHIVE_EXTENSIONS)}) "
+                             "nor a manifest (a text file listing one archive a line)") from None
     return base, paths
 
 
@@ -150,3 +160,15 @@ def expand(inputs, roots=()):
                              "or rename one")
         archives.append(archive)
     return archives, missing, roots
+
+
+def expand_all(inputs, roots=()):
+    """The archives of the INPUT arguments, as ``expand`` finds them; InputError when an
+    input names nothing, or none names an archive."""
+    archives, missing, _ = expand(inputs, roots)
+    if missing:
+        raise InputError(f"no such file or directory: {', '.join(missing)}")
+    if not archives:
+        raise InputError(f"no WARC/ARC files ({', '.join(ARCHIVE_EXTENSIONS)}) found in "
+                         f"{' '.join(inputs)}")
+    return archives

@@ -187,7 +187,7 @@ class MrjobSteps:
             self.staged[path] = local
         return [self.staged[p] for p in paths]
 
-    def index(self, archives, cdx_dir, roots, cdx_format, skip_existing):
+    def index(self, archives, cdx_dir, roots, cdx_format, skip_existing, zstd_dictionary=None):
         from .jobs.index_warcs import IndexWarcsJob
         if not archives:
             return []
@@ -198,6 +198,8 @@ class MrjobSteps:
                 "--skip-existing" if skip_existing else "--no-skip-existing"]
         for root in roots:
             args += ["--input-root", root]
+        if zstd_dictionary:
+            args += ["--zstd-dictionary", zstd_dictionary]
         return self._run(IndexWarcsJob, args + [manifest])
 
     def sample(self, cdx_files, shards, splits_dir):
@@ -216,7 +218,7 @@ class MrjobSteps:
 
 def build(inputs, out_dir, shards=1, lines_per_block=3000, cdx_format="cdxj", runner="local",
           on_error="fail", skip_existing=True, input_roots=(), conf_path=None, progress=None,
-          engine=None, root_index=True):
+          engine=None, root_index=True, zstd_dictionary=None):
     """Index ``inputs`` and build a ZipNum cluster in ``out_dir``; return a Summary.
 
     The steps run as mrjob jobs with ``runner``, or with ``engine`` (e.g.
@@ -224,12 +226,17 @@ def build(inputs, out_dir, shards=1, lines_per_block=3000, cdx_format="cdxj", ru
     the summary) when ``on_error="fail"`` and any archive had a problem, or when
     the cluster could not be completed; nothing is published then. ``root_index``
     publishes ``cluster.root`` beside ``cluster.idx`` (see ``zipnum.root_index``).
+    ``zstd_dictionary`` is the dictionary file of .warc.zst inputs without their own.
     """
     started = time.monotonic()
     progress = progress or Progress(enabled=False)
     out_dir = storage.abspath(out_dir)
     summary = Summary(out_dir)
     archives, missing, roots = expand(inputs, input_roots)
+    if zstd_dictionary:
+        from .zstdwarc import load_dictionary
+        zstd_dictionary = storage.abspath(zstd_dictionary)  # the tasks run elsewhere
+        load_dictionary(zstd_dictionary)  # a DictionaryError (an InputError) before anything runs
     summary.errors = [{"file": path, "offset": 0, "reason": "no such file or directory"}
                       for path in missing]
     if not archives and not missing:
@@ -242,7 +249,8 @@ def build(inputs, out_dir, shards=1, lines_per_block=3000, cdx_format="cdxj", ru
         cdx_dir = storage.join(out_dir, "cdx")
         expected = [storage.join(cdx_dir, cdx_name(a.name)) for a in archives]
         progress.step(f"[1/3] indexing {len(archives)} archives", **_progress_count(out_dir, expected))
-        statuses = steps.index(archives, cdx_dir, roots, cdx_format, skip_existing)
+        statuses = steps.index(archives, cdx_dir, roots, cdx_format, skip_existing,
+                               zstd_dictionary)
         progress.done()
         for status in statuses:
             summary.archives += 1

@@ -34,6 +34,8 @@ except ImportError:  # not built: no C compiler or no ISA-L headers when it was 
     CompiledMembers = None
 
 GZIP_MAGIC = b"\x1f\x8b"
+# A .warc.zst starts with a zstd frame or a dictionary frame (see zstdwarc)
+ZSTD_MAGICS = (b"\x28\xb5\x2f\xfd", b"\x5d\x2a\x4d\x18")
 # Compressed bytes read from the file at a time.
 READ_SIZE = 1 << 20
 # Compressed bytes inflated first in a member: enough for the header blocks of most
@@ -531,12 +533,8 @@ def lite_record(members, headers, warc_length):
                       _Limit(members, length - len(http_block)))
 
 
-def _iter_gzip(fh, path, wants_payload, skip):
+def _iter_members(members, path, wants_payload, skip):
     loader = notes = None
-    if CompiledMembers is not None:
-        members = CompiledMembers(fh, path, ArchiveError, RecordError)
-    else:
-        members = GzipMembers(fh, path)
     skip_types, skip_content_types = skip
     try:
         while True:
@@ -614,21 +612,30 @@ def _iter_plain(fh, path, wants_payload):
         notes.close()
 
 
-def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ())):
+def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
+                 zstd_dictionary=None):
     """Yield a ``Record`` per record (``RecordError`` for a record that can be skipped).
 
     ``wants_payload(record)`` decides whether the sha1 of the rest of the record
     (the payload, after any HTTP headers) is computed. ``skip``, (WARC-Types,
-    Content-Types), names WARC records the caller ignores: those of a gzipped
-    file may be passed over unparsed, and counted in a ``Skipped`` instead.
+    Content-Types), names WARC records the caller ignores: those of a gzipped or
+    zstd file may be passed over unparsed, and counted in a ``Skipped`` instead.
+    ``zstd_dictionary`` (a file) decompresses a .warc.zst without a dictionary frame.
     Raises ``ArchiveError`` when the file cannot be read further.
     """
-    head = fh.peek(2)[:2] if hasattr(fh, "peek") else b""
+    head = fh.peek(4)[:4] if hasattr(fh, "peek") else b""
     if not head:
-        head = fh.read(2)
+        head = fh.read(4)
         fh.seek(0)
     if not head:
         raise ArchiveError(path, 0, "empty file (0 bytes)")
-    if head == GZIP_MAGIC:
-        return _iter_gzip(fh, path, wants_payload, skip)
+    if head[:2] == GZIP_MAGIC:
+        if CompiledMembers is not None:
+            members = CompiledMembers(fh, path, ArchiveError, RecordError)
+        else:
+            members = GzipMembers(fh, path)
+        return _iter_members(members, path, wants_payload, skip)
+    if head in ZSTD_MAGICS:
+        from .zstdwarc import ZstdFrames  # imports zstandard: only for zstd files
+        return _iter_members(ZstdFrames(fh, path, zstd_dictionary), path, wants_payload, skip)
     return _iter_plain(fh, path, wants_payload)

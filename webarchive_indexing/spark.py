@@ -118,7 +118,7 @@ def cdx_lines_rdd(sc, cdx_files, cdx_bytes_per_task=CDX_BYTES_PER_TASK, sizes=No
 # -- the three steps -------------------------------------------------------------------------
 
 def index_archives(sc, archives, cdx_dir, cdx_format="cdxj", skip_existing=True,
-                   archives_per_task=1):
+                   archives_per_task=1, zstd_dictionary=None):
     """Step 1: index each ``inputs.Archive`` into ``cdx_dir``; ``(statuses, sizes)``: the
     status dicts of ``steps.index_archive`` and the size of each CDX file, in input order.
 
@@ -133,7 +133,8 @@ def index_archives(sc, archives, cdx_dir, cdx_format="cdxj", skip_existing=True,
 
     def index(item):
         path, name = item
-        status = steps.index_archive(path, name, cdx_dir, cdx_format, skip_existing, "skip")
+        status = steps.index_archive(path, name, cdx_dir, cdx_format, skip_existing, "skip",
+                                     zstd_dictionary)
         return status, storage.size(status["cdx"])
 
     done = sc.parallelize(work, math.ceil(len(work) / archives_per_task)).map(index).collect()
@@ -223,9 +224,9 @@ class SparkSteps:
     def __exit__(self, *exc):
         pass
 
-    def index(self, archives, cdx_dir, roots, cdx_format, skip_existing):
+    def index(self, archives, cdx_dir, roots, cdx_format, skip_existing, zstd_dictionary=None):
         statuses, self.sizes = index_archives(self.sc, archives, cdx_dir, cdx_format, skip_existing,
-                                              self.archives_per_task)
+                                              self.archives_per_task, zstd_dictionary)
         return statuses
 
     def sample(self, cdx_files, shards, splits_dir):
@@ -239,11 +240,13 @@ class SparkSteps:
 
 def build_with_spark(sc, inputs, out_dir, shards=1, lines_per_block=LINES_PER_BLOCK,
                      cdx_format="cdxj", on_error="fail", skip_existing=True, input_roots=(),
-                     progress=None, archives_per_task=1, cdx_bytes_per_task=CDX_BYTES_PER_TASK):
+                     progress=None, archives_per_task=1, cdx_bytes_per_task=CDX_BYTES_PER_TASK,
+                     zstd_dictionary=None):
     """``pipeline.build`` with Spark tasks instead of mrjob jobs: the same outputs and Summary."""
     return build(inputs, out_dir, shards, lines_per_block, cdx_format, on_error=on_error,
                  skip_existing=skip_existing, input_roots=input_roots, progress=progress,
-                 engine=SparkSteps(sc, archives_per_task, cdx_bytes_per_task))
+                 engine=SparkSteps(sc, archives_per_task, cdx_bytes_per_task),
+                 zstd_dictionary=zstd_dictionary)
 
 
 def spark_context(master=None, verbose=False):

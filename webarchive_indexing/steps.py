@@ -28,7 +28,8 @@ class IndexingFailed(Exception):
         super().__init__(f"{errors[0]}{more}")
 
 
-def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error="fail"):
+def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error="fail",
+                  zstd_dictionary=None):
     """Index one archive into ``cdx_dir/<name>.cdx.gz``; return a status dict.
 
     With ``on_error="skip"`` the records read before (and, in record-by-record
@@ -43,7 +44,7 @@ def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error=
     if skip_existing and storage.exists(out) and not storage.exists(errors_out):
         status["skipped"] = True
         return status
-    result = cdx.index_file(path, name, fmt)
+    result = cdx.index_file(path, name, fmt, zstd_dictionary=zstd_dictionary)
     if result.errors and on_error == "fail":
         raise IndexingFailed(result.errors)
     status.update(records=result.records, lines=len(result.lines),

@@ -1,0 +1,363 @@
+"""Reading .warc.zst (IIPC warc-zstd 1.0): indexes equal those of the .warc.gz the records came
+from (offset, length and filename aside), checked against the real readers and writers: the
+`zstd` command line tool, FastWARC 2.0's ZstdReader and its `fastwarc recompress -c zstd`;
+every (offset, length) decodes alone to one record; bad input gets the errors gzip gets."""
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+import zstandard
+from fastwarc.stream_io import ZstdReader
+from fastwarc.warc import ArchiveIterator as FastArchiveIterator
+from warcio.archiveiterator import ArchiveIterator
+
+from helpers import REAL, fields_but_place, uncompressed, warcs
+from webarchive_indexing import cli, zstdwarc
+from webarchive_indexing.cdx import index_file
+from webarchive_indexing.pipeline import build
+from webarchive_indexing.rawrecords import open_records
+from webarchive_indexing.records import ArchiveError, RecordError, iter_records
+from webarchive_indexing.recompress import recompress_file
+from webarchive_indexing.zstddict import Options as DictOptions, train
+
+# The real samples that are WARC files (ARC files have no .warc.zst) and read whole
+BROKEN = ("clipped.warc.gz", "example-bad-non-chunked.warc.gz", "example-trunc.warc",
+          "link-extraction-test.warc")
+WARC_SAMPLES = sorted(n for n in os.listdir(REAL) if ".warc" in n and not n.endswith(BROKEN))
+
+
+def raw_records(path):
+    with open_records(path) as records:
+        return [b"".join(record.pieces) for record in records]
+
+
+def write_zst(path, records, zdict=None, frames=lambda i, record: [record], extra=lambda i: b"",
+              dictionary_frame=True):
+    """A .warc.zst of ``records`` (bytes): record i as the frames of the pieces
+    ``frames(i, record)``, after ``extra(i)`` (e.g. a skippable frame)."""
+    compress = zstdwarc.compressor(3, zdict).compress
+    with open(path, "wb") as fh:
+        if zdict is not None and dictionary_frame:
+            fh.write(zstdwarc.dictionary_frame(zdict))
+        for i, record in enumerate(records):
+            fh.write(extra(i))
+            for piece in frames(i, record):
+                fh.write(compress(piece))
+    return str(path)
+
+
+def ranges(path, **kwargs):
+    with open(path, "rb") as fh:
+        return [(r.offset, r.length) for r in iter_records(fh, path, **kwargs)
+                if not isinstance(r, RecordError)]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """Two generated crawl files, a dictionary trained on them, and their .warc.zst with it."""
+    root = tmp_path_factory.mktemp("zcorpus")
+    paths = warcs(root / "gz", files=2, captures=150, seed=31)
+    dictionary = str(root / "crawl.dict")
+    train(DictOptions([str(root / "gz")], dictionary, size=64 << 10))
+    zst = []
+    for path in paths:
+        target = str(root / "zst" / os.path.basename(path).replace(".warc.gz", ".warc.zst"))
+        status = recompress_file(path, target, target + ".cdxj", os.path.basename(target), "zst",
+                                 8, dictionary)
+        assert status["errors"] == []
+        zst.append(target)
+    return {"gz": paths, "zst": zst, "dict": dictionary, "root": root}
+
+
+# -- the same lines as from gzip -----------------------------------------------------------------
+
+@pytest.mark.parametrize("name", WARC_SAMPLES)
+def test_real_samples_index_like_their_gzip(name, tmp_path):
+    source = os.path.join(REAL, name)
+    target = str(tmp_path / "x.warc.zst")
+    assert recompress_file(source, target, target + ".cdxj", "x.warc.zst", "zst", 3)["errors"] == []
+    ours, theirs = index_file(target), index_file(source)
+    assert ours.errors == [] and ours.records == theirs.records
+    assert fields_but_place(ours.lines) == fields_but_place(theirs.lines)
+    assert subprocess.run(["zstd", "-dc", target], capture_output=True, check=True).stdout == uncompressed(source)
+
+
+def test_corpus_with_a_dictionary_indexes_like_gzip(corpus):
+    total = 0
+    for gz, zst in zip(corpus["gz"], corpus["zst"]):
+        ours, theirs = index_file(zst), index_file(gz)
+        assert ours.errors == [] and ours.records == theirs.records
+        assert fields_but_place(ours.lines) == fields_but_place(theirs.lines)
+        total += len(ours.lines)
+    assert total > 250
+
+
+def test_zstd_tool_needs_the_dictionary_and_gives_back_the_original_bytes(corpus):
+    for gz, zst in zip(corpus["gz"], corpus["zst"]):
+        without = subprocess.run(["zstd", "-dc", zst], capture_output=True)
+        assert without.returncode != 0 and b"Dictionary mismatch" in without.stderr
+        decoded = subprocess.run(["zstd", "-dc", "-D", corpus["dict"], zst], capture_output=True,
+                                 check=True).stdout
+        assert decoded == uncompressed(gz)
+
+
+def test_every_index_line_decodes_alone_to_its_record(corpus):
+    for gz, zst in zip(corpus["gz"], corpus["zst"]):
+        originals = {hashlib.sha1(r).digest() for r in raw_records(gz)}
+        found = 0
+        for line in index_file(zst).lines:
+            data = json.loads(line.split(" ", 2)[2])
+            record = zstdwarc.read_record(zst, int(data["offset"]), int(data["length"]))
+            assert record.startswith(b"WARC/1.") and hashlib.sha1(record).digest() in originals
+            found += 1
+        assert found > 100
+
+
+def test_every_record_range_decodes_alone(corpus):
+    """Not only the indexed records: every range the walker reports, requests and metadata too."""
+    zst = corpus["zst"][0]
+    records = raw_records(corpus["gz"][0])
+    got = [zstdwarc.read_record(zst, offset, length) for offset, length in ranges(zst)]
+    assert got == records
+
+
+# -- an independent reader and writer: FastWARC 2.0 ------------------------------------------
+
+def _digests(records):
+    return [(r.headers["WARC-Record-ID"], hashlib.sha1(r.reader.read()).hexdigest()) for r in records]
+
+
+def _warcio_digests(path):
+    with open(path, "rb") as fh:
+        return [(r.rec_headers.get_header("WARC-Record-ID"), hashlib.sha1(r.raw_stream.read()).hexdigest())
+                for r in ArchiveIterator(fh, no_record_parse=True)]
+
+
+def test_fastwarc_reads_every_record_of_ours(corpus, tmp_path):
+    samples = [os.path.join(REAL, n) for n in WARC_SAMPLES]
+    plain_zst = []
+    for i, source in enumerate(samples):
+        target = str(tmp_path / f"{i}.warc.zst")
+        recompress_file(source, target, target + ".cdxj", "x", "zst", 3)
+        plain_zst.append((source, target))
+    for source, target in [*zip(corpus["gz"], corpus["zst"]), *plain_zst]:
+        theirs = _digests(FastArchiveIterator(ZstdReader(target), parse_http=False))
+        assert theirs == _warcio_digests(source) and theirs
+
+
+def test_we_read_what_fastwarc_writes(corpus, tmp_path):
+    for gz in [*corpus["gz"], os.path.join(REAL, "chatnoir-eu+chatnoir-resiliparse__warcfile.warc.gz")]:
+        target = str(tmp_path / "fast.warc.zst")
+        subprocess.run([shutil.which("fastwarc") or os.path.join(os.path.dirname(os.sys.executable),
+                        "fastwarc"), "recompress", "-q", "-c", "zstd", gz, target], check=True)
+        ours, theirs = index_file(target), index_file(gz)
+        assert ours.errors == [] and ours.records == theirs.records
+        assert fields_but_place(ours.lines) == fields_but_place(theirs.lines)
+
+
+# -- frames: records in several, skippable and empty frames ------------------------------------
+
+def test_records_in_several_frames_and_frames_between_them(corpus, tmp_path):
+    records = raw_records(corpus["gz"][0])
+    zdict = zstdwarc.load_dictionary(corpus["dict"])
+    skippable = b"\x57\x2a\x4d\x18" + (5).to_bytes(4, "little") + b"skip!"
+
+    def frames(i, record):
+        if i % 3 == 0:  # cut in three, the trailing newlines apart
+            third = len(record) // 3
+            return [record[:third], record[third:-4], record[-4:]]
+        return [record, b""] if i % 3 == 1 else [record]  # an empty frame after it
+
+    path = write_zst(tmp_path / "frames.warc.zst", records, zdict, frames,
+                     lambda i: skippable if i % 4 == 0 else b"")
+    result = index_file(path)
+    assert result.errors == [] and result.records == len(records)
+    assert fields_but_place(result.lines) == fields_but_place(index_file(corpus["gz"][0]).lines)
+    got = [zstdwarc.read_record(path, offset, length) for offset, length in ranges(path)]
+    assert got == records
+
+
+def test_a_dictionary_kept_apart(corpus, tmp_path, capsys, monkeypatch):
+    records = raw_records(corpus["gz"][0])
+    path = write_zst(tmp_path / "apart.warc.zst", records, zstdwarc.load_dictionary(corpus["dict"]),
+                     dictionary_frame=False)
+    result = index_file(path)
+    dict_id = zstdwarc.load_dictionary(corpus["dict"]).dict_id()
+    assert result.lines == [] and [(e.offset, e.reason) for e in result.errors] == [
+        (0, f"zstd frame needs dictionary {dict_id} and the file has no dictionary frame: "
+            "give the dictionary with --zstd-dictionary FILE (or the frame is corrupt)")]
+    given = index_file(path, zstd_dictionary=corpus["dict"])
+    assert given.errors == [] and fields_but_place(given.lines) == fields_but_place(index_file(corpus["gz"][0]).lines)
+    assert zstdwarc.read_record(path, *ranges(path, zstd_dictionary=corpus["dict"])[3],
+                                dictionary_file=corpus["dict"]) == records[3]
+    # the command line, with a relative path
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(corpus["dict"], "crawl.dict")
+    assert cli.main(["cdx", path, "--zstd-dictionary", "crawl.dict"]) == cli.EXIT_OK
+    assert capsys.readouterr().out == "".join(given.lines)
+    assert cli.main(["cdx", path, "--zstd-dictionary", "missing.dict"]) == cli.EXIT_USAGE
+    assert "cannot read the zstd dictionary missing.dict" in capsys.readouterr().err
+
+
+def test_a_wrong_dictionary(corpus, tmp_path):
+    records = raw_records(corpus["gz"][0])
+    zdict = zstdwarc.load_dictionary(corpus["dict"])
+    path = write_zst(tmp_path / "apart.warc.zst", records, zdict, dictionary_frame=False)
+    other = tmp_path / "other.dict"
+    other.write_bytes(zstandard.train_dictionary(8192, records[::2] * 4).as_bytes())
+    result = index_file(path, zstd_dictionary=str(other))
+    other_id = zstdwarc.load_dictionary(str(other)).dict_id()
+    assert [(e.offset, e.reason) for e in result.errors] == [
+        (0, f"zstd frame needs dictionary {zdict.dict_id()}, not the dictionary {other_id} it is "
+            "decompressed with: a wrong --zstd-dictionary? (or the frame is corrupt)")]
+
+
+# -- bad input --------------------------------------------------------------------------------
+
+def test_truncated_frames_keep_the_records_before(corpus, tmp_path):
+    zst = corpus["zst"][0]
+    data = open(zst, "rb").read()
+    found = ranges(zst)
+    good = index_file(zst)
+    for i in (0, 5, 17, 40, len(found) - 1):
+        offset, length = found[i]
+        for cut in (1, length // 2, length - 1):
+            bad = tmp_path / "cut.warc.zst"
+            bad.write_bytes(data[:offset + cut])
+            result = index_file(str(bad), os.path.basename(zst))
+            assert [(e.offset, type(e)) for e in result.errors] == [(offset, ArchiveError)]
+            assert "zstd frame is truncated: the file ends inside it" in result.errors[0].reason
+            assert str(result.errors[0]).startswith(f"{bad}: offset {offset}: ")
+            assert result.lines == [line for line in good.lines
+                                    if int(json.loads(line.split(" ", 2)[2])["offset"]) < offset]
+
+
+def test_a_record_whose_frames_end_early_is_cut_short_and_the_rest_read(corpus, tmp_path):
+    records = raw_records(corpus["gz"][0])
+    zdict = zstdwarc.load_dictionary(corpus["dict"])
+    response = next(i for i, r in enumerate(records) if b"WARC-Type: response" in r[:400])
+    half = len(records[response]) // 2
+    path = write_zst(tmp_path / "early.warc.zst", records, zdict,
+                     lambda i, record: [record[:half]] if i == response else [record])
+    result = index_file(path)
+    with open(path, "rb") as fh:
+        items = list(iter_records(fh, path))
+    before = items[response - 1]
+    assert [(type(e), e.offset, "record is cut short: its zstd frames end" in e.reason)
+            for e in result.errors] == [(RecordError, before.offset + before.length, True)]
+    assert items[response] is not None and isinstance(items[response], RecordError)
+    gz = index_file(corpus["gz"][0])
+    assert len(result.lines) == len(gz.lines) - 1 and result.records == len(records) - 1
+
+
+def test_whole_file_zstd_is_refused(corpus, tmp_path):
+    bad = tmp_path / "whole.warc.zst"
+    bad.write_bytes(zstandard.ZstdCompressor().compress(uncompressed(corpus["gz"][0])))
+    result = index_file(str(bad))
+    assert result.lines == [] and len(result.errors) == 1
+    assert result.errors[0].offset == 0
+    assert "not compressed a record per frame" in result.errors[0].reason
+
+
+@pytest.mark.parametrize("content,offset,reason", [
+    (b"\x28\xb5\x2f\xfd" + b"garbage after a zstd magic" * 4, 0, "or the frame is corrupt"),
+    (b"\x28\xb5\x2f\xfd\x00\x00" + b"garbage after a zstd magic" * 4, 0, "corrupt zstd frame"),
+    (b"\x5d\x2a\x4d\x18\xff\xff\xff\x7f" + b"x" * 100, 0, "dictionaries of more than"),
+    (b"\x5d\x2a\x4d\x18\x00\x10\x00\x00" + b"x" * 100, 0, "dictionary frame is truncated"),
+    (b"\x5d\x2a\x4d\x18\x18\x00\x00\x00\x37\xa4\x30\xec\x01\x00\x00\x00" + b"garbage!" * 2
+     + zstandard.compress(b"WARC/1.0\r\n"), 0, "not a usable zstd dictionary"),
+])
+def test_not_a_warc_zst(tmp_path, content, offset, reason):
+    bad = tmp_path / "bad.warc.zst"
+    bad.write_bytes(content)
+    result = index_file(str(bad))
+    assert result.lines == [] and len(result.errors) == 1
+    assert result.errors[0].offset == offset and reason in result.errors[0].reason, result.errors
+    assert str(result.errors[0]).startswith(f"{bad}: offset {offset}: ")
+
+
+def test_garbage_between_frames(corpus, tmp_path):
+    zst = corpus["zst"][0]
+    data = open(zst, "rb").read()
+    offset, length = ranges(zst)[10]
+    bad = tmp_path / "garbage.warc.zst"
+    bad.write_bytes(data[:offset] + b"<html>garbage</html>" + data[offset:])
+    result = index_file(str(bad), os.path.basename(zst))
+    assert [(e.offset, "expected a zstd frame here, found other data" in e.reason)
+            for e in result.errors] == [(offset, True)]
+    assert len(result.lines) == len([line for line in index_file(zst).lines
+                                     if int(json.loads(line.split(" ", 2)[2])["offset"]) < offset])
+
+
+def test_decoding_a_range_that_is_not_one_record(corpus):
+    zst = corpus["zst"][0]
+    (a, la), (b, lb) = ranges(zst)[3:5]
+    with pytest.raises(ArchiveError, match="more than one record"):
+        zstdwarc.read_record(zst, a, la + lb)
+    with pytest.raises(ArchiveError, match="zstd frame is truncated"):
+        zstdwarc.read_record(zst, a, la - 1)
+    with pytest.raises(ArchiveError, match="no zstd frame starts at this offset"):
+        zstdwarc.read_record(zst, a + 1, la)
+    with pytest.raises(ArchiveError, match="the file ends 7 bytes before"):
+        zstdwarc.read_record(zst, os.path.getsize(zst) - 10, 17)
+
+
+# -- inputs and builds --------------------------------------------------------------------------
+
+def test_build_from_warc_zst_equals_build_from_warc_gz(corpus, tmp_path):
+    gz_out, zst_out = tmp_path / "gz", tmp_path / "zst"
+    gz_dir = os.path.dirname(corpus["gz"][0])
+    build([gz_dir], str(gz_out), shards=2, lines_per_block=20, runner="inline")
+    for runner in ("inline", "local"):
+        build(corpus["zst"], str(zst_out), shards=2, lines_per_block=20, runner=runner,
+              skip_existing=False)
+        assert cluster_fields(zst_out) == cluster_fields(gz_out)
+        assert sorted(os.listdir(zst_out / "cdx")) == sorted(
+            n.replace(".warc.gz", ".cdx.gz") for n in os.listdir(gz_dir))
+
+
+def cluster_fields(out):
+    lines = []
+    for name in sorted(os.listdir(out / "cluster")):
+        if name.startswith("cdx-"):
+            data = (out / "cluster" / name).read_bytes()
+            lines += gzip.decompress(data).decode().splitlines() if data else []
+    return fields_but_place(lines)
+
+
+def test_spark_build_from_warc_zst(corpus, tmp_path, spark):
+    from webarchive_indexing.spark import build_with_spark
+    gz_out, zst_out = tmp_path / "gz", tmp_path / "zst"
+    build([os.path.dirname(corpus["gz"][0])], str(gz_out), shards=2, runner="inline")
+    summary = build_with_spark(spark, corpus["zst"], str(zst_out), shards=2)
+    assert summary.errors == [] and cluster_fields(zst_out) == cluster_fields(gz_out)
+
+
+def test_build_with_a_dictionary_kept_apart(corpus, tmp_path, capsys, monkeypatch):
+    records = raw_records(corpus["gz"][1])
+    apart = tmp_path / "in"
+    apart.mkdir()
+    write_zst(apart / "a.warc.zst", records, zstdwarc.load_dictionary(corpus["dict"]),
+              dictionary_frame=False)
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(corpus["dict"], "crawl.dict")
+    assert cli.main(["build", "in", "-o", "out", "--zstd-dictionary", "crawl.dict",
+                     "--no-progress"]) == cli.EXIT_OK
+    capsys.readouterr()
+    assert cluster_fields(tmp_path / "out") == fields_but_place(index_file(corpus["gz"][1]).lines)
+    assert cli.main(["build", "in", "-o", "out2", "--no-progress"]) == cli.EXIT_FAILED
+    assert "--zstd-dictionary FILE" in capsys.readouterr().err
+    assert cli.main(["build", "in", "-o", "out3", "--zstd-dictionary", "in/a.warc.zst"]) == \
+        cli.EXIT_USAGE
+    assert "not a usable zstd dictionary" in capsys.readouterr().err
+
+
+def test_warc_zst_found_by_name_and_by_content(corpus, tmp_path, capsys):
+    unnamed = tmp_path / "archive-without-extension"
+    shutil.copy(corpus["zst"][0], unnamed)
+    assert cli.main(["cdx", str(unnamed)]) == cli.EXIT_OK
+    assert fields_but_place(capsys.readouterr().out.splitlines()) == fields_but_place(index_file(corpus["zst"][0]).lines)

@@ -1,0 +1,196 @@
+"""``webarchive-index recompress``: WARC files into ``.warc.zst`` or per-record ``.warc.gz``,
+their records' bytes unchanged, each output indexed.
+
+    summary = recompress(Options(["a.warc.gz"], "a.warc.zst", dictionary="crawl.dict"))
+
+Inputs are ``.warc.gz`` (compressed record by record, or as a whole: the mistake
+warcio's ``recompress`` mends), plain ``.warc`` or ``.warc.zst`` files; their records
+are found in the uncompressed bytes (``rawrecords``) and each is compressed alone:
+into one zstd frame (several, for a record over ``rawrecords.PIECE``), with its size,
+a checksum and the dictionary's id, after a dictionary frame that embeds the
+dictionary (IIPC warc-zstd 1.0); or into one gzip member. The output's format comes
+from its name (``.warc.zst``, ``.warc.gz``); an OUTPUT that is no such name is a
+directory, where each input's output goes under its name (``--output-format``).
+
+Each output is written whole or not at all, then indexed (which reads it back: an
+output our reader cannot read, or that holds fewer records than its input, is removed
+and reported), and its CDX written beside it (``name.cdxj``) or under ``cdx``. Many
+inputs are recompressed in parallel, a process per core.
+"""
+import time
+import zlib
+from dataclasses import dataclass, field
+
+from . import cdx, storage
+from .inputs import InputError, expand_all, stem
+from .records import ArchiveError
+from .workers import run_each
+
+FORMATS = {".warc.zst": "zst", ".warc.gz": "gz"}
+LEVELS = {"zst": range(1, 23), "gz": range(1, 10)}
+DEFAULT_LEVELS = {"zst": 3, "gz": 6}
+CDX_EXTENSIONS = {"cdxj": ".cdxj", "cdx11": ".cdx", "cdx9": ".cdx"}
+
+
+@dataclass
+class Options:
+    inputs: list
+    output: str
+    dictionary: str = None  # a zstd dictionary file, embedded in each .warc.zst written
+    level: int = None  # of zstd (1-22) or gzip (1-9); default DEFAULT_LEVELS
+    output_format: str = None  # "zst" or "gz" when OUTPUT is a directory (default zst)
+    cdx: str = None  # where the CDX goes: a file for one output, else a directory
+    cdx_format: str = "cdxj"
+    zstd_dictionary: str = None  # the dictionary of .warc.zst inputs that hold none
+    input_roots: list = field(default_factory=list)
+    skip_existing: bool = False
+    processes: int = None
+
+
+@dataclass
+class Summary:
+    archives: int = 0
+    skipped: int = 0
+    records: int = 0
+    input_bytes: int = 0
+    output_bytes: int = 0
+    outputs: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def output_format(name):
+    """"zst" or "gz" for an output file name, else None (a directory)."""
+    for ext, fmt in FORMATS.items():
+        if name.endswith(ext):
+            return fmt
+    return None
+
+
+def plan(options):
+    """The work: (fmt, level, [(input, output, cdx, name in the CDX)]); InputError for
+    options that cannot work, before anything is written."""
+    archives = expand_all(options.inputs, options.input_roots)
+    fmt = output_format(options.output)
+    if fmt and options.output_format and options.output_format != fmt:
+        raise InputError(f"--output-format {options.output_format} and the output "
+                         f"{options.output} disagree")
+    if fmt and len(archives) > 1:
+        raise InputError(f"{len(archives)} archives cannot go into the one file "
+                         f"{options.output}: give a directory as -o")
+    fmt = fmt or options.output_format or "zst"
+    level = DEFAULT_LEVELS[fmt] if options.level is None else options.level
+    if level not in LEVELS[fmt]:
+        levels = LEVELS[fmt]
+        raise InputError(f"--level {level}: {fmt} levels are {levels[0]} to {levels[-1]}")
+    if options.dictionary and fmt != "zst":
+        raise InputError("--dictionary goes with a .warc.zst output")
+    ext = next(e for e, f in FORMATS.items() if f == fmt)
+    cdx_ext = CDX_EXTENSIONS[options.cdx_format]
+    work = []
+    for archive in archives:
+        if output_format(options.output):
+            target, name = options.output, options.output.rsplit("/", 1)[-1]
+            cdx_path = options.cdx or stem(target) + cdx_ext
+        else:
+            name = stem(archive.name) + ext
+            target = storage.join(options.output, name)
+            cdx_path = storage.join(options.cdx or options.output, stem(name) + cdx_ext)
+        work.append((archive.path, storage.abspath(target), storage.abspath(cdx_path), name))
+    return fmt, level, work
+
+
+def recompress(options, progress=None):
+    """Recompress every input as ``options`` says; a ``Summary`` (problems in ``errors``,
+    one dict per problem, with its file and offset). Raises InputError for options that
+    cannot work (nothing is written then)."""
+    from .pipeline import Progress
+    started = time.monotonic()
+    fmt, level, work = plan(options)
+    if options.dictionary:
+        from .zstdwarc import load_dictionary
+        load_dictionary(options.dictionary)  # a DictionaryError (an InputError) up front
+    dictionary = options.dictionary and storage.abspath(options.dictionary)
+    progress = progress or Progress(enabled=False)
+    summary, done = Summary(archives=len(work)), [0]
+    progress.step(f"recompressing {len(work)} archives", count=lambda: done[0], total=len(work))
+    try:
+        jobs = [(*job, fmt, level, dictionary, options.cdx_format, options.zstd_dictionary,
+                 options.skip_existing) for job in work]
+        for status in run_each(recompress_file, jobs, options.processes):
+            done[0] += 1
+            summary.skipped += status["skipped"]
+            summary.records += status["records"]
+            summary.input_bytes += status["input_bytes"]
+            summary.output_bytes += status["output_bytes"]
+            summary.errors += status["errors"]
+            if not status["errors"]:
+                summary.outputs.append(status["output"])
+    finally:
+        progress.done()
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _writer(fh, fmt, level, dictionary):
+    """``write(pieces)``: one record's pieces compressed into ``fh`` (a dictionary frame
+    first, for a .warc.zst with a dictionary)."""
+    if fmt == "gz":
+        def write(pieces):
+            member = zlib.compressobj(level, zlib.DEFLATED, 31)
+            for piece in pieces:
+                fh.write(member.compress(piece))
+            fh.write(member.flush())
+        return write
+    from .zstdwarc import compressor, dictionary_frame, load_dictionary
+    zdict = load_dictionary(dictionary) if dictionary else None
+    if zdict is not None:
+        fh.write(dictionary_frame(zdict))
+    frame = compressor(level, zdict).compress
+
+    def write(pieces):
+        for piece in pieces:
+            fh.write(frame(piece))
+    return write
+
+
+def recompress_file(source, target, cdx_path, name, fmt, level, dictionary=None,
+                    cdx_format="cdxj", zstd_dictionary=None, skip_existing=False):
+    """Recompress one WARC file into ``target`` and index it into ``cdx_path`` (filename
+    ``name``); a status dict. Problems are in its ``errors``: then what was there before
+    is left as it was, unless the new output was published already (it is removed then,
+    with the CDX that describes another one)."""
+    from .rawrecords import open_records
+    status = {"input": source, "output": target, "cdx": cdx_path, "skipped": False,
+              "records": 0, "input_bytes": 0, "output_bytes": 0, "errors": []}
+    published = False
+    try:
+        if skip_existing and storage.exists(target) and storage.exists(cdx_path):
+            status.update(skipped=True, output_bytes=storage.size(target))
+            return status
+        status["input_bytes"] = storage.size(source)
+        with storage.open_atomic(target) as fh, open_records(source, zstd_dictionary) as records:
+            write = _writer(fh, fmt, level, dictionary)
+            for record in records:
+                write(record.pieces)
+                status["records"] += 1
+        published = True
+        status["output_bytes"] = storage.size(target)
+        result = cdx.index_file(target, name, cdx_format)
+        if result.errors or result.records != status["records"]:
+            problem = result.errors[0].reason if result.errors else (
+                f"{result.records} records read back, {status['records']} written")
+            raise ArchiveError(target, 0, f"the output does not read back right (removed): {problem}")
+        storage.write_atomic(cdx_path, (cdx.header_line(cdx_format) + "".join(result.lines)).encode())
+    except ArchiveError as exc:
+        status["errors"].append(exc.as_dict())
+    except OSError as exc:  # unreadable input, full disk, no permission
+        status["errors"].append(ArchiveError(exc.filename or source, 0,
+                                             exc.strerror or str(exc)).as_dict())
+    if status["errors"] and published:
+        for path in (target, cdx_path):
+            try:
+                storage.remove(path)
+            except OSError:
+                pass
+    return status

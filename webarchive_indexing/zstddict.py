@@ -1,0 +1,136 @@
+"""``webarchive-index zstd-dict``: a zstd dictionary trained on the records of many archives.
+
+    summary = train(Options(["crawl/"], "crawl.dict", size=1 << 20))
+
+A record of a .warc.zst is compressed alone, so what helps is a dictionary of what
+records start with: WARC and HTTP headers, the start of HTML pages. As in the study
+of Common Crawl's WARCs this follows (a dictionary trained on samples of many files),
+the samples are the starts of records (their first ``SAMPLE_BYTES``) from the start of
+every file, up to ``bytes_per_file`` of each: about 100 times the dictionary's size
+in all (zstd's advice), at least ``MIN_PER_FILE`` a file. Files are sampled in
+parallel; zstd's trainer (fastCover, its defaults) makes the dictionary. Its id is
+taken from the samples (the same samples make the same dictionary) in the range the
+warc-zstd format suggests. The file written is a plain zstd dictionary, as
+``zstd --train`` writes it: ``zstd -D`` and ``recompress --dictionary`` take it.
+"""
+import hashlib
+import time
+from dataclasses import dataclass
+
+from . import storage
+from .inputs import InputError, expand_all
+from .records import ArchiveError
+from .workers import run_each
+
+DEFAULT_SIZE = 1 << 20
+# Of each record sampled, its start: what a dictionary helps most with
+SAMPLE_BYTES = 16 << 10
+# Samples taken in all, as a multiple of the dictionary's size; and at least this much a file
+SAMPLES_PER_DICT_BYTE = 100
+MIN_PER_FILE = 128 << 10
+# Most sample bytes in all (held in memory, and copied, while training)
+SAMPLES_MAX = 256 << 20
+# Dictionary ids below are reserved; the format suggests random ids from here up
+DICT_ID_MIN = 32768
+DICT_ID_MAX = (1 << 31) - 1
+
+
+@dataclass
+class Options:
+    inputs: list
+    output: str
+    size: int = DEFAULT_SIZE
+    zstd_dictionary: str = None  # the dictionary of .warc.zst inputs that hold none
+    input_roots: tuple = ()
+    processes: int = None
+
+
+@dataclass
+class Summary:
+    archives: int = 0
+    samples: int = 0
+    sample_bytes: int = 0
+    size: int = 0
+    dict_id: int = 0
+    errors: list = None
+    seconds: float = 0.0
+
+
+class TrainingFailed(Exception):
+    pass
+
+
+def sample_file(path, budget, zstd_dictionary=None):
+    """(path, samples, problems): the starts of the records of ``path`` from its start, up
+    to ``budget`` bytes in all (one record at least); what was read before a problem is
+    kept."""
+    from .rawrecords import open_records
+    samples, total = [], 0
+    try:
+        with open_records(path, zstd_dictionary) as records:
+            for record in records:
+                sample = next(record.pieces)[:SAMPLE_BYTES]
+                samples.append(sample)
+                total += len(sample)
+                if total >= budget:
+                    break
+    except ArchiveError as exc:
+        return path, samples, [exc.as_dict()]
+    except OSError as exc:
+        return path, samples, [ArchiveError(exc.filename or path, 0, exc.strerror or str(exc)).as_dict()]
+    return path, samples, []
+
+
+def dictionary_id(samples):
+    """An id made from the samples, in the range warc-zstd suggests."""
+    digest = hashlib.sha1()
+    for sample in samples:
+        digest.update(len(sample).to_bytes(4, "little"))
+        digest.update(sample)
+    return DICT_ID_MIN + int.from_bytes(digest.digest()[:8], "little") % (DICT_ID_MAX - DICT_ID_MIN)
+
+
+def train(options, progress=None):
+    """Sample the inputs, train a dictionary of ``options.size`` bytes, write it to
+    ``options.output``; a ``Summary`` (``errors``: the files that could not be read
+    whole; their samples up to the problem are used). Raises InputError for options
+    that cannot work and TrainingFailed when zstd cannot make a dictionary of them."""
+    import zstandard
+
+    from .pipeline import Progress
+    started = time.monotonic()
+    archives = expand_all(options.inputs, options.input_roots)
+    if options.size < 1024:
+        raise InputError(f"--size {options.size}: a dictionary needs 1024 bytes at least")
+    wanted = min(SAMPLES_MAX, options.size * SAMPLES_PER_DICT_BYTE)
+    budget = min(max(MIN_PER_FILE, wanted // len(archives)), SAMPLES_MAX // len(archives))
+    progress = progress or Progress(enabled=False)
+    summary, by_file, done = Summary(archives=len(archives), errors=[]), {}, [0]
+    progress.step(f"sampling {len(archives)} archives", count=lambda: done[0], total=len(archives))
+    try:
+        jobs = [(a.path, budget, options.zstd_dictionary) for a in archives]
+        for path, samples, problems in run_each(sample_file, jobs, options.processes):
+            done[0] += 1
+            by_file[path] = samples
+            summary.errors += problems
+    finally:
+        progress.done()
+    # in input order, so that the same inputs give the same dictionary however they finish
+    samples = [sample for a in archives for sample in by_file[a.path]]
+    summary.samples, summary.sample_bytes = len(samples), sum(map(len, samples))
+    progress.step(f"training a {options.size}-byte dictionary on {summary.samples} samples")
+    try:
+        zdict = zstandard.train_dictionary(options.size, samples, dict_id=dictionary_id(samples))
+    except zstandard.ZstdError as exc:
+        raise TrainingFailed(
+            f"zstd could not train a {options.size}-byte dictionary on {summary.samples} "
+            f"samples ({summary.sample_bytes} bytes): {exc}; give more archives or a smaller "
+            "--size") from None
+    finally:
+        progress.done()
+    data = zdict.as_bytes()
+    storage.write_atomic(options.output, data)
+    summary.size, summary.dict_id = len(data), zdict.dict_id()
+    summary.seconds = time.monotonic() - started
+    return summary
+

@@ -1,0 +1,350 @@
+"""Zstandard-compressed WARC files (IIPC "warc-zstd" 1.0, ``.warc.zst``): their frames,
+their dictionary, the walk over their records, and the reading of one record.
+
+A ``.warc.zst`` may start with a *dictionary frame*: a skippable frame (magic
+``0x184D2A5D``) whose content is a zstd dictionary, raw (starting ``37 A4 30 EC``) or
+itself zstd-compressed. Then each WARC record is one or more whole zstd frames (no
+frame holds parts of two records), decoded with that dictionary; other skippable
+frames may appear anywhere and are ignored. An index's ``offset``/``length`` address
+a record's frames; a reader loads the dictionary from the start of the file, once.
+
+``ZstdFrames`` is the walker ``records.iter_records`` runs for such a file: it has
+``records.GzipMembers``' interface, a record's frames taking the place of a gzip
+member, so the records, their byte ranges and their problems come out as for gzip.
+
+    with open("example.warc.zst", "rb") as fh:
+        for item in records.iter_records(fh, "example.warc.zst"):
+            ...
+    data = read_record("example.warc.zst", offset, length)   # one record's bytes
+"""
+import functools
+import io
+import re
+
+import zstandard
+
+from . import storage
+from .inputs import InputError
+from .records import CHUNK, FIRST_STEP, ZSTD_MAGICS, ArchiveError, GzipMembers, RecordError
+
+# A zstd frame's magic number; a dictionary frame's (0x184D2A5D, little-endian)
+ZSTD_MAGIC, DICT_FRAME_MAGIC = ZSTD_MAGICS
+DICT_MAGIC = b"\x37\xa4\x30\xec"
+# Skippable frames have the magic numbers 0x184D2A50 to 0x184D2A5F, then a 4-byte size.
+SKIPPABLE_TAIL = b"\x2a\x4d\x18"
+SKIPPABLE_HEADER = 8
+# Dictionaries (compressed or not) accepted: the format asks decoders for 8 MiB at least.
+DICT_MAX = 1 << 26
+# The start of a frame's content that says it starts a record, not another part of the
+# record before it (its WARC version line).
+RECORD_START = re.compile(rb"WARC/\d+\.\d+\r?\n")
+RECORD_START_MAX = 16
+# The header of a frame, enough to read its parameters (dictionary id) from.
+FRAME_HEADER_MAX = 18
+
+
+class DictionaryError(InputError):
+    """A dictionary file that cannot be used."""
+
+
+def _skippable(head):
+    return len(head) == 4 and head[1:] == SKIPPABLE_TAIL and head[0] & 0xF0 == 0x50
+
+
+def dictionary(data, source):
+    """A ``zstandard.ZstdCompressionDict`` of dictionary bytes: a zstd dictionary (starting
+    ``37 A4 30 EC``), a zstd-compressed one, or raw content (as ``zstd -D`` takes any file);
+    ``source`` names where it came from, for the DictionaryError."""
+    if data[:4] == ZSTD_MAGIC:
+        try:
+            data = zstandard.ZstdDecompressor().decompress(data, max_output_size=DICT_MAX)
+        except zstandard.ZstdError as exc:
+            raise DictionaryError(f"{source}: not a usable zstd dictionary: it starts with a "
+                                  f"zstd frame that does not decompress alone ({exc})") from None
+    if len(data) < 8:
+        raise DictionaryError(f"{source}: {len(data)} bytes are too few for a zstd dictionary")
+    if len(data) > DICT_MAX:
+        raise DictionaryError(f"{source}: the dictionary is {len(data)} bytes, more than the "
+                              f"{DICT_MAX} accepted")
+    zdict = zstandard.ZstdCompressionDict(data)
+    try:
+        zstandard.ZstdDecompressor(dict_data=zdict).decompressobj()  # loads it
+    except zstandard.ZstdError as exc:
+        raise DictionaryError(f"{source}: not a usable zstd dictionary: {exc}") from None
+    return zdict
+
+
+@functools.lru_cache(maxsize=8)
+def load_dictionary(path):
+    """The dictionary in the file ``path`` (local, s3://, http(s)://), read once per process
+    (``zstd-dict`` writes such files; ``zstd --train`` too)."""
+    try:
+        data = storage.read_bytes(path)
+    except OSError as exc:
+        raise DictionaryError(f"cannot read the zstd dictionary {path}: "
+                              f"{getattr(exc, 'strerror', None) or exc}") from None
+    if data[:4] == DICT_FRAME_MAGIC:  # the dictionary frame of a .warc.zst, cut out
+        data = data[SKIPPABLE_HEADER:SKIPPABLE_HEADER + int.from_bytes(data[4:8], "little")]
+    return dictionary(data, path)
+
+
+def embedded_dictionary(path, header, content):
+    """The dictionary of the dictionary frame (at offset 0 of ``path``) whose 8-byte header
+    is ``header``; ``content(size)`` reads its content (fewer bytes at the end of the file)."""
+    size = int.from_bytes(header[4:8], "little")
+    if size > DICT_MAX:
+        raise ArchiveError(path, 0, f"dictionary frame of {size} bytes: dictionaries of more "
+                                    f"than {DICT_MAX} bytes are not accepted")
+    data = content(size)
+    if len(data) < size:
+        raise ArchiveError(path, 0, "dictionary frame is truncated: the file ends inside it")
+    try:
+        return dictionary(bytes(data), "its dictionary frame")
+    except DictionaryError as exc:
+        raise ArchiveError(path, 0, str(exc)) from None
+
+
+@functools.lru_cache(maxsize=64)
+def file_dictionary(path, dictionary_file=None):
+    """The dictionary the frames of the .warc.zst ``path`` are decompressed with: that of
+    its dictionary frame, else that in ``dictionary_file``, else None; read once per
+    process (two small reads: a record's reader needs nothing else from the file's start)."""
+    header = storage.read_range(path, 0, SKIPPABLE_HEADER)
+    if header[:4] == DICT_FRAME_MAGIC:
+        return embedded_dictionary(path, header,
+                                   lambda size: storage.read_range(path, SKIPPABLE_HEADER, size))
+    return load_dictionary(dictionary_file) if dictionary_file else None
+
+
+def dictionary_frame(zdict, level=19):
+    """The dictionary frame that embeds ``zdict`` at the start of a .warc.zst: its content
+    compressed (with its size and a checksum) when that is smaller, else raw."""
+    raw = zdict.as_bytes()
+    packed = zstandard.ZstdCompressor(level=level, write_checksum=True).compress(raw)
+    content = packed if len(packed) < len(raw) else raw
+    return DICT_FRAME_MAGIC + len(content).to_bytes(4, "little") + content
+
+
+def compressor(level, zdict=None):
+    """A compressor of frames as warc-zstd wants them: with their content size, a checksum
+    and, with a dictionary, its id."""
+    return zstandard.ZstdCompressor(level=level, dict_data=zdict, write_checksum=True,
+                                    write_content_size=True, write_dict_id=True)
+
+
+def _dictionary_id(zdict):
+    return zdict.dict_id() if zdict is not None else 0
+
+
+class ZstdFrames(GzipMembers):
+    """Walks a .warc.zst record by record; reads like a file within one record.
+
+    A record's frames take the place of a gzip member: reading goes on from one frame
+    into the next when more is asked for (a record may be cut into several frames),
+    unless the next frame starts a record (its content starts with a WARC version
+    line): there, as at the end of the file, the record's frames end (``end``). So a
+    record whose frames stop early is cut short, and the record after it is read.
+    Skippable frames are passed over; the dictionary frame at offset 0 is loaded and
+    used for every frame, else ``dictionary`` or the one in the file ``dictionary_file``,
+    if given. ``offset``: where ``fh`` starts in the file (a record read alone).
+    """
+
+    def __init__(self, fh, path, dictionary_file=None, dictionary=None, offset=0):
+        super().__init__(fh, path)
+        self.dictionary_file, self.dictionary, self.decompressor = dictionary_file, dictionary, None
+        self.raw_offset = offset
+        self.frame_start, self.frame_head = 0, b""
+        self.frame_end = None  # end offset of the current frame, once decompressed to it
+        self.started = None  # output of a frame that starts the next record, read ahead
+        self.ahead_error = None  # the problem met reading ahead, for the next record
+
+    def next_member(self):
+        """Start the next record's first frame, decompressing its first bytes; return its
+        offset, or None at the end of the file."""
+        if self.ahead_error is not None:
+            error, self.ahead_error = self.ahead_error, None
+            raise error
+        if self.started is not None:
+            self.out, self.started = self.started, None
+        else:
+            if self._start_frame() is None:
+                return None
+            self.out = self._decompress(FIRST_STEP)
+        self.start, self.end, self.pos, self.dropped = self.frame_start, None, 0, 0
+        return self.start
+
+    def next_piece(self):
+        """The next output of the file's frames, one frame after the other, records aside;
+        b"" at the end of the file."""
+        while True:
+            if self.inflater is None or self.frame_end is not None:
+                if self._start_frame() is None:
+                    return b""
+            data = self._decompress(CHUNK)
+            if data:
+                return data
+
+    def _inflate(self, step=CHUNK):
+        """More of the record: of its current frame, or else of the next frame if that
+        goes on with this record; b"" when the record's frames end (``end`` is set)."""
+        if self.frame_end is None:
+            return self._decompress(step)
+        end = self.frame_end
+        try:
+            if self._start_frame() is not None:
+                data = self._decompress(FIRST_STEP)
+                while len(data) < RECORD_START_MAX and self.frame_end is None:
+                    data += self._decompress(CHUNK)
+                if not RECORD_START.match(data):
+                    return data
+                self.started = data
+        except ArchiveError as exc:
+            # a problem of what follows the record, reported when the walk gets there
+            self.ahead_error = exc
+        self.end = end
+        return b""
+
+    def _need(self, size):
+        """Whether ``size`` compressed bytes are there to read (reading more if needed)."""
+        while len(self.raw) - self.rpos < size:
+            if not self._read_raw():
+                return False
+        return True
+
+    def _start_frame(self):
+        """Start decompressing the next zstd frame, past any skippable frames (loading the
+        dictionary of a dictionary frame at offset 0); its offset, None at the end of the
+        file."""
+        while True:
+            offset = self.raw_offset + self.rpos
+            if not self._need(4):
+                tail = self.raw[self.rpos:].tobytes()
+                if not tail:
+                    return None
+                raise ArchiveError(self.path, offset, "zstd frame is truncated: the file ends "
+                                   "inside it" if ZSTD_MAGIC.startswith(tail) else
+                                   f"the file ends with {len(tail)} stray bytes, no zstd frame")
+            head = self.raw[self.rpos:self.rpos + 4]
+            if head == ZSTD_MAGIC:
+                break
+            if not _skippable(head):
+                raise ArchiveError(self.path, offset,
+                                   "expected a zstd frame here, found other data (garbage "
+                                   "between records, or a file that is not zstd)")
+            self._skip_frame(offset, head == DICT_FRAME_MAGIC and offset == 0)
+        if self.decompressor is None:
+            if self.dictionary is None and self.dictionary_file:
+                try:
+                    self.dictionary = load_dictionary(self.dictionary_file)
+                except DictionaryError as exc:
+                    raise ArchiveError(self.path, offset, str(exc)) from None
+            self.decompressor = zstandard.ZstdDecompressor(dict_data=self.dictionary)
+        self.frame_start, self.frame_end = offset, None
+        self.frame_head = self.raw[self.rpos:self.rpos + FRAME_HEADER_MAX]
+        self.inflater = self.decompressor.decompressobj()
+        return offset
+
+    def _skip_frame(self, offset, load):
+        """Pass over the skippable frame at ``offset``; ``load``: read its content as the
+        file's dictionary."""
+        if not self._need(SKIPPABLE_HEADER):
+            raise ArchiveError(self.path, offset, "skippable frame is truncated: the file ends "
+                                                  "inside its header")
+        if load:
+            def content(size):
+                self._need(SKIPPABLE_HEADER + size)
+                return self.raw[self.rpos + SKIPPABLE_HEADER:self.rpos + SKIPPABLE_HEADER + size]
+
+            self.dictionary = embedded_dictionary(self.path, self.raw[self.rpos:self.rpos + 8],
+                                                  content)
+        left = SKIPPABLE_HEADER + int.from_bytes(self.raw[self.rpos + 4:self.rpos + 8], "little")
+        while len(self.raw) - self.rpos < left:  # a large one is read through, not held
+            left -= len(self.raw) - self.rpos
+            self.rpos = len(self.raw)
+            if not self._read_raw():
+                raise ArchiveError(self.path, offset, "skippable frame is truncated: the file "
+                                                      "ends inside it")
+        self.rpos += left
+
+    def _decompress(self, step):
+        """The output of the next ``step`` compressed bytes of the current frame."""
+        if self.rpos == len(self.raw) and not self._read_raw():
+            raise ArchiveError(self.path, self.frame_start,
+                               "zstd frame is truncated: the file ends inside it")
+        chunk = self.raw[self.rpos:self.rpos + step]
+        try:
+            data = self.inflater.decompress(chunk)
+        except zstandard.ZstdError as exc:
+            raise ArchiveError(self.path, self.frame_start, self._frame_problem(exc)) from None
+        if self.inflater.eof:
+            self.rpos += len(chunk) - len(self.inflater.unused_data)
+            self.frame_end = self.raw_offset + self.rpos
+        else:
+            self.rpos += len(chunk)
+        return data
+
+    def _frame_problem(self, exc):
+        """What is wrong with a frame zstd failed to decompress: a missing or wrong
+        dictionary, if its header names another, else corrupt data."""
+        try:
+            wanted = zstandard.get_frame_parameters(bytes(self.frame_head)).dict_id
+        except zstandard.ZstdError:
+            return f"corrupt zstd frame: {exc}"
+        have = _dictionary_id(self.dictionary)
+        if wanted and self.dictionary is None:
+            return (f"zstd frame needs dictionary {wanted} and the file has no dictionary "
+                    "frame: give the dictionary with --zstd-dictionary FILE (or the frame is "
+                    "corrupt)")
+        if wanted and wanted != have:
+            return (f"zstd frame needs dictionary {wanted}, not the dictionary {have} it is "
+                    "decompressed with: a wrong --zstd-dictionary? (or the frame is corrupt)")
+        if self.dictionary is None:
+            return (f"corrupt zstd frame: {exc} (if the file was compressed with a dictionary "
+                    "it does not hold, give it with --zstd-dictionary FILE)")
+        return f"corrupt zstd frame: {exc}"
+
+    def finish(self, unread):
+        """Read the rest of the record's frames, where ``unread`` bytes of the record are
+        left: a RecordError if the record is cut short, else None; raises if its frames
+        hold more than the record (and the newlines that may end it)."""
+        tail, rest = self.drain()
+        trailer = rest - unread
+        if trailer < 0:
+            return RecordError(self.path, self.start,
+                               f"record is cut short: its zstd frames end {-trailer} bytes "
+                               "before the Content-Length says")
+        if trailer > len(tail) or tail[len(tail) - trailer:].strip():
+            raise ArchiveError(self.path, self.start,
+                               f"zstd frame holds more than this record ({trailer} bytes "
+                               "follow it): the file is not compressed a record per frame, so "
+                               "its records cannot be addressed by byte range (recompress it "
+                               "with `webarchive-index recompress`)")
+        return None
+
+
+def decode_record(data, path, offset, zdict=None):
+    """The bytes of the WARC record whose frames, at ``offset`` in ``path`` (a CDX line's
+    offset), are ``data`` (its length), decompressed with the file's dictionary ``zdict``;
+    raises ``ArchiveError`` unless they are whole frames of exactly one whole record."""
+    from .rawrecords import split
+    frames = ZstdFrames(io.BytesIO(data), path, dictionary=zdict, offset=offset)
+    if data[:4] != ZSTD_MAGIC:
+        raise ArchiveError(path, offset, "no zstd frame starts at this offset")
+    records = []
+    for record in split(frames.next_piece, path):
+        if records:
+            raise ArchiveError(path, offset, "the frames at this offset hold more than one record")
+        records.append(b"".join(record.pieces))
+    return records[0]
+
+
+def read_record(path, offset, length, dictionary_file=None):
+    """The bytes of the WARC record at ``offset`` (``length`` bytes of frames, as its CDX
+    line says) of the .warc.zst ``path`` (local, s3://, http(s)://): one ranged read,
+    decompressed with the file's dictionary (read from its start, once per process; else
+    the one in ``dictionary_file``). Raises ``ArchiveError`` for what is not one record."""
+    data = storage.read_range(path, offset, length)
+    if len(data) < length:
+        raise ArchiveError(path, offset, f"the file ends {length - len(data)} bytes before the "
+                                         "end of the record's frames")
+    return decode_record(data, path, offset, file_dictionary(path, dictionary_file))
