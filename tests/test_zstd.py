@@ -2,6 +2,7 @@
 from (offset, length and filename aside), checked against the real readers and writers: the
 `zstd` command line tool, FastWARC 2.0's ZstdReader and its `fastwarc recompress -c zstd`;
 every (offset, length) decodes alone to one record; bad input gets the errors gzip gets."""
+import base64
 import gzip
 import hashlib
 import json
@@ -223,17 +224,19 @@ def test_truncated_frames_keep_the_records_before(corpus, tmp_path):
     data = open(zst, "rb").read()
     found = ranges(zst)
     good = index_file(zst)
-    for i in (0, 5, 17, 40, len(found) - 1):
-        offset, length = found[i]
-        for cut in (1, length // 2, length - 1):
-            bad = tmp_path / "cut.warc.zst"
-            bad.write_bytes(data[:offset + cut])
-            result = index_file(str(bad), os.path.basename(zst))
-            assert [(e.offset, type(e)) for e in result.errors] == [(offset, ArchiveError)]
-            assert "zstd frame is truncated: the file ends inside it" in result.errors[0].reason
-            assert str(result.errors[0]).startswith(f"{bad}: offset {offset}: ")
-            assert result.lines == [line for line in good.lines
-                                    if int(json.loads(line.split(" ", 2)[2])["offset"]) < offset]
+    cuts = [(i, cut) for i in (5, 17, 40, len(found) - 1)
+            for cut in (1, 4, 5, 6, 9, 12, found[i][1] // 2, found[i][1] - 1)]
+    cuts += [(1, cut) for cut in range(1, found[1][1])]  # every byte of a small frame
+    for i, cut in cuts:
+        offset = found[i][0]
+        bad = tmp_path / "cut.warc.zst"
+        bad.write_bytes(data[:offset + cut])
+        result = index_file(str(bad), os.path.basename(zst))
+        assert [(e.offset, type(e)) for e in result.errors] == [(offset, ArchiveError)]
+        assert "zstd frame is truncated: the file ends inside it" in result.errors[0].reason
+        assert str(result.errors[0]).startswith(f"{bad}: offset {offset}: ")
+        assert result.lines == [line for line in good.lines
+                                if int(json.loads(line.split(" ", 2)[2])["offset"]) < offset]
 
 
 def test_a_record_whose_frames_end_early_is_cut_short_and_the_rest_read(corpus, tmp_path):
@@ -361,3 +364,31 @@ def test_warc_zst_found_by_name_and_by_content(corpus, tmp_path, capsys):
     shutil.copy(corpus["zst"][0], unnamed)
     assert cli.main(["cdx", str(unnamed)]) == cli.EXIT_OK
     assert fields_but_place(capsys.readouterr().out.splitlines()) == fields_but_place(index_file(corpus["zst"][0]).lines)
+
+
+def test_a_highly_compressible_record_is_never_held_whole(tmp_path, monkeypatch):
+    """zstd expands up to 32768:1 (a 4-byte block of one repeated byte gives 128 KiB): the
+    compressed bytes fed at once are cut so that no call gives more than OUTPUT_MAX."""
+    payload = bytes(300 << 20)  # 300 MiB of zeros: 9 KiB compressed
+    block = b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n" + payload
+    record = (b"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://example.com/zeros\r\n"
+              b"WARC-Date: 2024-01-01T00:00:00Z\r\nWARC-Record-ID: <urn:uuid:1>\r\n"
+              b"Content-Type: application/http; msgtype=response\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(block)) + block + b"\r\n\r\n"
+    path = tmp_path / "zeros.warc.zst"
+    path.write_bytes(zstandard.ZstdCompressor(level=1, write_checksum=True).compress(record))
+    digest = base64.b32encode(hashlib.sha1(payload).digest()).decode()
+    del payload, block, record
+    largest = [0]
+    decompress = zstdwarc.ZstdFrames._decompress
+
+    def watched(self, step):
+        data = decompress(self, step)
+        largest[0] = max(largest[0], len(data))
+        return data
+
+    monkeypatch.setattr(zstdwarc.ZstdFrames, "_decompress", watched)
+    result = index_file(str(path))
+    assert result.errors == [] and len(result.lines) == 1
+    assert f'"digest": "{digest}"' in result.lines[0]  # the whole payload was read
+    assert 0 < largest[0] <= zstdwarc.OUTPUT_MAX + zstdwarc.BLOCK_MAX

@@ -25,7 +25,8 @@ import zstandard
 
 from . import storage
 from .inputs import InputError
-from .records import CHUNK, FIRST_STEP, ZSTD_MAGICS, ArchiveError, GzipMembers, RecordError
+from .records import (CHUNK, FIRST_STEP, TRAILER_MAX, ZSTD_MAGICS, ArchiveError, GzipMembers,
+                      RecordError)
 
 # A zstd frame's magic number; a dictionary frame's (0x184D2A5D, little-endian)
 ZSTD_MAGIC, DICT_FRAME_MAGIC = ZSTD_MAGICS
@@ -39,8 +40,16 @@ DICT_MAX = 1 << 26
 # record before it (its WARC version line).
 RECORD_START = re.compile(rb"WARC/\d+\.\d+\r?\n")
 RECORD_START_MAX = 16
-# The header of a frame, enough to read its parameters (dictionary id) from.
+# The header of a frame, enough to read its parameters (dictionary id) from; what tells
+# its size.
 FRAME_HEADER_MAX = 18
+FRAME_HEADER_MIN = 5
+# A block's header, and the most a compressed block decompresses to.
+BLOCK_HEADER = 3
+BLOCK_MAX = 128 << 10
+# The most one decompression call gives (zstd expands up to 32768:1, so the compressed
+# bytes fed at once are cut at a block that would take it past this).
+OUTPUT_MAX = 16 << 20
 
 
 class DictionaryError(InputError):
@@ -239,8 +248,14 @@ class ZstdFrames(GzipMembers):
                 except DictionaryError as exc:
                     raise ArchiveError(self.path, offset, str(exc)) from None
             self.decompressor = zstandard.ZstdDecompressor(dict_data=self.dictionary)
+        if not self._need(FRAME_HEADER_MIN):
+            raise ArchiveError(self.path, offset, "zstd frame is truncated: the file ends inside it")
         self.frame_start, self.frame_end = offset, None
         self.frame_head = self.raw[self.rpos:self.rpos + FRAME_HEADER_MAX]
+        try:
+            self.block, self.block_at = None, offset + zstandard.frame_header_size(self.frame_head)
+        except zstandard.ZstdError as exc:
+            raise ArchiveError(self.path, offset, f"corrupt zstd frame header: {exc}") from None
         self.inflater = self.decompressor.decompressobj()
         return offset
 
@@ -268,10 +283,15 @@ class ZstdFrames(GzipMembers):
 
     def _decompress(self, step):
         """The output of the next ``step`` compressed bytes of the current frame."""
+        if self.block is None and self.block_at is not None:
+            self._need(self.block_at - self.raw_offset - self.rpos + BLOCK_HEADER)
         if self.rpos == len(self.raw) and not self._read_raw():
             raise ArchiveError(self.path, self.frame_start,
                                "zstd frame is truncated: the file ends inside it")
-        chunk = self.raw[self.rpos:self.rpos + step]
+        chunk = self.raw[self.rpos:self._bounded(min(len(self.raw), self.rpos + step))]
+        if not chunk:  # a block header is cut by the end of the file
+            raise ArchiveError(self.path, self.frame_start,
+                               "zstd frame is truncated: the file ends inside it")
         try:
             data = self.inflater.decompress(chunk)
         except zstandard.ZstdError as exc:
@@ -282,6 +302,37 @@ class ZstdFrames(GzipMembers):
         else:
             self.rpos += len(chunk)
         return data
+
+    def _bounded(self, end):
+        """``end`` (an index in ``raw``), or less: so that the blocks that raw[rpos:end]
+        completes give at most ``OUTPUT_MAX`` bytes (a block at least). Every block header
+        is read before the bytes after it are fed (``block_at``: the next one, None after
+        the last; ``block``: the end and output size of the one being fed)."""
+        base, budget, counted = self.raw_offset, OUTPUT_MAX, False
+        block, at = self.block, self.block_at
+        while True:
+            if block is None:
+                if at is None:
+                    break
+                i = at - base
+                if i + BLOCK_HEADER > len(self.raw):
+                    end = min(end, i)  # its header first, once read whole
+                    break
+                header = self.raw[i] | self.raw[i + 1] << 8 | self.raw[i + 2] << 16
+                kind, size = header >> 1 & 3, header >> 3
+                block_end = at + BLOCK_HEADER + (1 if kind == 1 else size)  # RLE: 1 byte
+                block = block_end, BLOCK_MAX if kind == 2 else size
+                at = None if header & 1 else block_end
+            block_end, size = block
+            if block_end - base > end:
+                break
+            budget -= size
+            if budget < 0 and counted:
+                end = block_end - base - 1
+                break
+            block, counted = None, True
+        self.block, self.block_at = block, at
+        return end
 
     def _frame_problem(self, exc):
         """What is wrong with a frame zstd failed to decompress: a missing or wrong
@@ -307,6 +358,13 @@ class ZstdFrames(GzipMembers):
         """Read the rest of the record's frames, where ``unread`` bytes of the record are
         left: a RecordError if the record is cut short, else None; raises if its frames
         hold more than the record (and the newlines that may end it)."""
+        rest = len(self.out) - self.pos - unread
+        if rest > 0 and self.frame_end is not None and rest <= TRAILER_MAX \
+                and not self.out[len(self.out) - rest:].strip():
+            # the common case: the record, its newlines and its last frame end together; so
+            # the next frame starts the next record, without reading ahead to see
+            self.dropped, self.out, self.pos, self.end = self.dropped + len(self.out), b"", 0, self.frame_end
+            return None
         tail, rest = self.drain()
         trailer = rest - unread
         if trailer < 0:

@@ -1,0 +1,338 @@
+"""Benchmark .warc.zst: sizes as a share of gzip, and indexing speed against .warc.gz and
+against the zstd decompression floor, in one run.
+
+Usage (from the project root; plain `python` re-runs itself with .venv/bin/python):
+
+    python bench/zstd.py                 # 4 files x 2000 captures, levels 1 3 8 19, repeat 3
+    python bench/zstd.py --quick         # smoke run: 2 files x 300 captures, levels 1 3
+    python bench/zstd.py --real DIR      # real WARCs of your own for the size table
+
+Sizes (in this process, with the package's own writer, `recompress`'s):
+
+* generated corpus: the records of the second half of the files (held out), compressed as
+  `recompress` compresses them, at each level, without a dictionary and with one that
+  `webarchive-index zstd-dict` trained on the first half (--dict-size, default 1 MiB);
+* real samples: each file of --real (default: the Common Crawl excerpts among the real
+  samples in tests/data/real, from CC-MAIN-2017 to CC-MAIN-2024: WARC, WAT and WET) with a
+  dictionary trained on the others (leave one out; a small one, as they are small).
+
+Shares are of the same records in per-record gzip at level 6 (what most writers use; the
+generator writes level 1, Common Crawl its own: their files' sizes are shown too). "with
+dict" counts the records only (one dictionary serves a whole crawl), "+frame" each file
+with its dictionary frame, as `recompress` writes it. MB/s is uncompressed MB compressed
+per second, one core, python-zstandard.
+
+Speed, as bench/run.py measures (whole commands, Python start-up included, from a regular
+install in bench/out/venv, pinned to one core with taskset, interleaved, best of --repeat):
+`webarchive-index cdx` of each .warc.gz and of the .warc.zst `recompress --dictionary
+--level 3` made of it, against the decompression floors: isal.igzip for gzip, and
+python-zstandard's stream reader (and the `zstd -dc -D` tool) for zstd. Peak memory is each
+command's maximum resident set. Our .warc.zst lines must equal our .warc.gz lines but for
+offset, length and filename, else the run exits with status 1. Results: the tables, and
+bench/out/zstd-results.json.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run as speedbench  # noqa: E402  (the corpus, the install and the floors of bench/run.py)
+
+ROOT, OUT, TMP, BIN, PYTHON = (speedbench.ROOT, speedbench.OUT, os.path.join(speedbench.OUT, "zstd"),
+                               speedbench.BIN, speedbench.PYTHON)
+REAL = os.path.join(ROOT, "tests", "data", "real")
+# The Common Crawl excerpts among the real samples
+CC_EXCERPTS = ("chatnoir-eu+chatnoir-resiliparse__warcfile.warc.gz",
+               "commoncrawl+whirlwind-python__whirlwind.warc.gz",
+               "commoncrawl+whirlwind-python__whirlwind.warc.wat.gz",
+               "commoncrawl+whirlwind-python__whirlwind.warc.wet.gz",
+               "iipc+jwarc__cc.warc.gz", "webrecorder+cdxj-indexer__cc.warc.gz")
+ZSTD_FLOOR = """import sys, zstandard
+from webarchive_indexing.zstdwarc import file_dictionary
+for path in sys.argv[1:]:
+    reader = zstandard.ZstdDecompressor(dict_data=file_dictionary(path))
+    with open(path, "rb") as fh, reader.stream_reader(fh, read_across_frames=True) as stream:
+        while stream.read(1 << 20):
+            pass
+"""
+
+
+class Counter:
+    """A file that only counts what is written to it."""
+
+    def __init__(self):
+        self.size = 0
+
+    def write(self, data):
+        self.size += len(data)
+
+
+def records_of(path):
+    from webarchive_indexing.rawrecords import open_records
+    with open_records(path) as records:
+        return [list(record.pieces) for record in records]
+
+
+def compressed_size(records, fmt, level, dictionary=None):
+    """(bytes as `recompress` writes them, bytes of the dictionary frame, seconds)."""
+    from webarchive_indexing.recompress import _writer
+    out = Counter()
+    start = time.perf_counter()
+    write = _writer(out, fmt, level, dictionary)
+    framed = out.size  # the dictionary frame
+    for pieces in records:
+        write(pieces)
+    return out.size, framed, time.perf_counter() - start
+
+
+def train(paths, output, size):
+    subprocess.run([os.path.join(BIN, "webarchive-index"), "zstd-dict", *paths, "-o", output,
+                    "--size", str(size), "--no-progress"], check=True, capture_output=True)
+    return output
+
+
+def size_rows(group, files, dictionaries, levels):
+    """A row per level: shares of per-record gzip -6, without and with a dictionary."""
+    records = {path: records_of(path) for path in files}
+    plain = sum(len(p) for recs in records.values() for pieces in recs for p in pieces)
+    gz6 = sum(compressed_size(records[path], "gz", 6)[0] for path in files)
+    rows = []
+    for level in levels:
+        row = {"group": group, "files": len(files), "uncompressed": plain, "gzip6": gz6,
+               "original": sum(map(os.path.getsize, files)), "level": level}
+        size, _, seconds = zip(*(compressed_size(records[p], "zst", level) for p in files))
+        row.update(zst=sum(size), zst_mb_s=plain / 1e6 / sum(seconds))
+        with_dict = [compressed_size(records[p], "zst", level, dictionaries[p]) for p in files]
+        row.update(dict_records=sum(s - f for s, f, _ in with_dict),
+                   dict_files=sum(s for s, _, _ in with_dict),
+                   dict_mb_s=plain / 1e6 / sum(t for _, _, t in with_dict))
+        rows.append(row)
+        print(f"  {group}: level {level} done", flush=True)
+    return rows
+
+
+def sizes(paths, real, levels, dict_size):
+    half = max(1, len(paths) // 2)
+    work = os.path.join(TMP, "dicts")
+    os.makedirs(work, exist_ok=True)
+    held_out = paths[half:] or paths
+    corpus_dict = train(paths[:half], os.path.join(work, "corpus.dict"), dict_size)
+    rows = size_rows("generated, held out", held_out, {p: corpus_dict for p in held_out}, levels)
+    # real samples: leave one out, a dictionary about 1/25 of what it is trained on
+    plain = {p: sum(len(x) for pieces in records_of(p) for x in pieces) for p in real}
+    dictionaries = {}
+    for i, path in enumerate(real):
+        others = [p for p in real if p != path]
+        size = max(4096, min(dict_size, sum(plain[p] for p in others) // 25))
+        dictionaries[path] = train(others, os.path.join(work, f"real-{i}.dict"), size)
+    rows += size_rows("real samples, leave one out", real, dictionaries, levels)
+    return rows
+
+
+def make_zst(paths, dictionary, ours_bin):
+    out = os.path.join(TMP, "warc.zst")
+    subprocess.run([os.path.join(ours_bin, "webarchive-index"), "recompress", *paths, "-o", out,
+                    "--dictionary", dictionary, "--level", "3", "--no-progress"], check=True,
+                   capture_output=True)
+    return [os.path.join(out, os.path.basename(p).replace(".warc.gz", ".warc.zst")) for p in paths]
+
+
+def run_once(argv, stdout_path):
+    """(wall s, cpu s, peak resident MB) of one run of argv, its stdout into stdout_path."""
+    with open(stdout_path, "wb") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE)
+        stderr = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        sys.exit(f"command failed ({proc.returncode}): {' '.join(argv)}\n{stderr.decode()[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def speed(gz, zst, dictionary, pin, repeat, ours_bin):
+    groups = {os.path.basename(g).removesuffix(".warc.gz"): ([g], [z]) for g, z in zip(gz, zst)}
+    if len(gz) > 1:
+        groups[f"all {len(gz)}, 1 command"] = (gz, zst)
+    cmds = {}
+    for group, (g, z) in groups.items():
+        cmds[group, "floor isal (.warc.gz)"] = [PYTHON, "-c", speedbench.FLOOR_SCRIPT.format(module="isal.igzip"), *g]
+        cmds[group, "floor zstd (.warc.zst)"] = [PYTHON, "-c", ZSTD_FLOOR, *z]
+        cmds[group, "zstd -dc -D (tool)"] = ["sh", "-c", 'zstd -qdc -D "$0" "$@" >/dev/null', dictionary, *z]
+        cmds[group, "ours .warc.gz"] = [os.path.join(ours_bin, "webarchive-index"), "cdx", *g]
+        cmds[group, "ours .warc.zst"] = [os.path.join(ours_bin, "webarchive-index"), "cdx", *z]
+    runs = {key: ([], [], []) for key in cmds}
+    for round_no in range(repeat):
+        print(f"  round {round_no + 1}/{repeat}", flush=True)
+        for key, argv in cmds.items():
+            for value, into in zip(run_once(pin + argv, scratch(*key)), runs[key]):
+                into.append(value)
+    rows = []
+    for (group, command), (wall, cpu, rss) in runs.items():
+        g, z = groups[group]
+        mb = sum(map(os.path.getsize, z if ".warc.zst" in command or "zstd" in command else g)) / 1e6
+        records = sum(map(speedbench.records_in, g))
+        rows.append({"input": group, "command": command, "mb": mb, "records": records,
+                     "best": min(wall), "median": statistics.median(wall), "wall": wall, "cpu": cpu,
+                     "peak_mb": max(rss), "records_s": records / min(wall)})
+    return groups, rows
+
+
+def scratch(group, command):
+    return os.path.join(TMP, "".join(c if c.isalnum() else "_" for c in f"{group} {command}") + ".out")
+
+
+def check(groups):
+    """Per group: None if our .warc.zst lines are our .warc.gz lines (offset, length and
+    filename aside), else what differs."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from helpers import fields_but_place
+    verdicts = {}
+    for group in groups:
+        lines = {}
+        for command in ("ours .warc.gz", "ours .warc.zst"):
+            with open(scratch(group, command), encoding="utf-8") as fh:
+                lines[command] = fields_but_place(fh.read().splitlines())
+        same = lines["ours .warc.gz"] == lines["ours .warc.zst"] and lines["ours .warc.gz"]
+        verdicts[group] = None if same else (f"{len(lines['ours .warc.gz'])} lines from .warc.gz, "
+                                             f"{len(lines['ours .warc.zst'])} from .warc.zst, "
+                                             "not the same")
+    return verdicts
+
+
+def ratios(rows, groups):
+    best = {(r["input"], r["command"]): r["best"] for r in rows}
+    return {g: {"zst_vs_gz_speedup": best[g, "ours .warc.gz"] / best[g, "ours .warc.zst"],
+                "zst_vs_zstd_floor": best[g, "ours .warc.zst"] / best[g, "floor zstd (.warc.zst)"],
+                "gz_vs_isal_floor": best[g, "ours .warc.gz"] / best[g, "floor isal (.warc.gz)"],
+                "zstd_floor_vs_isal_floor": best[g, "floor isal (.warc.gz)"] / best[g, "floor zstd (.warc.zst)"]}
+            for g in groups}
+
+
+def report(size_table, speed_rows, ratio, verdicts, meta):
+    print()
+    print(f"machine  {meta['cpu']}, {meta['cores']} cores, Python {meta['python']}, zstd "
+          f"{meta['zstd']}, {meta['date']}")
+    load = meta["loadavg_1_5_15min"]
+    print(f"load     1-min load average {load['start'][0]:.2f} at the start, {load['end'][0]:.2f} at "
+          "the end (other processes share the cores: compare ratios from one run)")
+    print(f"corpus   {meta['corpus']}: {meta['files']} files x {meta['captures']} captures; "
+          f"dictionary {meta['dict_size']} bytes; real samples: {', '.join(meta['real'])}")
+    print()
+    fmt = "{:<28} {:>5} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9}"
+    print("sizes as a share of per-record gzip -6 (the same records)")
+    print(fmt.format("records", "level", "gzip -6 B", "no dict", "MB/s", "dict", "+frame",
+                     "dict MB/s", "original"))
+    for r in size_table:
+        print(fmt.format(f"{r['group']} ({r['files']})", r["level"], r["gzip6"],
+                         f"{r['zst'] / r['gzip6']:.1%}", f"{r['zst_mb_s']:.1f}",
+                         f"{r['dict_records'] / r['gzip6']:.1%}", f"{r['dict_files'] / r['gzip6']:.1%}",
+                         f"{r['dict_mb_s']:.1f}", f"{r['original'] / r['gzip6']:.1%}"))
+    print()
+    fmt = "{:<24} {:<24} {:>7} {:>7} {:>8} {:>9} {:>8}"
+    print(f"indexing speed: pinned {' '.join(meta['pinning']) or 'NO'}, best of {meta['repeat']}, "
+          f"whole commands (ours from {meta['ours_installed_in']}, walker: {meta['ours_walker']})")
+    print(fmt.format("input", "command", "MB", "best s", "median s", "records/s", "peak MB"))
+    last = None
+    for r in speed_rows:
+        if last is not None and r["input"] != last:
+            print()
+        print(fmt.format(r["input"] if r["input"] != last else "", r["command"], f"{r['mb']:.1f}",
+                         f"{r['best']:.2f}", f"{r['median']:.2f}", f"{r['records_s']:.0f}",
+                         f"{r['peak_mb']:.0f}"))
+        last = r["input"]
+    print()
+    print("{:<24} {:>18} {:>18} {:>18} {:>18}".format("ratios (best times)", ".zst vs .gz",
+                                                      "ours .zst/floor", "ours .gz/floor",
+                                                      "zstd vs isal floor"))
+    for group, r in ratio.items():
+        print("{:<24} {:>18} {:>18} {:>18} {:>18}".format(
+            group, f"{r['zst_vs_gz_speedup']:.2f}x faster", f"{r['zst_vs_zstd_floor']:.2f}x",
+            f"{r['gz_vs_isal_floor']:.2f}x", f"{r['zstd_floor_vs_isal_floor']:.2f}x faster"))
+    print()
+    for group, note in verdicts.items():
+        if note:
+            print(f"CORRECTNESS FAILURE {group}: {note}")
+    if not any(verdicts.values()):
+        print(f"correctness: .warc.zst lines == .warc.gz lines but for offset, length and "
+              f"filename, all {len(verdicts)} inputs")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=4)
+    parser.add_argument("--captures", type=int, default=2000, help="captures per file")
+    parser.add_argument("--mean-kb", type=float, default=40, help="mean payload size")
+    parser.add_argument("--levels", default="1,3,8,19", help="zstd levels of the size table")
+    parser.add_argument("--dict-size", type=int, default=1 << 20,
+                        help="dictionary size for the generated corpus (default 1 MiB)")
+    parser.add_argument("--real", metavar="DIR",
+                        help="a directory of real WARC files for the size table (default: the "
+                             "Common Crawl excerpts in tests/data/real)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per command (best and median)")
+    parser.add_argument("--quick", action=argparse.BooleanOptionalAction, default=False,
+                        help="smoke run: 2 files x 300 captures, levels 1 and 3, a 64 KiB "
+                             "dictionary (--no-quick: the sizes above, the default)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.files, args.captures, args.levels, args.dict_size = 2, 300, "1,3", 64 << 10
+    levels = [int(x) for x in args.levels.split(",")]
+    if args.files < 2 or args.captures < 1 or args.repeat < 1:
+        parser.error("--files must be at least 2 (half train the dictionary), --captures and "
+                     "--repeat at least 1")
+    missing = speedbench.missing_tools()
+    if missing or not shutil.which("zstd"):
+        sys.exit(f"bench: {', '.join(missing) or 'the zstd tool'} missing: run `make bench` "
+                 "(and apt-get install zstd)")
+    os.makedirs(TMP, exist_ok=True)
+    paths = speedbench.corpus(args.files, args.captures, args.mean_kb)
+    real = ([os.path.join(args.real, n) for n in sorted(os.listdir(args.real))
+             if ".warc" in n and not n.endswith(".jsonl")] if args.real
+            else [os.path.join(REAL, n) for n in CC_EXCERPTS])
+    load_start = os.getloadavg()
+    print("sizes ...", flush=True)
+    size_table = sizes(paths, real, levels, args.dict_size)
+    ours_bin = speedbench.install_project()
+    print("making the .warc.zst files ...", flush=True)
+    dictionary = train(paths[:max(1, len(paths) // 2)], os.path.join(TMP, "speed.dict"), args.dict_size)
+    zst = make_zst(paths, dictionary, ours_bin)
+    for path in [*paths, *zst]:  # a warm page cache for every command
+        with open(path, "rb") as fh:
+            while fh.read(1 << 24):
+                pass
+    pin = speedbench.pinning()
+    print("timing ...", flush=True)
+    groups, speed_rows = speed(paths, zst, dictionary, pin, args.repeat, ours_bin)
+    verdicts = check(groups)
+    ratio = ratios(speed_rows, groups)
+    import zstandard
+    meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "python": platform.python_version(), "cpu": speedbench.cpu_model(),
+            "cores": os.cpu_count(), "zstd": zstandard.ZSTD_VERSION, "pinning": pin,
+            "repeat": args.repeat, "ours_installed_in": os.path.relpath(speedbench.INSTALL, ROOT),
+            "ours_walker": speedbench.walker(ours_bin),
+            "corpus": os.path.relpath(os.path.dirname(paths[0]), ROOT), "files": args.files,
+            "captures": args.captures, "dict_size": args.dict_size,
+            "real": [os.path.basename(p) for p in real],
+            "loadavg_1_5_15min": {"start": load_start, "end": os.getloadavg()}}
+    report(size_table, speed_rows, ratio, verdicts, meta)
+    ok = not any(verdicts.values())
+    with open(os.path.join(OUT, "zstd-results.json"), "w") as fh:
+        json.dump({"meta": meta, "correct": ok, "sizes": size_table, "speed": speed_rows,
+                   "ratios": ratio}, fh, indent=1)
+    print(f"wrote {os.path.relpath(os.path.join(OUT, 'zstd-results.json'))}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    if os.path.realpath(sys.prefix) != os.path.realpath(speedbench.VENV) and os.path.exists(PYTHON):
+        os.execv(PYTHON, [PYTHON, *sys.argv])  # the project and its tools live in the venv
+    sys.exit(main())
