@@ -54,13 +54,25 @@ CC_EXCERPTS = ("chatnoir-eu+chatnoir-resiliparse__warcfile.warc.gz",
                "commoncrawl+whirlwind-python__whirlwind.warc.wat.gz",
                "commoncrawl+whirlwind-python__whirlwind.warc.wet.gz",
                "iipc+jwarc__cc.warc.gz", "webrecorder+cdxj-indexer__cc.warc.gz")
+# Decompress every .warc.zst named on the command line in 1 MiB chunks, discarding the
+# output, with the dictionary of its dictionary frame (read here: no more imports than needed).
+# GNU time, for each command's peak memory (Debian: the `time` package)
+GNU_TIME = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None
 ZSTD_FLOOR = """import sys, zstandard
-from webarchive_indexing.zstdwarc import file_dictionary
 for path in sys.argv[1:]:
-    reader = zstandard.ZstdDecompressor(dict_data=file_dictionary(path))
-    with open(path, "rb") as fh, reader.stream_reader(fh, read_across_frames=True) as stream:
-        while stream.read(1 << 20):
-            pass
+    with open(path, "rb") as fh:
+        head, zdict = fh.read(8), None
+        if head[:4] == b"\\x5d\\x2a\\x4d\\x18":
+            data = fh.read(int.from_bytes(head[4:], "little"))
+            if data[:4] == b"\\x28\\xb5\\x2f\\xfd":
+                data = zstandard.ZstdDecompressor().decompress(data)
+            zdict = zstandard.ZstdCompressionDict(data)
+        else:
+            fh.seek(0)
+        reader = zstandard.ZstdDecompressor(dict_data=zdict)
+        with reader.stream_reader(fh, read_across_frames=True) as stream:
+            while stream.read(1 << 20):
+                pass
 """
 
 
@@ -145,17 +157,24 @@ def make_zst(paths, dictionary, ours_bin):
 
 
 def run_once(argv, stdout_path):
-    """(wall s, cpu s, peak resident MB) of one run of argv, its stdout into stdout_path."""
+    """(wall s, cpu s, peak resident MB or None) of one run of argv, its stdout into
+    stdout_path. The peak comes from GNU time (`time` package), whose child's count starts
+    afresh: a command started from this process would count this process' pages too."""
+    rss = stdout_path + ".rss"
+    wrapped = [GNU_TIME, "-f", "%M", "-o", rss, *argv] if GNU_TIME else argv
     with open(stdout_path, "wb") as out:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(wrapped, stdout=out, stderr=subprocess.PIPE)
         stderr = proc.stderr.read()
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        sys.exit(f"command failed ({proc.returncode}): {' '.join(argv)}\n{stderr.decode()[-2000:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"command failed: {' '.join(argv)}\n{stderr.decode()[-2000:]}")
+    peak = None
+    if GNU_TIME:
+        with open(rss) as fh:
+            peak = int(fh.read().split()[-1]) / 1024
+    return wall, usage.ru_utime + usage.ru_stime, peak
 
 
 def speed(gz, zst, dictionary, pin, repeat, ours_bin):
@@ -182,7 +201,8 @@ def speed(gz, zst, dictionary, pin, repeat, ours_bin):
         records = sum(map(speedbench.records_in, g))
         rows.append({"input": group, "command": command, "mb": mb, "records": records,
                      "best": min(wall), "median": statistics.median(wall), "wall": wall, "cpu": cpu,
-                     "peak_mb": max(rss), "records_s": records / min(wall)})
+                     "peak_mb": max(rss) if rss[0] is not None else None,
+                     "records_s": records / min(wall)})
     return groups, rows
 
 
@@ -247,7 +267,7 @@ def report(size_table, speed_rows, ratio, verdicts, meta):
             print()
         print(fmt.format(r["input"] if r["input"] != last else "", r["command"], f"{r['mb']:.1f}",
                          f"{r['best']:.2f}", f"{r['median']:.2f}", f"{r['records_s']:.0f}",
-                         f"{r['peak_mb']:.0f}"))
+                         f"{r['peak_mb']:.0f}" if r["peak_mb"] else "-"))
         last = r["input"]
     print()
     print("{:<24} {:>18} {:>18} {:>18} {:>18}".format("ratios (best times)", ".zst vs .gz",

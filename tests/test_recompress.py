@@ -4,6 +4,7 @@ bad input reported with nothing half written."""
 import gzip
 import os
 import re
+import shlex
 import subprocess
 
 import pytest
@@ -210,3 +211,26 @@ def test_zstd_dict_is_the_same_from_the_same_inputs(crawl, tmp_path):
                          "16384", "--processes", "2" if name == "a" else "1"]) == cli.EXIT_OK
     first = (tmp_path / "a").read_bytes()
     assert first[:4] == b"\x37\xa4\x30\xec" and first == (tmp_path / "b").read_bytes()
+
+
+def test_readme_zstd_commands_as_written(tmp_path, monkeypatch, capsys):
+    """The command lines of the README's .warc.zst section, in its order, on a generated crawl."""
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md")).read()
+    section = readme.split("## Zstandard WARCs")[1].split("\n## ")[0]
+    block = section.split("```\n")[1]
+    commands = [shlex.split(line) for line in block.splitlines() if line.strip()]
+    assert [c[0] for c in commands] == ["webarchive-index"] * 5 + ["zstd"]
+    (a, b) = warcs(tmp_path / "crawl", files=2, captures=300, seed=43)
+    os.rename(a, tmp_path / "crawl" / "a.warc.gz")
+    monkeypatch.chdir(tmp_path)
+    for command in commands:
+        if command[0] == "zstd":
+            subprocess.run(command, check=True, capture_output=True)
+        else:
+            assert cli.main(command[1:]) == cli.EXIT_OK, command
+    assert open("a.warc", "rb").read() == uncompressed("crawl/a.warc.gz")
+    assert uncompressed("a.warc.gz") == uncompressed("crawl/a.warc.gz")
+    assert sorted(os.listdir("crawl-zst")) == sorted(
+        [n.replace(".warc.gz", e) for n in os.listdir("crawl") for e in (".cdxj", ".warc.zst")])
+    assert fields_but_place(capsys.readouterr().out.splitlines()) == \
+        fields_but_place(index_file("crawl/a.warc.gz").lines)

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 import zstandard
@@ -28,6 +29,8 @@ from webarchive_indexing.zstddict import Options as DictOptions, train
 # The real samples that are WARC files (ARC files have no .warc.zst) and read whole
 BROKEN = ("clipped.warc.gz", "example-bad-non-chunked.warc.gz", "example-trunc.warc",
           "link-extraction-test.warc")
+# FastWARC's command line, installed with it (the test extra)
+FASTWARC = os.path.join(os.path.dirname(sys.executable), "fastwarc")
 WARC_SAMPLES = sorted(n for n in os.listdir(REAL) if ".warc" in n and not n.endswith(BROKEN))
 
 
@@ -153,8 +156,7 @@ def test_fastwarc_reads_every_record_of_ours(corpus, tmp_path):
 def test_we_read_what_fastwarc_writes(corpus, tmp_path):
     for gz in [*corpus["gz"], os.path.join(REAL, "chatnoir-eu+chatnoir-resiliparse__warcfile.warc.gz")]:
         target = str(tmp_path / "fast.warc.zst")
-        subprocess.run([shutil.which("fastwarc") or os.path.join(os.path.dirname(os.sys.executable),
-                        "fastwarc"), "recompress", "-q", "-c", "zstd", gz, target], check=True)
+        subprocess.run([FASTWARC, "recompress", "-q", "-c", "zstd", gz, target], check=True)
         ours, theirs = index_file(target), index_file(gz)
         assert ours.errors == [] and ours.records == theirs.records
         assert fields_but_place(ours.lines) == fields_but_place(theirs.lines)
@@ -392,3 +394,18 @@ def test_a_highly_compressible_record_is_never_held_whole(tmp_path, monkeypatch)
     assert result.errors == [] and len(result.lines) == 1
     assert f'"digest": "{digest}"' in result.lines[0]  # the whole payload was read
     assert 0 < largest[0] <= zstdwarc.OUTPUT_MAX + zstdwarc.BLOCK_MAX
+
+
+def test_index_job_launcher_takes_a_dictionary_kept_apart(corpus, tmp_path):
+    """docs/hadoop-and-emr.md: INDEX_ARGS=(--zstd-dictionary URI) in index_env.sh."""
+    from test_launchers import REPO, run, script_env, write_env
+    apart = write_zst(tmp_path / "a.warc.zst", raw_records(corpus["gz"][0]),
+                      zstdwarc.load_dictionary(corpus["dict"]), dictionary_frame=False)
+    (tmp_path / "warcs.txt").write_text(apart + "\n")
+    env = write_env(tmp_path / "env.sh", RUNNER="inline", MRJOB_CONF=REPO / "mrjob.conf.sample",
+                    WARC_MANIFEST=tmp_path / "warcs.txt", CDX_DIR=tmp_path / "cdx",
+                    PYTHON=sys.executable, INDEX_ARGS=["--zstd-dictionary", corpus["dict"]])
+    result = run("runindexwarcs.sh", script_env(env), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = gzip.decompress((tmp_path / "cdx" / "a.cdx.gz").read_bytes()).decode().splitlines()
+    assert lines and fields_but_place(lines) == fields_but_place(index_file(corpus["gz"][0]).lines)

@@ -30,7 +30,6 @@ from .records import (CHUNK, FIRST_STEP, TRAILER_MAX, ZSTD_MAGICS, ArchiveError,
 
 # A zstd frame's magic number; a dictionary frame's (0x184D2A5D, little-endian)
 ZSTD_MAGIC, DICT_FRAME_MAGIC = ZSTD_MAGICS
-DICT_MAGIC = b"\x37\xa4\x30\xec"
 # Skippable frames have the magic numbers 0x184D2A50 to 0x184D2A5F, then a 4-byte size.
 SKIPPABLE_TAIL = b"\x2a\x4d\x18"
 SKIPPABLE_HEADER = 8
@@ -39,6 +38,7 @@ DICT_MAX = 1 << 26
 # The start of a frame's content that says it starts a record, not another part of the
 # record before it (its WARC version line).
 RECORD_START = re.compile(rb"WARC/\d+\.\d+\r?\n")
+# What is read of a frame's content to tell (WARC/1.0 and its newline are 10 bytes)
 RECORD_START_MAX = 16
 # The header of a frame, enough to read its parameters (dictionary id) from; what tells
 # its size.
@@ -248,7 +248,8 @@ class ZstdFrames(GzipMembers):
                 except DictionaryError as exc:
                     raise ArchiveError(self.path, offset, str(exc)) from None
             self.decompressor = zstandard.ZstdDecompressor(dict_data=self.dictionary)
-        if not self._need(FRAME_HEADER_MIN):
+        self._need(FRAME_HEADER_MAX)  # all of the header, unless the file ends first
+        if len(self.raw) - self.rpos < FRAME_HEADER_MIN:
             raise ArchiveError(self.path, offset, "zstd frame is truncated: the file ends inside it")
         self.frame_start, self.frame_end = offset, None
         self.frame_head = self.raw[self.rpos:self.rpos + FRAME_HEADER_MAX]
