@@ -203,7 +203,7 @@ def test_a_dictionary_kept_apart(corpus, tmp_path, capsys, monkeypatch):
     assert cli.main(["cdx", path, "--zstd-dictionary", "crawl.dict"]) == cli.EXIT_OK
     assert capsys.readouterr().out == "".join(given.lines)
     assert cli.main(["cdx", path, "--zstd-dictionary", "missing.dict"]) == cli.EXIT_USAGE
-    assert "cannot read the zstd dictionary missing.dict" in capsys.readouterr().err
+    assert f"cannot read the zstd dictionary {tmp_path}/missing.dict" in capsys.readouterr().err
 
 
 def test_a_wrong_dictionary(corpus, tmp_path):
@@ -409,3 +409,20 @@ def test_index_job_launcher_takes_a_dictionary_kept_apart(corpus, tmp_path):
     assert result.returncode == 0, result.stderr
     lines = gzip.decompress((tmp_path / "cdx" / "a.cdx.gz").read_bytes()).decode().splitlines()
     assert lines and fields_but_place(lines) == fields_but_place(index_file(corpus["gz"][0]).lines)
+
+
+def test_records_read_over_http_with_the_dictionary_read_once(corpus):
+    """One ranged read a record, and the dictionary frame read once (two small reads) per
+    file; `cdx` of an http(s):// .warc.zst streams it."""
+    import rangeserver
+    zst = corpus["zst"][1]
+    expected = raw_records(corpus["gz"][1])
+    with rangeserver.serving(os.path.dirname(zst)) as server:
+        url = f"{server.url}/{os.path.basename(zst)}"
+        zstdwarc.file_dictionary.cache_clear()
+        got = [zstdwarc.read_record(url, offset, length) for offset, length in ranges(zst)[:40]]
+        assert got == expected[:40]
+        ranged = [r[2] for r in server.requests if r[2]]
+        assert len(ranged) == 42 and ranged.count("bytes=0-7") == 1
+        assert len([r for r in ranged if r.startswith("bytes=8-")]) == 1  # the dictionary
+        assert fields_but_place(index_file(url).lines) == fields_but_place(index_file(zst).lines)

@@ -413,14 +413,12 @@ def _build(args):
 
 def _cdx(args):
     from .cdx import header_line, index_file
-    from .inputs import InputError, expand
+    from .inputs import InputError, dictionary_file, expand
     if args.output:
         from .steps import index_archive
     try:
         archives, missing, _ = expand(args.inputs, args.input_root)
-        if args.zstd_dictionary:
-            from .zstdwarc import load_dictionary
-            load_dictionary(args.zstd_dictionary)
+        zstd_dictionary = dictionary_file(args.zstd_dictionary)
     except InputError as exc:
         sys.stderr.write(f"webarchive-index: {exc}\n")
         return EXIT_USAGE
@@ -431,11 +429,11 @@ def _cdx(args):
             break
         if args.output:
             status = index_archive(archive.path, archive.name, args.output, args.cdx_format,
-                                   args.skip_existing, "skip", args.zstd_dictionary)
+                                   args.skip_existing, "skip", zstd_dictionary)
             errors += status["errors"]
             continue
         result = index_file(archive.path, archive.name, args.cdx_format,
-                            zstd_dictionary=args.zstd_dictionary)
+                            zstd_dictionary=zstd_dictionary)
         errors += [e.as_dict() for e in result.errors]
         if result.errors and args.on_error == "fail":
             break

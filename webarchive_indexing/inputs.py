@@ -172,3 +172,15 @@ def expand_all(inputs, roots=()):
         raise InputError(f"no WARC/ARC files ({', '.join(ARCHIVE_EXTENSIONS)}) found in "
                          f"{' '.join(inputs)}")
     return archives
+
+
+def dictionary_file(path):
+    """A zstd dictionary file given as an option, made absolute (tasks and worker processes
+    run elsewhere) once it was read and found usable (else a ``zstdwarc.DictionaryError``,
+    an InputError, before anything runs); None for None."""
+    if not path:
+        return None
+    from .zstdwarc import load_dictionary
+    path = storage.abspath(path)
+    load_dictionary(path)
+    return path

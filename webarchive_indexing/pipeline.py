@@ -50,7 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from . import storage
-from .inputs import ARCHIVE_EXTENSIONS, cdx_name, expand
+from .inputs import ARCHIVE_EXTENSIONS, cdx_name, dictionary_file, expand
 from .steps import ClusterIncomplete, finalize_cluster
 from .zipnum import shard_name
 
@@ -233,10 +233,7 @@ def build(inputs, out_dir, shards=1, lines_per_block=3000, cdx_format="cdxj", ru
     out_dir = storage.abspath(out_dir)
     summary = Summary(out_dir)
     archives, missing, roots = expand(inputs, input_roots)
-    if zstd_dictionary:
-        from .zstdwarc import load_dictionary
-        zstd_dictionary = storage.abspath(zstd_dictionary)  # the tasks run elsewhere
-        load_dictionary(zstd_dictionary)  # a DictionaryError (an InputError) before anything runs
+    zstd_dictionary = dictionary_file(zstd_dictionary)
     summary.errors = [{"file": path, "offset": 0, "reason": "no such file or directory"}
                       for path in missing]
     if not archives and not missing:

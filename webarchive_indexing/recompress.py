@@ -22,7 +22,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from . import cdx, storage
-from .inputs import InputError, expand_all, stem
+from .inputs import InputError, dictionary_file, expand_all, stem
 from .records import ArchiveError
 from .workers import run_each
 
@@ -107,15 +107,13 @@ def recompress(options, progress=None):
     from .pipeline import Progress
     started = time.monotonic()
     fmt, level, work = plan(options)
-    if options.dictionary:
-        from .zstdwarc import load_dictionary
-        load_dictionary(options.dictionary)  # a DictionaryError (an InputError) up front
-    dictionary = options.dictionary and storage.abspath(options.dictionary)
+    dictionary, zstd_dictionary = (dictionary_file(options.dictionary),
+                                   dictionary_file(options.zstd_dictionary))
     progress = progress or Progress(enabled=False)
     summary, done = Summary(archives=len(work)), [0]
     progress.step(f"recompressing {len(work)} archives", count=lambda: done[0], total=len(work))
     try:
-        jobs = [(*job, fmt, level, dictionary, options.cdx_format, options.zstd_dictionary,
+        jobs = [(*job, fmt, level, dictionary, options.cdx_format, zstd_dictionary,
                  options.skip_existing) for job in work]
         for status in run_each(recompress_file, jobs, options.processes):
             done[0] += 1

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 
 from . import storage
-from .inputs import InputError, expand_all
+from .inputs import InputError, dictionary_file, expand_all
 from .records import ArchiveError
 from .workers import run_each
 
@@ -102,13 +102,14 @@ def train(options, progress=None):
     archives = expand_all(options.inputs, options.input_roots)
     if options.size < 1024:
         raise InputError(f"--size {options.size}: a dictionary needs 1024 bytes at least")
+    zstd_dictionary = dictionary_file(options.zstd_dictionary)
     wanted = min(SAMPLES_MAX, options.size * SAMPLES_PER_DICT_BYTE)
     budget = min(max(MIN_PER_FILE, wanted // len(archives)), SAMPLES_MAX // len(archives))
     progress = progress or Progress(enabled=False)
     summary, by_file, done = Summary(archives=len(archives), errors=[]), {}, [0]
     progress.step(f"sampling {len(archives)} archives", count=lambda: done[0], total=len(archives))
     try:
-        jobs = [(a.path, budget, options.zstd_dictionary) for a in archives]
+        jobs = [(a.path, budget, zstd_dictionary) for a in archives]
         for path, samples, problems in run_each(sample_file, jobs, options.processes):
             done[0] += 1
             by_file[path] = samples

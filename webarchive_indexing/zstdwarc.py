@@ -40,10 +40,8 @@ DICT_MAX = 1 << 26
 RECORD_START = re.compile(rb"WARC/\d+\.\d+\r?\n")
 # What is read of a frame's content to tell (WARC/1.0 and its newline are 10 bytes)
 RECORD_START_MAX = 16
-# The header of a frame, enough to read its parameters (dictionary id) from; what tells
-# its size.
+# The most a frame's header takes
 FRAME_HEADER_MAX = 18
-FRAME_HEADER_MIN = 5
 # A block's header, and the most a compressed block decompresses to.
 BLOCK_HEADER = 3
 BLOCK_MAX = 128 << 10
@@ -249,13 +247,19 @@ class ZstdFrames(GzipMembers):
                     raise ArchiveError(self.path, offset, str(exc)) from None
             self.decompressor = zstandard.ZstdDecompressor(dict_data=self.dictionary)
         self._need(FRAME_HEADER_MAX)  # all of the header, unless the file ends first
-        if len(self.raw) - self.rpos < FRAME_HEADER_MIN:
-            raise ArchiveError(self.path, offset, "zstd frame is truncated: the file ends inside it")
         self.frame_start, self.frame_end = offset, None
         self.frame_head = self.raw[self.rpos:self.rpos + FRAME_HEADER_MAX]
         try:
-            self.block, self.block_at = None, offset + zstandard.frame_header_size(self.frame_head)
+            size = zstandard.get_frame_parameters(self.frame_head).content_size
+            # zstd gives no more than a frame's content size says: only a frame that does
+            # not say, or says more than one call may give, is fed block by block
+            self.block = None
+            self.block_at = (None if size <= OUTPUT_MAX else
+                             offset + zstandard.frame_header_size(self.frame_head))
         except zstandard.ZstdError as exc:
+            if len(self.frame_head) < FRAME_HEADER_MAX:  # the file ends first
+                raise ArchiveError(self.path, offset, "zstd frame is truncated: the file ends "
+                                                      "inside it") from None
             raise ArchiveError(self.path, offset, f"corrupt zstd frame header: {exc}") from None
         self.inflater = self.decompressor.decompressobj()
         return offset
