@@ -368,7 +368,8 @@ class ZstdFrames(GzipMembers):
                 and not self.out[len(self.out) - rest:].strip():
             # the common case: the record, its newlines and its last frame end together; so
             # the next frame starts the next record, without reading ahead to see
-            self.dropped, self.out, self.pos, self.end = self.dropped + len(self.out), b"", 0, self.frame_end
+            self.dropped += len(self.out)
+            self.out, self.pos, self.end = b"", 0, self.frame_end
             return None
         tail, rest = self.drain()
         trailer = rest - unread
@@ -390,14 +391,18 @@ def decode_record(data, path, offset, zdict=None):
     offset), are ``data`` (its length), decompressed with the file's dictionary ``zdict``;
     raises ``ArchiveError`` unless they are whole frames of exactly one whole record."""
     from .rawrecords import split
-    frames = ZstdFrames(io.BytesIO(data), path, dictionary=zdict, offset=offset)
     if data[:4] != ZSTD_MAGIC:
         raise ArchiveError(path, offset, "no zstd frame starts at this offset")
+    frames = ZstdFrames(io.BytesIO(data), path, dictionary=zdict, offset=offset)
     records = []
-    for record in split(frames.next_piece, path):
-        if records:
-            raise ArchiveError(path, offset, "the frames at this offset hold more than one record")
-        records.append(b"".join(record.pieces))
+    try:
+        for record in split(frames.next_piece, path):
+            if records:
+                raise ArchiveError(path, offset, "the frames at this offset hold more than one "
+                                                 "record")
+            records.append(b"".join(record.pieces))
+    except ArchiveError as exc:  # (split's offsets are in the record's uncompressed bytes)
+        raise ArchiveError(path, offset, exc.reason) from None
     return records[0]
 
 
