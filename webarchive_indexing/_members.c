@@ -110,7 +110,7 @@ call_with_view(PyObject *func, unsigned char *buf, Py_ssize_t len, int flags)
     return result;
 }
 
-/* GzipMembers._read_raw: keep the unread bytes, append the next block of the file.
+/* GzipMembers._read_raw: drop the bytes inflated, append the next block of the file.
  * 1 if read, 0 at the end of the file (or a None read: no data), -1 on error. */
 static int
 read_raw(Members *self)
@@ -442,7 +442,7 @@ Members_readline(Members *self, PyObject *const *args, Py_ssize_t nargs)
         if (fill(self) < 0)
             return NULL;
     }
-    if (size != PY_SSIZE_T_MAX && stop > self->pos + size)
+    if (stop - self->pos > size)  /* (not stop > pos + size: that overflows for huge sizes) */
         stop = self->pos + size;
     PyObject *line = PyBytes_FromStringAndSize((char *)self->out + self->pos,
                                                stop > self->pos ? stop - self->pos : 0);
@@ -707,6 +707,7 @@ Members_recover(Members *self, PyObject *unused)
                 self->rpos = self->raw_len;
                 Py_RETURN_NONE;
             }
+            at = self->rpos;  /* (the bytes kept, now first) */
         }
         self->rpos = at;
         if (start_member(self) < 0) {

@@ -104,8 +104,8 @@ def run_job(job_class, args, runner, conf_path=None):
 class Progress:
     """One status line on a terminal, redrawn while a step runs; silent elsewhere."""
 
-    def __init__(self, stream=sys.stderr, enabled=None):
-        self.stream = stream
+    def __init__(self, stream=None, enabled=None):
+        self.stream = stream = stream or sys.stderr  # (the one of now, not of the import)
         self.enabled = stream.isatty() if enabled is None else enabled
         self._stop = threading.Event()
         self._thread = None

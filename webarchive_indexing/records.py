@@ -160,14 +160,16 @@ class GzipMembers:
         self.inflater = None
 
     def _read_raw(self):
-        """Read the next block of the file (after the unread compressed bytes, at most one
-        here); False at the end of the file."""
-        data = self.fh.read(READ_SIZE)
-        if not data:
-            return False
+        """Drop the bytes inflated, read the next block of the file after the others; False
+        at the end of the file."""
         rest = self.raw[self.rpos:]
         self.raw_offset += self.rpos
-        self.raw, self.rpos = memoryview(rest.tobytes() + data if rest else data), 0
+        self.rpos = 0
+        data = self.fh.read(READ_SIZE)
+        if not data:
+            self.raw = rest
+            return False
+        self.raw = memoryview(rest.tobytes() + data if rest else data)
         return True
 
     def next_member(self):
@@ -316,6 +318,7 @@ class GzipMembers:
                 if not found:
                     self.rpos = len(self.raw)
                     return None
+                at = self.rpos  # (the bytes kept, now first)
             self.rpos = at
             try:
                 self.next_member()
@@ -466,6 +469,11 @@ def _not_a_record_errors():
     return ArchiveLoadFailed, StatusAndHeadersParserException, ValueError
 
 
+def _one_line(text):
+    """``text`` (which may quote a damaged line of a file) on one line, control characters escaped."""
+    return re.sub(r"[\x00-\x1f\x7f]", lambda c: repr(c[0])[1:-1], text.strip())
+
+
 class _Loader:
     """``fast_loader()`` and the notes warcio's loader logs, made when first needed (most
     records of a gzipped file never need them)."""
@@ -485,8 +493,8 @@ class _Loader:
         except (EOFError, ArchiveError, RecordProblem):
             raise
         except Exception as exc:  # warcio's loader also fails in other ways on what is no record
-            detail = exc if isinstance(exc, _not_a_record_errors()) else repr(exc)
-            raise RecordProblem(f"not a WARC or ARC record: {detail}") from None
+            detail = str(exc) if isinstance(exc, _not_a_record_errors()) else repr(exc)
+            raise RecordProblem(f"not a WARC or ARC record: {_one_line(detail)}") from None
 
     def notes(self):
         """What warcio logged since last asked."""
@@ -711,10 +719,11 @@ def _gzip_record(members, offset, values, wants_payload, loader):
 # Whitespace as warcio's ``bytes.rstrip`` finds it in the lines between records.
 SPACES = re.compile(rb"[ \t\r\x0b\x0c]*")
 BLANK_LINES = re.compile(rb"(?:[ \t\r\x0b\x0c]*\n)*")
-# The newline before a line that starts a record: a WARC header (the versions warcio reads)
-# or an ARC header line (URL, IP address, date, MIME type, length), by the file's format.
-_WARC_LINE = rb"(?i:WARC/(?:1\.[01]|0\.1[78]))"
-_ARC_LINE = rb"\S+ \S+ \d{12,} \S+ \d+\r?\n"
+# The newline before a line that starts a record: a WARC header's first line (the versions
+# warcio reads), or an ARC header line (URL, IP address, date, MIME type, length) whose URL
+# has a scheme ARC files hold (the tail of a damaged header line looks like one without it).
+_WARC_LINE = rb"(?i:WARC/(?:1\.[01]|0\.1[78]))\r?\n"
+_ARC_LINE = rb"(?i:https?://|ftps?://|dns:|whois:|filedesc://)[^\n]* \S+ \d{12,} \S+ \d+\r?\n"
 RECORD_LINE = {"warc": re.compile(rb"\n(?=" + _WARC_LINE + rb")"),
                "arc": re.compile(rb"\n(?=" + _ARC_LINE + rb")"),
                None: re.compile(rb"\n(?=" + _WARC_LINE + rb"|" + _ARC_LINE + rb")")}
