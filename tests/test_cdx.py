@@ -1,5 +1,6 @@
 """Per-archive CDX: identical to pywb 2.10's indexer, right against ground truth, clear on bad input."""
 import gzip
+import io
 import json
 import os
 import random
@@ -9,7 +10,9 @@ import tempfile
 
 import pytest
 
+import badinput
 from helpers import REAL, line_offset, pywb_cdx, pywb_cdx_from, resumed_at
+from webarchive_indexing import cli, records
 from webarchive_indexing.cdx import FieldError, format_line, index_file, url_key, warc_timestamp
 from webarchive_indexing.corpus import make_corpus, read_manifest
 
@@ -474,3 +477,181 @@ def test_problems_before_a_fatal_one_are_kept(sample, tmp_path, walker):
         [(offset, "RecordError"), (offset + len(gzip.compress(record)) + cut_at - offset - length, "ArchiveError")]
     assert "cut short" in result.errors[0].reason and "truncated" in result.errors[1].reason
     assert result.records == i  # the records before the request (warcinfo, ...)
+
+
+# -- issue 16: one bad record must not end the walk ------------------------------------------
+
+def _shifted(lines, after, shift):
+    """CDXJ lines with the offsets past ``after`` moved by ``shift``."""
+    return [re.sub(r'"offset": "(\d+)"', lambda m: f'"offset": "{int(m[1]) + shift}"', line)
+            if line_offset(line) > after else line for line in lines]
+
+
+@pytest.mark.parametrize("change", [
+    lambda r: re.sub(rb"\r\nContent-Length: (\d+)", lambda m: b"\r\nContent-Length: %d" % (int(m[1]) - 10), r, 1),
+    lambda r: r.replace(b"\r\n\r\nHTTP/1.1 ", b"\r\n\r\nHTTP/1.1  ", 1)[:-4] + b"x\r\n\r\n",
+], ids=["content-length-too-small", "byte-inserted-in-http-header"])
+def test_record_longer_than_its_content_length_is_reported_and_the_walk_goes_on(tmp_path, walker, change):
+    """Issue 16, item 3: a 304-record file gave 6 lines where pywb gives 304."""
+    (path,) = make_corpus(tmp_path, files=1, captures=100, seed=16)
+    i = [k for k, fact in enumerate(read_manifest(path)) if fact["warc_type"] == "response"][40]
+    bad = tmp_path / "bad.warc.gz"
+    offset = _rewrite_member(path, bad, i, change)
+    result = index_file(str(bad), "x.warc.gz")
+    assert [(e.offset, type(e).__name__) for e in result.errors] == [(offset, "RecordError")]
+    assert "record is longer than its Content-Length says" in result.errors[0].reason
+    shift = os.path.getsize(bad) - os.path.getsize(path)
+    good = [line for line in index_file(path, "x.warc.gz").lines if line_offset(line) != offset]
+    assert result.lines == sorted(_shifted(good, offset, shift))
+    assert result.records >= 300
+    pywb = pywb_cdx(str(bad), filename="x.warc.gz").splitlines(True)
+    assert {line for line in pywb if line_offset(line) != offset} <= set(result.lines)
+
+
+def _plain_with(tmp_path, change):
+    """An uncompressed corpus file with one response changed: its path, the response's offset,
+    the lines of the unchanged file and the change in size."""
+    (path,) = make_corpus(tmp_path / "plain", files=1, captures=30, seed=16, gzip=False)
+    data = open(path, "rb").read()
+    fact = [fact for fact in read_manifest(path) if fact["warc_type"] == "response"][20]
+    record = data[fact["offset"]:fact["offset"] + fact["length"]]
+    bad = tmp_path / "bad.warc"
+    changed = change(record)
+    bad.write_bytes(data[:fact["offset"]] + changed + data[fact["offset"] + fact["length"]:])
+    return bad, fact["offset"], index_file(path, "bad.warc").lines, len(changed) - len(record)
+
+
+@pytest.mark.parametrize("change,reason", [
+    (lambda r: re.sub(rb"\r\nContent-Length: \d+", b"", r, 1), "record has no Content-Length"),
+    (lambda r: re.sub(rb"\r\nContent-Length: (\d+)", lambda m: b"\r\nContent-Length: %d" % (int(m[1]) + 900), r, 1),
+     "Content-Length is wrong"),
+    (lambda r: re.sub(rb"\r\nContent-Length: (\d+)", b"\r\nContent-Length: %d" % 2 ** 63, r, 1), "the file ends"),
+    (lambda r: re.sub(rb"\r\nContent-Length: (\d+)", b"\r\nContent-Length: " + b"9" * 40, r, 1), "the file ends"),
+], ids=["missing", "too-large", "2^63", "40-digits"])
+def test_uncompressed_record_with_a_wrong_content_length_is_reported_and_the_rest_kept(tmp_path, change, reason):
+    """Issue 16, item 4: these exited 0, the records after the bad one gone (or raised
+    OverflowError)."""
+    bad, offset, good, shift = _plain_with(tmp_path, change)
+    result = index_file(str(bad))
+    assert [(e.offset, reason in e.reason) for e in result.errors] == [(offset, True)]
+    assert re.search(r"; reading goes on at the next record, at offset \d+$", result.errors[0].reason)
+    assert result.lines == sorted(_shifted([l for l in good if line_offset(l) != offset], offset, shift))
+
+
+def test_uncompressed_file_cut_inside_a_record_is_an_error(tmp_path, capsys):
+    (path,) = make_corpus(tmp_path, files=1, captures=10, seed=16, gzip=False)
+    fact = read_manifest(path)[-2]
+    cut = tmp_path / "cut.warc"
+    cut.write_bytes(open(path, "rb").read()[:fact["offset"] + fact["length"] // 2])
+    assert cli.main(["cdx", str(cut)]) == cli.EXIT_FAILED
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {cut}: offset {fact['offset']}: record is cut short: the file ends ")
+    result = index_file(str(cut))
+    assert [type(e).__name__ for e in result.errors] == ["ArchiveError"]
+    assert result.lines == [l for l in index_file(path, "cut.warc").lines if line_offset(l) < fact["offset"]]
+
+
+def test_huge_content_length_in_build_is_reported_beside_the_good_archives(tmp_path, capsys):
+    """Issue 16, item 4: `build` aborted with no errors.json (OverflowError)."""
+    bad, offset, _, _ = _plain_with(tmp_path, lambda r: re.sub(
+        rb"\r\nContent-Length: (\d+)", b"\r\nContent-Length: %d" % 2 ** 64, r, 1))
+    archives = tmp_path / "archives"
+    archives.mkdir()
+    shutil.move(bad, archives / "bad.warc")
+    shutil.copy(os.path.join(REAL, "webrecorder+warcio__example.warc.gz"), archives / "good.warc.gz")
+    out = tmp_path / "out"
+    assert cli.main(["build", str(archives), "-o", str(out), "--runner", "inline", "--on-error", "skip",
+                     "--no-progress"]) == cli.EXIT_PARTIAL
+    assert "Traceback" not in capsys.readouterr().err
+    (error,) = json.loads((out / "errors.json").read_text())["errors"]
+    assert (error["file"], error["offset"]) == (str(archives / "bad.warc"), offset)
+    assert "the file ends" in error["reason"]
+    cluster = gzip.decompress((out / "cluster" / "cdx-00000.gz").read_bytes()).decode()
+    assert '"filename": "good.warc.gz"' in cluster and '"filename": "bad.warc"' in cluster
+
+
+def test_response_without_target_uri_is_a_clear_error(sample, tmp_path, walker):
+    """Issue 16, item 12: warcio's AttributeError text was shown."""
+    i, fact = _first_response(sample)
+    bad = tmp_path / "nouri.warc.gz"
+    offset = _rewrite_member(sample, bad, i, lambda r: re.sub(rb"\r\nWARC-Target-URI: [^\r]*", b"", r, 1))
+    result = index_file(str(bad))
+    assert [(e.offset, e.reason) for e in result.errors] == [
+        (offset, "WARC response record without a WARC-Target-URI")]
+    assert len(result.lines) == len(index_file(sample).lines) - 1
+
+
+def test_header_longer_than_a_mebibyte_is_read_whole(sample, tmp_path, walker):
+    """A request whose header block runs past 1 MiB after its Content-Length: its end was
+    taken from the first MiB, and the record was reported as not ending there."""
+    i = next(k for k, fact in enumerate(read_manifest(sample)) if fact["warc_type"] == "request")
+    big = b"X-Big: " + b"a" * (2 << 20) + b"\r\n"
+
+    def change(record):
+        head, _, rest = record.partition(b"\r\n\r\n")
+        return head + b"\r\n" + big + b"\r\n" + rest
+
+    bad = tmp_path / "big.warc.gz"
+    offset = _rewrite_member(sample, bad, i, change)
+    result = index_file(str(bad), "x.warc.gz")
+    assert result.errors == []
+    shift = os.path.getsize(bad) - os.path.getsize(sample)
+    assert result.lines == sorted(_shifted(index_file(sample, "x.warc.gz").lines, offset, shift))
+
+
+class _Stream(io.RawIOBase):
+    """A file read as S3 and HTTP files are: forward only, no seek."""
+
+    def __init__(self, path):
+        self.fh = open(path, "rb")
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        return self.fh.readinto(buffer)
+
+    def close(self):
+        self.fh.close()
+        super().close()
+
+
+def _as_stream(path):
+    return io.BufferedReader(_Stream(path))
+
+
+def test_uncompressed_stream_goes_on_after_a_bad_record_like_a_file(tmp_path):
+    bases = badinput.make_bases(str(tmp_path))
+    checked = 0
+    for case in badinput.cases([base for base in bases if not base.gz]):
+        path = badinput.write(case, str(tmp_path))
+        from_file, from_stream = index_file(path), index_file(path, opener=_as_stream)
+        assert (from_stream.lines, list(map(str, from_stream.errors))) == \
+            (from_file.lines, list(map(str, from_file.errors))), case.name
+        checked += bool(from_file.errors)
+    assert checked > 100
+
+
+def test_uncompressed_stream_looks_back_no_further_than_rewind_max(tmp_path):
+    """A Content-Length 6 MB too large: a file is read again from just after the bad
+    record's start; a stream only from where it is, and says so in where it went on."""
+    (path,) = make_corpus(tmp_path, files=1, captures=20, seed=16, gzip=False, mean_kb=800)
+    data = open(path, "rb").read()
+    fact = [fact for fact in read_manifest(path) if fact["warc_type"] == "response"][1]
+    record = data[fact["offset"]:fact["offset"] + fact["length"]]
+    longer = re.sub(rb"\r\nContent-Length: (\d+)", lambda m: b"\r\nContent-Length: %d" % (int(m[1]) + 6_000_000),
+                    record, 1)
+    assert len(data) - fact["offset"] > 8_000_000 > records.REWIND_MAX
+    bad = tmp_path / "bad.warc"
+    bad.write_bytes(data[:fact["offset"]] + longer + data[fact["offset"] + fact["length"]:])
+    shift = len(longer) - len(record)
+    good = _shifted([l for l in index_file(path, "bad.warc").lines if line_offset(l) != fact["offset"]],
+                    fact["offset"], shift)
+    from_file, from_stream = index_file(str(bad)), index_file(str(bad), opener=_as_stream)
+    assert from_file.lines == sorted(good)
+    (error,) = from_stream.errors
+    assert error.offset == fact["offset"] and "Content-Length is wrong" in error.reason
+    (resumed,) = resumed_at([error])
+    assert resumed > fact["offset"] + records.REWIND_MAX
+    assert from_stream.lines == sorted(l for l in good if not fact["offset"] <= line_offset(l) < resumed)
+    assert len(from_stream.lines) < len(from_file.lines)

@@ -293,8 +293,8 @@ def iter_fields(fh, path, filename, result):
 def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read):
     """Index one WARC/ARC file: an ``IndexResult`` whose lines are sorted as pywb sorts them.
 
-    Indexing goes on past a bad record where the archive allows it (each record
-    of a gzipped file is its own member); records read before a fatal problem are kept.
+    Indexing goes on past a bad record, at the next gzip member or the next record
+    found (see ``records``); records read before a problem that ends it are kept.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown CDX format {fmt!r}: choose one of {', '.join(FORMATS)}")

@@ -849,6 +849,9 @@ class PlainStream:
         return self.pos == len(self.buf) and not self._more()
 
 
+CUT_INSIDE = "record is cut short: the file ends inside it"
+
+
 def _iter_plain(fh, path, wants_payload):
     """The records of an uncompressed file, read with warcio's loader; after a bad record,
     the walk goes on at the next line that starts a record."""
@@ -863,9 +866,10 @@ def _iter_plain(fh, path, wants_payload):
             try:
                 record = loader.parse(stream, known_format)
             except EOFError:
-                problem = "record is cut short: the file ends inside it"
+                problem = CUT_INSIDE
             except RecordProblem as exc:
-                problem = exc.reason
+                # (what is missing of a header the end of the file cut short says little)
+                problem = CUT_INSIDE if stream.at_end() else exc.reason
             else:
                 known_format = record.format
                 problem, payload_sha1 = _plain_record_end(stream, record, wants_payload)
@@ -887,7 +891,7 @@ def _plain_record_end(stream, record, wants_payload):
     its payload if ``wants_payload``)."""
     if record.length is None:
         if stream.at_end():
-            return "record is cut short: the file ends inside its header", None
+            return CUT_INSIDE, None
         return "record has no Content-Length, so where it ends is not known", None
     payload_sha1 = _hash_rest(record.raw_stream) if wants_payload(record) else None
     unread = record.raw_stream.limit

@@ -31,8 +31,8 @@ class IndexingFailed(Exception):
 def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error="fail"):
     """Index one archive into ``cdx_dir/<name>.cdx.gz``; return a status dict.
 
-    With ``on_error="skip"`` the records read before (and, in record-by-record
-    gzipped files, after) a problem are written, and the problems are recorded
+    With ``on_error="skip"`` the records read before and after a problem are
+    written, and the problems are recorded
     beside the CDX file in ``.errors.json``, which also makes the next run with
     ``skip_existing`` index the file again instead of trusting a partial CDX.
     """
