@@ -530,7 +530,8 @@ drain(Members *self, long long skip, unsigned char *head, Py_ssize_t *head_len, 
      * at first: the bytes skipped are yet to come) */
     *size = (long long)self->out_len - self->pos;
     *head_len = skip < *size ? (*size - skip < TRAILER_MAX ? *size - skip : TRAILER_MAX) : 0;
-    memcpy(head, self->out + self->pos + (*head_len ? skip : 0), *head_len);
+    if (*head_len)
+        memcpy(head, self->out + self->pos + skip, *head_len);
     self->out_len = self->pos = 0;
     while (self->end < 0) {
         if (inflate_step(self, CHUNK) < 0)
@@ -723,7 +724,8 @@ Members_recover(Members *self, PyObject *unused)
 }
 
 /* Like records.GzipMembers.skim: pass over the members whose records the caller skips;
- * an ArchiveError that ends the walk is returned last among the problems, not raised. */
+ * an ArchiveError that stops the walk of a member is returned last among the problems, not
+ * raised. */
 static PyObject *
 Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -806,7 +808,7 @@ Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
         }
     }
 error:
-    /* a problem that ends the walk goes last among the problems, not lost with them */
+    /* a problem that stops the walk goes last among the problems, not lost with them */
     if (PyErr_ExceptionMatches(self->archive_error)) {
         PyObject *type, *value, *traceback;
         PyErr_Fetch(&type, &value, &traceback);

@@ -67,8 +67,9 @@ ANOTHER_RECORD = re.compile(rb"[ \t\n\r\x0b\x0c]*(?:WARC/|\S+ \S+ \d{12,} \S+ \d
 
 
 class ArchiveError(Exception):
-    """A problem in an archive file, with the file and byte offset it was found at (raised
-    by the walk: nothing after it could be read)."""
+    """A problem in an archive file, with the file and byte offset it was found at. The walk
+    (``iter_records``) ends with one when nothing after it could be read; else it yields a
+    ``RecordError``."""
 
     def __init__(self, path, offset, reason):
         super().__init__(f"{path}: offset {offset}: {reason}")
@@ -767,8 +768,7 @@ class PlainStream:
         return True
 
     def read(self, size=-1):
-        if size is None or size < 0:
-            size = 1 << 62
+        size = 1 << 62 if size is None or size < 0 else min(size, 1 << 62)
         while len(self.buf) - self.pos < size and self._more():
             pass
         data = self.buf[self.pos:self.pos + size]
@@ -776,11 +776,10 @@ class PlainStream:
         return data
 
     def readline(self, size=-1):
-        if size is None or size < 0:
-            size = 1 << 62
+        size = 1 << 62 if size is None or size < 0 else min(size, 1 << 62)
         searched = 0
         while True:
-            nl = self.buf.find(b"\n", self.pos + searched, self.pos + min(size, 1 << 62))
+            nl = self.buf.find(b"\n", self.pos + searched, self.pos + size)
             if nl >= 0:
                 stop = nl + 1
                 break
@@ -823,15 +822,15 @@ class PlainStream:
             if not self._more():
                 return True
 
-    def find_record(self, after, line):
-        """Move to the first line starting after offset ``after`` (not a newline) that the
-        pattern ``line`` (from RECORD_LINE) takes for a record's start; return its offset,
-        or None (at the end of the file) if there is none."""
-        if after < self.buf_offset and self.seekable:
-            self.fh.seek(after - 1)
-            self.buf, self.pos, self.buf_offset = b"", 0, after - 1
+    def find_record(self, bad, line):
+        """Move to the first line after offset ``bad`` (a bad record's start) that the pattern
+        ``line`` (from RECORD_LINE) takes for a record's start; return its offset, or None
+        (at the end of the file) if there is none."""
+        if bad < self.buf_offset and self.seekable:
+            self.fh.seek(bad)
+            self.buf, self.pos, self.buf_offset = b"", 0, bad
         else:
-            self.pos = min(max(after - 1 - self.buf_offset, 0), len(self.buf))
+            self.pos = min(max(bad - self.buf_offset, 0), len(self.buf))
         while True:
             found = line.search(self.buf, self.pos)
             if found:
@@ -877,7 +876,7 @@ def _iter_plain(fh, path, wants_payload):
             if problem is None:
                 yield Record(record, offset, stream.tell() - offset, payload_sha1, notes)
                 continue
-            resumed = stream.find_record(offset + 1, RECORD_LINE[known_format])
+            resumed = stream.find_record(offset, RECORD_LINE[known_format])
             if resumed is None:
                 raise ArchiveError(path, offset, problem)
             yield RecordError(path, offset, f"{problem}; reading goes on at the next record, "
