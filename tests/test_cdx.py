@@ -655,3 +655,14 @@ def test_uncompressed_stream_looks_back_no_further_than_rewind_max(tmp_path):
     assert resumed > fact["offset"] + records.REWIND_MAX
     assert from_stream.lines == sorted(l for l in good if not fact["offset"] <= line_offset(l) < resumed)
     assert len(from_stream.lines) < len(from_file.lines)
+
+
+@pytest.mark.parametrize("fmt", ["warc", "arc"])
+def test_whole_file_gzip_is_told_from_a_wrong_content_length(tmp_path, walker, fmt):
+    (path,) = make_corpus(tmp_path, files=1, captures=5, seed=16, fmt=fmt, gzip=False)
+    whole = tmp_path / f"whole.{fmt}.gz"
+    whole.write_bytes(gzip.compress(open(path, "rb").read()))
+    result = index_file(str(whole))
+    assert [(e.offset, "gzip member holds more than one record" in e.reason
+             and "not compressed record by record" in e.reason) for e in result.errors] == [(0, True)]
+    assert result.lines == []
