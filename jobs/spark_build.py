@@ -50,7 +50,7 @@ def parser():
 def main(argv=None):
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(format="%(message)s", level=logging.INFO if args.verbose else logging.ERROR)
-    from webarchive_indexing.pipeline import Progress
+    from webarchive_indexing.progress import Progress
     from webarchive_indexing.spark import build_with_spark, spark_context
 
     sc, made_here = spark_context(verbose=args.verbose)

@@ -44,6 +44,7 @@ from webarchive_indexing import cli, copy, storage
 from webarchive_indexing.corpus import make_corpus, read_manifest
 from webarchive_indexing.jobs.remote_copy import RemoteCopyJob
 from webarchive_indexing.pipeline import build, run_job
+from webarchive_indexing.progress import Progress
 from webarchive_indexing.query import open_cluster
 
 REPO = Path(__file__).resolve().parents[1]
@@ -357,16 +358,16 @@ def test_parse_line():
 
 def test_progress_line():
     stream = io.StringIO()
-    progress = copy.CopyProgress(stream, enabled=True)
-    progress.start("copying", lambda: (5, 1500), 10, 3000)
+    progress = Progress(stream, enabled=True)
+    progress.transfer("copying", lambda: (5, 1500), 10, 3000)
     time.sleep(0.1)
-    progress.stop()
+    progress.done()
     assert stream.getvalue().startswith("\r\x1b[Kcopying: 5/10 records, 1.5 KB/3.0 KB  0s")
     assert stream.getvalue().endswith("\r\x1b[K")
     quiet = io.StringIO()  # not a terminal: nothing
-    progress = copy.CopyProgress(quiet)
-    progress.start("copying", lambda: (5, 1500), 10, 3000)
-    progress.stop()
+    progress = Progress(quiet)
+    progress.transfer("copying", lambda: (5, 1500), 10, 3000)
+    progress.done()
     assert quiet.getvalue() == ""
 
 

@@ -10,7 +10,7 @@ from botocore.stub import Stubber
 
 import s3server
 from helpers import REAL
-from webarchive_indexing import cli, storage
+from webarchive_indexing import cli, retry, storage
 from webarchive_indexing.cdx import index_file
 from webarchive_indexing.inputs import expand
 
@@ -153,7 +153,7 @@ def test_read_range_retries_a_body_that_breaks_off(bucket, monkeypatch, breaking
     """botocore retries a request, not a body that breaks off while it streams: storage does."""
     path = storage.join(bucket, "a.txt")
     storage.write_atomic(path, b"hello, world")
-    monkeypatch.setattr(storage, "BACKOFF_BASE", 0.001)
+    monkeypatch.setattr(retry.READS, "first", 0.001)
     client, responses = storage._client(), []
     get_object = client.get_object
 
@@ -167,7 +167,7 @@ def test_read_range_retries_a_body_that_breaks_off(bucket, monkeypatch, breaking
     monkeypatch.setattr(client, "get_object", broken_get_object)
     assert storage.read_range(path, 7, 5) == b"world" and len(responses) == 3
     responses.clear()
-    monkeypatch.setattr(storage, "READ_ATTEMPTS", 2)
+    monkeypatch.setattr(retry.READS, "attempts", 2)
     reason = "ResponseStreamingError" if breaking == "raises" else "a short body: 2 of 5 bytes"
     with pytest.raises(OSError, match=f"GET bytes=7-11 failed 2 times, the last with {reason}.*{path}"):
         storage.read_range(path, 7, 5)
@@ -273,7 +273,7 @@ def test_read_range_backs_off_when_botocore_gives_up_early(bucket, monkeypatch):
     a SlowDown botocore retried in full is an error at once."""
     path = storage.join(bucket, "a.txt")
     storage.write_atomic(path, b"hello, world")
-    monkeypatch.setattr(storage, "BACKOFF_BASE", 0.001)
+    monkeypatch.setattr(retry.READS, "first", 0.001)
     client, calls = storage._client(), []
     get_object = client.get_object
 

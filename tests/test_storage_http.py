@@ -17,7 +17,7 @@ from botocore.retries.standard import ExponentialBackoff
 import faultproxy
 import rangeserver
 import s3server
-from webarchive_indexing import storage
+from webarchive_indexing import retry, storage
 
 SIZE = 300_000
 
@@ -61,8 +61,8 @@ def fast_retries(monkeypatch):
     """Retries without the waits between them: storage's, and botocore's (up to 20 s
     after a SlowDown, and adaptive mode's rate limit), which are botocore's to test.
     Before the client is made: it binds the rate limiter's method then."""
-    monkeypatch.setattr(storage, "BACKOFF_BASE", 0.001)
-    monkeypatch.setattr(storage, "BACKOFF_MAX", 0.005)
+    monkeypatch.setattr(retry.READS, "first", 0.001)
+    monkeypatch.setattr(retry.READS, "cap", 0.005)
     monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: 0.001)
     monkeypatch.setattr(ClientRateLimiter, "on_sending_request", lambda self, **kwargs: None)
 
@@ -272,21 +272,21 @@ def test_http_retries_run_out(server, seen, fast_retries, fault, reason):
     with faultproxy.running(server.url, **{f"p_{fault}": 1.0}) as proxy:
         url = proxy.url + "/a.bin"
         started = time.monotonic()
-        with pytest.raises(OSError, match=f"GET bytes=0-9 failed {storage.READ_ATTEMPTS} times, "
+        with pytest.raises(OSError, match=f"GET bytes=0-9 failed {retry.READS.attempts} times, "
                                           f"the last with .*{reason}.*{url}"):
             storage.read_range(url, 0, 10)
         assert time.monotonic() - started < 2
-    assert len(proxy.requests) == len(seen) == storage.READ_ATTEMPTS
+    assert len(proxy.requests) == len(seen) == retry.READS.attempts
 
 
 def test_a_refused_connection_is_retried(fast_retries, seen):
     with socket.socket() as sock:  # a port nothing listens on, once closed
         sock.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/a.bin"
-    with pytest.raises(OSError, match=f"failed {storage.READ_ATTEMPTS} times, the last with "
+    with pytest.raises(OSError, match=f"failed {retry.READS.attempts} times, the last with "
                                       f"ConnectionRefusedError.*{url}"):
         storage.read_range(url, 0, 10)
-    assert len(seen) == storage.READ_ATTEMPTS
+    assert len(seen) == retry.READS.attempts
 
 
 def test_http_stream_resumes_where_it_broke(server, site, data, fast_retries):
@@ -380,14 +380,14 @@ def test_s3_retries_run_out(s3_proxy, seen):
     seen.clear()
     s3_proxy.requests.clear()
     s3_proxy.set_faults(p_truncate=1.0)
-    with pytest.raises(OSError, match=f"GET bytes=0-9 failed {storage.READ_ATTEMPTS} times, "
+    with pytest.raises(OSError, match=f"GET bytes=0-9 failed {retry.READS.attempts} times, "
                                       f"the last with ResponseStreamingError.*IncompleteRead.*{url}"):
         storage.read_range(url, 0, 10)
     with pytest.raises(OSError, match=f"after {storage.RESUMES} resumes.*{url}"):
         storage.read_bytes(url)
     # resumed as long as bytes came, then RESUMES times more from the same place
-    assert seen[:storage.READ_ATTEMPTS] == [("GET", url, (0, 9))] * storage.READ_ATTEMPTS
-    assert seen[storage.READ_ATTEMPTS:] == [("GET", url, byte_range) for byte_range in
+    assert seen[:retry.READS.attempts] == [("GET", url, (0, 9))] * retry.READS.attempts
+    assert seen[retry.READS.attempts:] == [("GET", url, byte_range) for byte_range in
                                             [None, (50, None), (75, None), (87, None), (93, None),
                                              (96, None), (98, None)] + [(99, None)] * storage.RESUMES]
     assert len(s3_proxy.requests) == len(seen)

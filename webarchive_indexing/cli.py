@@ -216,21 +216,15 @@ def _print_problems(summary_errors, stream):
         stream.write(f"error: ... and {len(summary_errors) - 20} more\n")
 
 
-def _human(size):
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if size < 1000 or unit == "TB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-
-
 def _print_summary(summary, stream):
+    from .progress import human
     stream.write(
         f"archives: {summary.archives} ({summary.archives_skipped} already indexed), "
-        f"{_human(summary.input_bytes)} read\n"
+        f"{human(summary.input_bytes)} read\n"
         f"records:  {summary.records} read, {summary.lines} CDX lines\n")
     if summary.published:
         stream.write(f"cluster:  {summary.shards} shards, {summary.blocks} blocks, "
-                     f"{_human(summary.cluster_bytes)} in {summary.cluster_dir}\n")
+                     f"{human(summary.cluster_bytes)} in {summary.cluster_dir}\n")
     stream.write(f"errors:   {len(summary.errors)}"
                  + (f" (see {os.path.join(summary.out_dir, 'errors.json')})" if summary.errors else "")
                  + f"\ntime:     {summary.seconds:.1f} s\n")
@@ -275,7 +269,8 @@ def _build(args):
     # mrjob's own warnings (no mrjob.conf, Hadoop-only options ignored locally) are noise here;
     # a failing step still raises and is reported
     logging.basicConfig(format="%(message)s", level=logging.INFO if args.verbose else logging.ERROR)
-    from .pipeline import Progress, build
+    from .pipeline import build
+    from .progress import Progress
     engine, stop = None, None
     if args.runner == "spark":
         from .spark import SparkSteps, spark_context
@@ -369,6 +364,7 @@ def _query(args):
 
 
 def _finalize(args):
+    from .progress import human
     from .steps import ClusterIncomplete, finalize_cluster
     try:
         totals = finalize_cluster(args.cluster_dir, args.shards, location=args.location,
@@ -377,7 +373,7 @@ def _finalize(args):
         sys.stderr.write(f"webarchive-index finalize: {exc}; nothing was published\n")
         return EXIT_FAILED
     sys.stderr.write(f"cluster:  {totals['shards']} shards, {totals['blocks']} blocks, "
-                     f"{_human(totals['bytes'])} in {args.cluster_dir}\n")
+                     f"{human(totals['bytes'])} in {args.cluster_dir}\n")
     return EXIT_OK
 
 
@@ -517,7 +513,8 @@ def _copy_check_output(output, name):
 
 def _copy_check(args):
     import json
-    from .copy import check, human
+    from .copy import check
+    from .progress import human
     from .query import open_cluster
     inputs = _copy_inputs(args)
     per_input, total = check(open_cluster(args.location), inputs)
@@ -554,14 +551,14 @@ def _copy_plan(args):
 
 def _print_copy_plan(plan, stream):
     from . import storage
-    from .copy import human
+    from .progress import human
     stream.write(f"plan:     {plan.records} records, {human(plan.bytes)} from {plan.warc_files} "
                  f"WARC files -> {len(plan.chunks)} output files "
                  f"({storage.join(plan.output, 'plan', 'plan.json')})\n")
 
 
 def _print_copy_survey(found, stream, skipped=None):
-    from .copy import human
+    from .progress import human
     plan = found.plan
     already = f" ({skipped} files were complete already)" if skipped else ""
     stream.write(f"copied:   {found.copied} of {plan.records} records, "
@@ -588,7 +585,8 @@ def _copy_copy(args):
     import tempfile
     import time
     from . import storage
-    from .copy import CopyProgress, ensure_plan, read_progress, run_copy, survey
+    from .copy import ensure_plan, read_progress, run_copy, survey
+    from .progress import Progress
     from .query import open_cluster
     started = time.monotonic()
     logging.basicConfig(format="%(message)s", level=logging.INFO if args.verbose else logging.ERROR)
@@ -610,7 +608,7 @@ def _copy_copy(args):
     if args.mrjob_conf and args.runner == "spark":
         raise _CopyUsage("--mrjob-conf goes with --runner inline or local")
 
-    progress = CopyProgress(enabled=args.progress)
+    progress = Progress(enabled=args.progress)
     plan = ensure_plan(lambda: open_cluster(args.location), args.location, inputs, args.output,
                        args.records_per_file, args.name_prefix)
     _print_copy_plan(plan, sys.stderr)
@@ -636,13 +634,13 @@ def _copy_copy(args):
             records, size = read_progress(work)
             return base[0] + records, base[1] + size
 
-        progress.start("copying", done, plan.records, plan.bytes)
+        progress.transfer("copying", done, plan.records, plan.bytes)
         run_copy(todo, plan.output, prefix, args.threads, args.retries, args.runner,
                  args.mrjob_conf, sc, work if master.startswith("local") else None)
     except Exception as exc:  # a task that failed whole: say so, then show what is there
         failed_job = exc
     finally:
-        progress.stop()
+        progress.done()
         shutil.rmtree(work, ignore_errors=True)
         if stop:
             stop()

@@ -60,7 +60,6 @@ import glob
 import ipaddress
 import json
 import os
-import random
 import shutil
 import sys
 import tempfile
@@ -70,21 +69,18 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from . import cdx, storage
+from . import cdx, retry, storage
 from .query import search_range
 
 DEFAULT_THREADS = 16
 DEFAULT_RECORDS_PER_FILE = 10000
 DEFAULT_NAME_PREFIX = "extract"
-# Further reads of a record after the first failed (transient errors only), and the
-# first pause between them, doubled each time (with jitter), at most BACKOFF_MAX. Each
-# read is itself tried again by ``storage.read_range`` (S3, HTTP) on resets and short
-# bodies, and by botocore on 503s until its retry quota (shared by a process's threads)
-# runs dry in a long storm of them; these rounds ride out such storms, and add what
-# neither can see: a member that does not check out.
+# Further reads of a record after the first failed (transient errors only), backing off
+# as ``retry.COPY`` says. Each read is itself tried again by ``storage.read_range`` (S3,
+# HTTP) on resets and short bodies, and by botocore on 503s until its retry quota (shared
+# by a process's threads) runs dry in a long storm of them; these rounds ride out such
+# storms, and add what neither can see: a member that does not check out.
 DEFAULT_RETRIES = 5
-BACKOFF = 0.5
-BACKOFF_MAX = 10.0
 # How much of a record is decompressed and kept to check what it holds.
 HEAD_BYTES = 1 << 12
 PLAN_VERSION = 1
@@ -94,36 +90,21 @@ SOFTWARE = "webarchive-indexing (webarchive-index copy)"
 WARCINFO_INPUTS_MAX = 50
 # Schemes of a remote source (--warc-prefix): the others are local directories.
 SOURCE_SCHEMES = ("s3://", "http://", "https://")
-# Errors of a read that another attempt cannot cure.
-PERMANENT_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
 
 __all__ = ["Input", "PlanMismatch", "SelectionError", "check", "copy_chunk", "copy_with_spark",
            "ensure_plan", "load_plan", "make_plan", "merge_ranges", "parse_input", "parse_line",
            "parse_selection", "read_selection_file", "run_chunk", "run_copy", "survey"]
 
 
-def _pause(attempt):
-    """The backoff before retry number ``attempt`` (1, 2, ...): doubling, jittered."""
-    return min(BACKOFF_MAX, BACKOFF * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
-
-
-def _again(action, where, retries=DEFAULT_RETRIES, sleep=time.sleep):
-    """``action()`` on the file or directory ``where``; if that is remote, again with
-    backoff (``retries`` more times) when it fails with anything but a permanent error:
+def _again(action, where, retries=DEFAULT_RETRIES):
+    """``action()`` on the file or directory ``where``; if that is remote, again (``retries``
+    more times, as ``retry.COPY`` says) when it fails with anything but a permanent error:
     the small reads and writes of plans, chunks and reports, which S3 may answer with a
     storm of 503s that outlasts botocore's retries."""
     if not storage.is_remote(where):
         return action()
-    for attempt in range(retries + 1):
-        if attempt:
-            sleep(_pause(attempt))
-        try:
-            return action()
-        except PERMANENT_ERRORS:
-            raise
-        except Exception:
-            if attempt == retries:
-                raise
+    return retry.call(action, retry.COPY.with_attempts(retries + 1),
+                      lambda exc: not isinstance(exc, retry.PERMANENT))
 
 
 # Plans read by this process, by output (a task may run several chunks of one plan).
@@ -544,27 +525,28 @@ def zlib_member(data):
     return compress.compress(data) + compress.flush()
 
 
-def fetch_record(path, offset, length, retries=DEFAULT_RETRIES, sleep=time.sleep):
+def fetch_record(path, offset, length, retries=DEFAULT_RETRIES):
     """The gzip member of one record, read with one ranged read (again on transient errors,
-    with backoff, ``retries`` more times); raises ``_Failed`` with the last reason."""
-    reason = None
-    for attempt in range(retries + 1):
-        if attempt:
-            sleep(_pause(attempt))
+    ``retries`` more times, as ``retry.COPY`` says); raises ``_Failed`` with the last reason."""
+    def attempt():
         try:
             return check_member(storage.read_range(path, offset, length), length)
         except FileNotFoundError:
             raise _Failed(f"source archive not found: {path}", permanent=True) from None
-        except PERMANENT_ERRORS as exc:
+        except retry.PERMANENT as exc:
             raise _Failed(f"cannot read {path}: {exc.strerror or exc}", permanent=True) from None
-        except _Failed as exc:
-            if exc.permanent:
-                raise
-            reason = str(exc)
+        except _Failed:
+            raise
         except Exception as exc:  # what the S3/HTTP clients raise for a failed or cut read
-            reason = f"{type(exc).__name__}: {exc}"
-    tries = f"after {retries + 1} attempts: " if retries else ""
-    raise _Failed(f"{tries}{reason}")
+            raise _Failed(f"{type(exc).__name__}: {exc}") from exc
+
+    try:
+        return retry.call(attempt, retry.COPY.with_attempts(retries + 1),
+                          lambda exc: isinstance(exc, _Failed) and not exc.permanent)
+    except _Failed as exc:
+        if exc.permanent or not retries:
+            raise
+        raise _Failed(f"after {retries + 1} attempts: {exc}") from None
 
 
 def _warcinfo(writer, filename, info):
@@ -898,49 +880,3 @@ def survey(output, plan=None):
         else:
             result.missing.append(name)
     return result
-
-
-# -- progress on a terminal ----------------------------------------------------------------------
-
-def human(size):
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if size < 1000 or unit == "TB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-
-
-class CopyProgress:
-    """``copying: 1234/5000 records, 12.3 MB/56.7 MB  12s`` on a terminal, redrawn while the
-    copy runs from what ``done()`` returns; silent elsewhere (as ``pipeline.Progress``)."""
-
-    def __init__(self, stream=sys.stderr, enabled=None):
-        self.stream = stream
-        self.enabled = stream.isatty() if enabled is None else enabled
-        self._stop = threading.Event()
-        self._thread = None
-
-    def start(self, label, done, records, size):
-        if not self.enabled:
-            return
-        started = time.monotonic()
-
-        def draw():
-            while True:
-                r, s = done()
-                self.stream.write(f"\r\x1b[K{label}: {r}/{records} records, "
-                                  f"{human(s)}/{human(size)}  {time.monotonic() - started:.0f}s")
-                self.stream.flush()
-                if self._stop.wait(0.5):
-                    return
-
-        self._stop.clear()
-        self._thread = threading.Thread(target=draw, daemon=True)
-        self._thread.start()
-
-    def stop(self):
-        if self._thread:
-            self._stop.set()
-            self._thread.join()
-            self._thread = None
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()

@@ -42,15 +42,14 @@ the leftovers of builds that died. One build at a time per output.
 import json
 import os
 import shutil
-import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from . import storage
 from .inputs import ARCHIVE_EXTENSIONS, cdx_name, expand
+from .progress import Progress
 from .steps import ClusterIncomplete, finalize_cluster
 from .zipnum import shard_name
 
@@ -99,43 +98,6 @@ def run_job(job_class, args, runner, conf_path=None):
         # RawValueProtocol hands back each output line with its newline
         return [value.rstrip("\n") if isinstance(value, str) else value
                 for _, value in job.parse_output(mr.cat_output())]
-
-
-class Progress:
-    """One status line on a terminal, redrawn while a step runs; silent elsewhere."""
-
-    def __init__(self, stream=sys.stderr, enabled=None):
-        self.stream = stream
-        self.enabled = stream.isatty() if enabled is None else enabled
-        self._stop = threading.Event()
-        self._thread = None
-
-    def step(self, label, count=None, total=None):
-        """Start showing ``label``; ``count()`` (if given) is polled for ``n/total``."""
-        self.done()
-        self._stop.clear()
-        started = time.monotonic()
-
-        def draw():
-            while True:
-                shown = f"{label}: {count()}/{total}" if count else label
-                self.stream.write(f"\r\x1b[K{shown}  {time.monotonic() - started:.0f}s")
-                self.stream.flush()
-                if self._stop.wait(0.5):
-                    return
-
-        if self.enabled:
-            self._thread = threading.Thread(target=draw, daemon=True)
-            self._thread.start()
-        else:
-            self.stream.write(label + "\n")
-
-    def done(self):
-        if self._thread:
-            self._stop.set()
-            self._thread.join()
-            self._thread = None
-            self.stream.write("\r\x1b[K")
 
 
 def _progress_count(out_dir, paths):

@@ -27,7 +27,7 @@ A 404 raises ``FileNotFoundError``, a 401 or 403 ``PermissionError``, naming the
 Ranged reads (``read_range``, ``fetch_range``) over HTTP and from S3 try again
 what may pass the next time: a 429 or 5xx answer, a connection refused, reset
 or timed out, a body cut short. They back off exponentially with jitter, and
-after ``READ_ATTEMPTS`` attempts raise an ``OSError`` naming the URL, the range
+after the attempts of ``retry.READS`` raise an ``OSError`` naming the URL, the range
 and the last failure. botocore retries S3 requests itself, but not a body that
 breaks off while it streams: that is retried here. Streams (``open_read``,
 ``read_bytes``, ``download``) resume where a broken connection stopped instead,
@@ -52,8 +52,9 @@ import os
 import re
 import shutil
 import threading
-import time
 import urllib.parse
+
+from . import retry
 
 # How often a read from a stream of an S3 object or HTTP file resumes after its connection
 # broke, with no byte read in between.
@@ -69,13 +70,6 @@ HADOOP_SCHEMES = ("hdfs://", "s3a://")
 HADOOP_STDERR_MAX = 4000
 # Retries botocore makes of an S3 request (its "max_attempts", which it counts after the first)
 S3_RETRIES = 10
-# Attempts of one ranged read over HTTP or from S3, the first included
-READ_ATTEMPTS = 8
-# Seconds before the n-th retry: a random time up to BACKOFF_BASE * 2**(n-1), at most BACKOFF_MAX
-BACKOFF_BASE = 0.2
-BACKOFF_MAX = 4.0
-# HTTP statuses that ask to try again later
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 # Seconds an HTTP connection may take to open, or wait for the server's next bytes
 HTTP_TIMEOUT = 60
 # Redirects one HTTP request follows
@@ -98,7 +92,7 @@ def _http_broken():
 
 def _http_retryable():
     """What an HTTP read tries again: a broken connection, or a transient answer."""
-    return _http_broken() + (_Transient,)
+    return _http_broken() + (retry.Transient,)
 
 
 @functools.cache
@@ -206,32 +200,15 @@ def _byte_range(header):
 
 # -- retries -----------------------------------------------------------------------------
 
-class _Transient(Exception):
-    """An attempt failed in a way that may pass the next time (a 503, a body cut short)."""
-
-
 def _retrying(url, what, attempt, transient):
-    """``attempt()``, made again after each failure in ``transient`` (exception types),
-    backing off exponentially, up to READ_ATTEMPTS times in all; then an OSError naming
-    ``url``, ``what`` was asked and the last failure."""
-    for number in range(READ_ATTEMPTS):
-        if number:
-            # a random wait ("full jitter"): readers that failed together spread out
-            import random  # only for retries: its import would slow every start
-            time.sleep(random.uniform(0, min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (number - 1))))
-        try:
-            return attempt()
-        except transient as exc:
-            failure = exc
-    raise OSError(errno.EIO, f"{what} failed {READ_ATTEMPTS} times, the last with "
-                  f"{_describe(failure)}", url) from failure
-
-
-def _describe(exc):
-    text = str(exc)
-    # "IncompleteRead(5 bytes read, ...)" names itself
-    return text if isinstance(exc, _Transient) or text.startswith(type(exc).__name__) \
-        else f"{type(exc).__name__}: {text}"
+    """``attempt()``, made again after each failure in ``transient`` (exception types) as
+    ``retry.READS`` says; then an OSError naming ``url``, ``what`` was asked and the last
+    failure."""
+    try:
+        return retry.call(attempt, retry.READS, transient)
+    except transient as exc:
+        raise OSError(errno.EIO, f"{what} failed {retry.READS.attempts} times, the last with "
+                      f"{retry.describe(exc)}", url) from exc
 
 
 def _content_range(url, header):
@@ -245,7 +222,7 @@ def _content_range(url, header):
 def _cut(url, offset, length, content_range, data, declared):
     """(``length`` bytes from ``offset``, the object's size) from the body ``data`` of a
     ranged GET: the range itself if the answer has a ``content_range``, else the start
-    of the whole object, of ``declared`` bytes if the answer says. Raises ``_Transient``
+    of the whole object, of ``declared`` bytes if the answer says. Raises ``retry.Transient``
     for a body cut short."""
     if content_range is None:
         total = len(data) if declared is None else declared
@@ -258,7 +235,7 @@ def _cut(url, offset, length, content_range, data, declared):
                           f"got Content-Range {content_range!r}", url)
         got, expected = len(data), last - first + 1
     if got < expected:
-        raise _Transient(f"a short body: {got} of {expected} bytes")
+        raise retry.Transient(f"a short body: {got} of {expected} bytes")
     return data[:length], total
 
 
@@ -328,7 +305,7 @@ def _http_send(conn, url, target, byte_range, headers):
         raise
     except (OSError, http.client.HTTPException) as exc:  # an unknown host, an untrusted certificate
         conn.close()
-        raise OSError(errno.EIO, _describe(exc), url) from exc
+        raise OSError(errno.EIO, retry.describe(exc), url) from exc
     except BaseException:
         conn.close()
         raise
@@ -352,10 +329,10 @@ def _http_close(conn, response):
 
 def _http_status_error(url, response):
     """The error for an answer ``response`` that carries no file: an OSError naming
-    ``url``, or ``_Transient`` for a status that asks to try again later."""
+    ``url``, or ``retry.Transient`` for a status that asks to try again later."""
     status = f"HTTP {response.status} {response.reason}".rstrip()
-    if response.status in RETRY_STATUSES:
-        return _Transient(status)
+    if response.status in retry.TRANSIENT_STATUSES:
+        return retry.Transient(status)
     kind, code = {404: (FileNotFoundError, errno.ENOENT), 410: (FileNotFoundError, errno.ENOENT),
                   401: (PermissionError, errno.EACCES),
                   403: (PermissionError, errno.EACCES)}.get(response.status, (OSError, errno.EIO))
@@ -450,7 +427,7 @@ class _HTTPStream(io.RawIOBase):
             try:
                 count = self.response.readinto(buffer)
             except _http_broken() as exc:
-                failure = _describe(exc)
+                failure = retry.describe(exc)
             else:
                 # http.client ends a body cut short as if it were complete
                 if count or not len(buffer) or self.size is None or self.pos == self.size:
@@ -521,18 +498,18 @@ def _s3_fetch_range(url, offset, length):
                 # S3 says the size; a server that mimics it may not
                 return b"", int(error["ActualObjectSize"]) if "ActualObjectSize" in error else size(url)
             meta = answer.get("ResponseMetadata", {})
-            if (meta.get("HTTPStatusCode") in RETRY_STATUSES
+            if (meta.get("HTTPStatusCode") in retry.TRANSIENT_STATUSES
                     and meta.get("RetryAttempts", S3_RETRIES) < S3_RETRIES):
                 # botocore gave up early: its retry quota, shared by the client's threads,
                 # runs dry under many SlowDowns. Back off and try again here.
-                raise _Transient(_describe(exc)) from exc
+                raise retry.Transient(retry.describe(exc)) from exc
             raise _s3_error(url, exc, what) from exc
         with contextlib.closing(response["Body"]) as body:
             data = body.read()
         return _cut(url, offset, length, response.get("ContentRange"), data,
                     response["ContentLength"])
 
-    return _retrying(url, what, attempt, _s3_broken() + (_Transient,))
+    return _retrying(url, what, attempt, _s3_broken() + (retry.Transient,))
 
 
 class _S3Stream(io.RawIOBase):
@@ -560,7 +537,7 @@ class _S3Stream(io.RawIOBase):
             except _s3_broken() as exc:
                 if attempt == RESUMES:
                     raise OSError(errno.EIO, f"broken at byte {self.pos} after {RESUMES} resumes, "
-                                  f"the last time by {_describe(exc)}", self.url) from exc
+                                  f"the last time by {retry.describe(exc)}", self.url) from exc
                 self.body.close()
                 self.body = _s3(self.url, "get_object", Bucket=self.bucket, Key=self.key,
                                 Range=f"bytes={self.pos}-", IfMatch=self.etag)["Body"]
