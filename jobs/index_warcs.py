@@ -14,7 +14,7 @@ import webarchive_indexing.compat  # noqa: F401  (before mrjob: Python 3.13)
 from mrjob.job import MRJob
 from mrjob.protocol import JSONValueProtocol, RawValueProtocol
 
-from webarchive_indexing.cdx import FORMATS
+from webarchive_indexing.cdxline import FORMATS
 from webarchive_indexing.inputs import relative_name
 from webarchive_indexing.steps import ON_ERROR, index_archive
 

@@ -13,7 +13,8 @@ from mrjob.job import MRJob
 from mrjob.protocol import JSONProtocol, RawValueProtocol
 
 from webarchive_indexing.splits import Reservoir, choose_splits, merge
-from webarchive_indexing.steps import is_cdx_line, write_splits
+from webarchive_indexing.cdxline import is_cdx_line
+from webarchive_indexing.steps import write_splits
 
 
 class SampleSplitsJob(MRJob):

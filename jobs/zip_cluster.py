@@ -25,7 +25,8 @@ from mrjob.job import MRJob
 from mrjob.protocol import JSONValueProtocol, RawProtocol, RawValueProtocol
 
 from webarchive_indexing.splits import shard_of
-from webarchive_indexing.steps import is_cdx_line, read_splits, shard_key, write_shard
+from webarchive_indexing.cdxline import is_cdx_line
+from webarchive_indexing.steps import read_splits, shard_key, write_shard
 from webarchive_indexing.zipnum import LINES_PER_BLOCK
 
 TOTAL_ORDER = "org.apache.hadoop.mapred.lib.TotalOrderPartitioner"

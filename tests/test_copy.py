@@ -41,6 +41,7 @@ import rangeserver
 import s3server
 from helpers import pywb_cdx
 from webarchive_indexing import cli, copy, storage
+from webarchive_indexing.cdxline import Location, location
 from webarchive_indexing.corpus import make_corpus, read_manifest
 from webarchive_indexing.jobs.remote_copy import RemoteCopyJob
 from webarchive_indexing.pipeline import build, run_job
@@ -348,12 +349,12 @@ def test_parse_line():
            b'"offset": "3000", "filename": "a/b c.warc.gz"}\n'
     cdx11 = b"com,example)/ 20240101000000 http://example.com/ text/html 200 ABC - - 120 3000 " \
             b"a/b.warc.gz\n"
-    assert copy.parse_line(cdxj) == copy.Record("a/b c.warc.gz", 3000, 120)
-    assert copy.parse_line(cdx11.decode()) == copy.Record("a/b.warc.gz", 3000, 120)
+    assert location(cdxj) == Location("a/b c.warc.gz", 3000, 120)
+    assert location(cdx11.decode()) == Location("a/b.warc.gz", 3000, 120)
     for bad in (b"com,example)/ 20240101000000 http://example.com/ text/html 200 ABC - 3000 a.gz",
                 b"com,example)/ 20240101000000 {}", b"nonsense"):
         with pytest.raises(ValueError, match="CDX"):
-            copy.parse_line(bad)
+            location(bad)
 
 
 def test_progress_line():

@@ -4,7 +4,7 @@ Three small steps, each usable alone:
 
 * ``record_fields(record)``: the fields of one record (``None`` for a record
   that is not indexed), following pywb's ``DefaultRecordParser`` rules;
-* ``format_line(fields, fmt)``: one CDXJ or CDX11 line from those fields;
+* ``format_line(fields, fmt)``: one CDXJ or CDX11 line from those fields (``cdxline``);
 * ``index_file(path, filename, fmt)``: the sorted lines of a whole file (a local
   path or an ``s3://`` URL), with the problems met on the way.
 
@@ -12,13 +12,12 @@ Three small steps, each usable alone:
     >>> result.lines[0][:40]
     'com,example)/ 20140127171200 {"url": "ht'
 
-CDX formats are data: a legend of field letters (as in the ``CDX N b a ...``
-header line) or the CDXJ key order.
+CDX formats are data, in ``cdxline``: a legend of field letters (as in the
+``CDX N b a ...`` header line) or the CDXJ key order.
 """
 import datetime
 import functools
 import importlib
-import json
 import re
 import sys
 import types
@@ -47,22 +46,8 @@ from surt.GoogleURLCanonicalizer import (escapeOnce, minimalEscape,  # noqa: E40
 from surt.URLRegexTransformer import stripPathSessionID, stripQuerySessionID  # noqa: E402
 
 from . import storage
+from .cdxline import FORMATS, format_line, header_line  # noqa: F401  (indexing's formats)
 from .records import ArchiveError, RecordError, Skipped, iter_records
-
-# Field letters of the classic CDX header line, as pywb and the Wayback Machine name them.
-FIELD_LETTERS = {
-    "N": "urlkey", "b": "timestamp", "a": "url", "m": "mime", "s": "status",
-    "k": "digest", "r": "redirect", "M": "meta", "S": "length", "V": "offset",
-    "g": "filename",
-}
-LEGENDS = {
-    "cdx11": "N b a m s k r M S V g",
-    "cdx9": "N b a m s k r V g",
-}
-# Key order of pywb's CDXJ JSON (its entry dict starts with "metadata").
-CDXJ_KEYS = ("metadata", "url", "mime", "mime-detected", "status", "digest", "length",
-             "offset", "filename")
-FORMATS = ("cdxj",) + tuple(LEGENDS)
 
 MIME_SPLIT = re.compile("[; ]")
 WARC_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z?$")
@@ -82,17 +67,8 @@ SKIPPED_CONTENT_TYPES = ("application/warc-fields",)
 SKIPPED_METADATA_MIMES = ("text/anvl",)
 
 
-# A JSON string, as json.dumps writes one (ASCII only)
-_json_string = json.encoder.encode_basestring_ascii
-
-
 class FieldError(ValueError):
     """A record that cannot be indexed, for a reason other than the archive's structure."""
-
-
-def header_line(fmt):
-    """The header line a CDX file of this format starts with ('' for CDXJ)."""
-    return f" CDX {LEGENDS[fmt]}\n" if fmt in LEGENDS else ""
 
 
 def wants_payload(record):
@@ -238,17 +214,6 @@ def record_fields(record, offset, length, payload_sha1=None):
         fields["digest"] = base64.b32encode(payload_sha1).decode("ascii")
     fields["length"], fields["offset"] = str(length), str(offset)
     return fields
-
-
-def format_line(fields, fmt="cdxj"):
-    """One CDX line (with its newline) in the given format."""
-    if fmt == "cdxj":
-        # what json.dumps writes for a dict of strings, without its generic machinery
-        data = ", ".join([f'"{key}": {_json_string(value)}' for key in CDXJ_KEYS
-                          if (value := fields.get(key)) not in (None, "", "-")])
-        return f"{fields['urlkey']} {fields['timestamp']} {{{data}}}\n"
-    return " ".join(fields.get(FIELD_LETTERS[letter]) or "-"
-                    for letter in LEGENDS[fmt].split()) + "\n"
 
 
 class IndexResult:

@@ -69,7 +69,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from . import cdx, retry, storage
+from . import cdx, cdxline, retry, storage
 from .query import search_range
 
 DEFAULT_THREADS = 16
@@ -92,7 +92,7 @@ WARCINFO_INPUTS_MAX = 50
 SOURCE_SCHEMES = ("s3://", "http://", "https://")
 
 __all__ = ["Input", "PlanMismatch", "SelectionError", "check", "copy_chunk", "copy_with_spark",
-           "ensure_plan", "load_plan", "make_plan", "merge_ranges", "parse_input", "parse_line",
+           "ensure_plan", "load_plan", "make_plan", "merge_ranges", "parse_input",
            "parse_selection", "read_selection_file", "run_chunk", "run_copy", "survey"]
 
 
@@ -237,35 +237,6 @@ def merge_ranges(inputs):
 
 # -- index lines -----------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Record:
-    filename: str
-    offset: int
-    length: int
-
-
-def parse_line(line):
-    """``Record`` (filename, offset, length) of a CDXJ or CDX11 line (bytes or str)."""
-    if isinstance(line, bytes):
-        line = line.decode("utf-8", "replace")
-    fields = line.rstrip("\r\n").split(" ", 2)
-    if len(fields) < 3:
-        raise ValueError(f"not a CDX line: {line[:200]!r}")
-    rest = fields[2]
-    try:
-        if rest.startswith("{"):
-            data = json.loads(rest)
-            return Record(data["filename"], int(data["offset"]), int(data["length"]))
-        # CDX11 after the key and timestamp: a m s k r M S V g
-        values = rest.split(" ", 8)
-        if len(values) == 9:
-            return Record(values[8], int(values[7]), int(values[6]))
-    except (ValueError, KeyError, TypeError):
-        pass
-    raise ValueError(f"no filename, offset and length in this CDX line (CDXJ or CDX11 "
-                     f"needed; CDX9 has no length): {line[:200]!r}")
-
-
 def lines_in(cluster, groups):
     """``(group, line)`` for every index line in ``groups``, in index order."""
     for group in groups:
@@ -303,7 +274,7 @@ def check(cluster, inputs):
     per_input = [Tally() for _ in inputs]
     total = Tally()
     for group, line in lines_in(cluster, merge_ranges(inputs)):
-        record = parse_line(line)
+        record = cdxline.location(line)
         total.add(record)
         for i in group.members:
             if inputs[i].covers(line):
@@ -375,7 +346,7 @@ def make_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECORD
 
     try:
         for _, line in lines_in(cluster, groups):
-            record = parse_line(line)
+            record = cdxline.location(line)
             if chunk is None:
                 name = chunk_name(name_prefix, len(plan.chunks))
                 stack = contextlib.ExitStack()
@@ -612,7 +583,7 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
             if not line.strip():
                 continue
             try:
-                yield line, parse_line(line)
+                yield line, cdxline.location(line)
             except ValueError as exc:
                 yield line, exc
 
@@ -635,12 +606,12 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
                         status["copied"] += 1
                         status["bytes"] += record.length
                     done[0] += 1
-                    done[1] += record.length if isinstance(record, Record) else 0
+                    done[1] += record.length if isinstance(record, cdxline.Location) else 0
                     if progress:
                         progress(done[0], done[1])
 
                 for item in records():
-                    record = item[1] if isinstance(item[1], Record) else None
+                    record = item[1] if isinstance(item[1], cdxline.Location) else None
                     pending.append((item, pool.submit(fetch, record)))
                     if len(pending) >= 2 * threads:
                         finish()
@@ -678,7 +649,7 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
 
 def _failure(line, record, warc_prefix, reason):
     entry = {"line": line.decode("utf-8", "replace").rstrip("\r\n"), "reason": reason}
-    if isinstance(record, Record):
+    if isinstance(record, cdxline.Location):
         entry.update(source=source_path(warc_prefix, record.filename), offset=record.offset,
                      length=record.length)
     return entry

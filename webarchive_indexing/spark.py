@@ -54,6 +54,7 @@ import os
 import sys
 
 from . import splits, steps, storage
+from .cdxline import is_cdx_line
 from .pipeline import build
 from .zipnum import LINES_PER_BLOCK
 
@@ -68,7 +69,7 @@ def read_cdx_lines(path):
 
     Lines end at ``\\n`` only; trailing ``\\r``/``\\n`` are stripped and each line is
     decoded as UTF-8, falling back to latin-1 (mrjob's RawValueProtocol); blank
-    lines and the `` CDX`` header are left out (``steps.is_cdx_line``).
+    lines and the `` CDX`` header are left out (``cdxline.is_cdx_line``).
     """
     data = storage.read_bytes(path)
     if path.endswith(".gz"):
@@ -79,7 +80,7 @@ def read_cdx_lines(path):
             line = raw.decode("utf-8")
         except UnicodeDecodeError:
             line = raw.decode("latin-1")
-        if steps.is_cdx_line(line):
+        if is_cdx_line(line):
             yield line
 
 
