@@ -62,17 +62,17 @@ def running():
                 patch.setenv(name, value)
             patch.setattr(socket.socket, "connect", _loopback_only(socket.socket.connect))
             patch.setattr(socket.socket, "connect_ex", _loopback_only(socket.socket.connect_ex))
-            storage._client.cache_clear()  # a client made before has another endpoint
+            storage.s3._client.cache_clear()  # a client made before has another endpoint
             yield endpoint
     finally:
-        storage._client.cache_clear()
+        storage.s3._client.cache_clear()
         server.stop()
 
 
 def new_bucket():
     """A new, empty bucket; its ``s3://`` URL."""
     name = "test-" + secrets.token_hex(4)
-    storage._client().create_bucket(Bucket=name)
+    storage.s3._client().create_bucket(Bucket=name)
     return f"s3://{name}"
 
 

@@ -27,7 +27,7 @@ def hadoop(tmp_path, monkeypatch):
     def no_boto3():
         raise AssertionError("boto3 used for a Hadoop URI")
 
-    monkeypatch.setattr(storage, "_client", no_boto3)
+    monkeypatch.setattr(storage.s3, "_client", no_boto3)
     return {"root": root, "bin": binary}
 
 
@@ -55,7 +55,7 @@ def local_of(hadoop, uri):
 @pytest.mark.parametrize("base", BASES)
 def test_round_trip(hadoop, base, tmp_path):
     path = storage.join(base, "a", "b.txt")
-    assert storage.is_hadoop(path) and not storage.is_s3(path)
+    assert storage.hadoop.owns(path) and not storage.s3.owns(path)
     assert storage.abspath(path) == path
     assert not storage.exists(path)
     storage.write_atomic(path, b"hello, world")  # a/ did not exist: made on the way
@@ -192,13 +192,13 @@ def test_exists_is_false_only_for_an_absent_path(hadoop, tmp_path, monkeypatch):
 
 def test_without_hadoop_a_clear_error(hadoop, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    with pytest.raises(storage.HadoopNotFound, match="set HADOOP_BIN or put hadoop on PATH.*hdfs:///x"):
+    with pytest.raises(storage.hadoop.HadoopNotFound, match="set HADOOP_BIN or put hadoop on PATH.*hdfs:///x"):
         storage.exists("hdfs:///x")
     monkeypatch.setenv("HADOOP_BIN", str(tmp_path / "no-such-hadoop"))
-    with pytest.raises(storage.HadoopNotFound, match="cannot run .*no-such-hadoop"):
+    with pytest.raises(storage.hadoop.HadoopNotFound, match="cannot run .*no-such-hadoop"):
         storage.open_read("hdfs:///x")
     # not "absent": callers that treat FileNotFoundError so must not take it for that
-    assert not issubclass(storage.HadoopNotFound, FileNotFoundError)
+    assert not issubclass(storage.hadoop.HadoopNotFound, FileNotFoundError)
 
 
 def test_a_stream_cut_short_raises(hadoop, tmp_path, monkeypatch):

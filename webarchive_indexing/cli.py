@@ -507,7 +507,9 @@ def _copy_inputs(args):
 
 def _copy_check_output(output, name):
     from . import storage
-    if "://" in output and not storage.is_s3(output):
+    # a local directory, or a store with ranged reads that a task writes to (S3)
+    if not storage.is_local(output) and not (storage.is_writable(output)
+                                             and storage.reads_ranges(output)):
         raise _CopyUsage(f"{name} {output}: expected a local directory or s3://bucket/prefix")
 
 
@@ -593,14 +595,14 @@ def _copy_copy(args):
     inputs = _copy_inputs(args)
     _copy_check_output(args.output, "-o/--output")
     prefix = args.warc_prefix
-    if prefix.startswith(("hdfs://", "s3a://")):
+    if storage.is_supported(prefix) and not storage.reads_ranges(prefix):
         raise _CopyUsage(f"--warc-prefix {prefix}: hdfs:// and s3a:// have no ranged reads here "
                          "(every record would read its archive from the start); use s3:// for "
                          "S3, or https://")
-    if "://" in prefix and not prefix.startswith(("s3://", "http://", "https://")):
+    if not storage.is_supported(prefix):
         raise _CopyUsage(f"--warc-prefix {prefix}: expected s3://bucket/, http(s)://host/ or a "
                          "local directory")
-    if "://" not in prefix and not os.path.isdir(prefix):
+    if storage.is_local(prefix) and not os.path.isdir(prefix):
         raise _CopyUsage(f"--warc-prefix {prefix}: no such directory (a local prefix is the "
                          "directory the CDX filenames are relative to)")
     if args.spark_master and args.runner != "spark":

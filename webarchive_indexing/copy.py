@@ -56,11 +56,9 @@ its chunk, so a retried or rerun task replaces exactly what an earlier attempt w
 """
 import collections
 import contextlib
-import glob
 import ipaddress
 import json
 import os
-import shutil
 import sys
 import tempfile
 import threading
@@ -88,8 +86,6 @@ PLAN_DIR = "plan"
 SOFTWARE = "webarchive-indexing (webarchive-index copy)"
 # Inputs listed in a warcinfo record (plan.json has them all).
 WARCINFO_INPUTS_MAX = 50
-# Schemes of a remote source (--warc-prefix): the others are local directories.
-SOURCE_SCHEMES = ("s3://", "http://", "https://")
 
 __all__ = ["Input", "PlanMismatch", "SelectionError", "check", "copy_chunk", "copy_with_spark",
            "ensure_plan", "load_plan", "make_plan", "merge_ranges", "parse_input",
@@ -101,7 +97,7 @@ def _again(action, where, retries=DEFAULT_RETRIES):
     more times, as ``retry.COPY`` says) when it fails with anything but a permanent error:
     the small reads and writes of plans, chunks and reports, which S3 may answer with a
     storm of 503s that outlasts botocore's retries."""
-    if not storage.is_remote(where):
+    if storage.is_local(where):
         return action()
     return retry.call(action, retry.COPY.with_attempts(retries + 1),
                       lambda exc: not isinstance(exc, retry.PERMANENT))
@@ -331,7 +327,7 @@ def make_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECORD
     """Write the plan of copying ``inputs`` from ``cluster`` (found at ``location``) into
     ``output``: chunk files of at most ``records_per_file`` index lines, in index order,
     then ``chunks.txt`` and, last, ``plan.json``. Streams: one chunk is open at a time."""
-    output, location = storage.abspath(output), absolute(location)
+    output, location = storage.abspath(output), storage.abspath(location)
     groups = merge_ranges(inputs)
     plan = Plan(output, location, [i.text for i in inputs], [[g.start, g.end] for g in groups],
                 records_per_file, name_prefix, [])
@@ -388,22 +384,17 @@ def _differences(plan, location, ranges, records_per_file, name_prefix):
     return [name for name in wanted if wanted[name] != have[name]]
 
 
-def absolute(location):
-    """A local path made absolute; a URL (``s3://``, ``https://``) as it is."""
-    return location if "://" in location else os.path.abspath(location)
-
-
 def existing_plan(location, inputs, output, records_per_file=DEFAULT_RECORDS_PER_FILE,
                   name_prefix=DEFAULT_NAME_PREFIX):
     """The plan in ``output`` if it is the plan of this copy (None if there is none);
     ``PlanMismatch`` if it is another copy's, or if outputs lie there without a plan."""
-    output, location = storage.abspath(output), absolute(location)
+    output, location = storage.abspath(output), storage.abspath(location)
     plan = load_plan(output)
     if plan is None:
         stray = [p for p in _top_files(output) if p.endswith((".cdxj", ".warc.gz"))]
         if stray:
             raise PlanMismatch(
-                f"{output} holds copied files ({stray[0].rsplit('/', 1)[-1]}, ...) but no plan "
+                f"{output} holds copied files ({storage.basename(stray[0])}, ...) but no plan "
                 f"({plan_path(output)}): use a new output directory")
         return None
     ranges = [[g.start, g.end] for g in merge_ranges(inputs)]
@@ -433,11 +424,6 @@ def ensure_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECO
 def _top_files(output):
     """Paths of the files directly in ``output`` (not in plan/)."""
     base = output.rstrip("/") + "/"
-    if not storage.is_remote(output):
-        if not os.path.isdir(output):
-            return []
-        return sorted(os.path.join(output, n) for n in os.listdir(output)
-                      if os.path.isfile(os.path.join(output, n)))
     return [p for p in _again(lambda: list(storage.list_files(output)), output)
             if "/" not in p[len(base):]]
 
@@ -454,12 +440,11 @@ class _Failed(Exception):
 
 def source_path(warc_prefix, filename):
     """Where the record's archive is: ``filename`` under ``warc_prefix`` (a directory, or an
-    ``s3://`` / ``http(s)://`` prefix), unless it is absolute itself."""
-    if "://" in filename or filename.startswith("/"):
+    ``s3://`` / ``http(s)://`` prefix), unless it is absolute itself (a URI, or an absolute
+    path)."""
+    if not storage.is_local(filename) or os.path.isabs(filename):
         return filename
-    if any(warc_prefix.startswith(s) for s in SOURCE_SCHEMES):
-        return warc_prefix.rstrip("/") + "/" + filename.lstrip("/")
-    return os.path.join(warc_prefix, filename)
+    return storage.resolve(warc_prefix, filename)
 
 
 def check_member(data, length):
@@ -527,7 +512,7 @@ def _warcinfo(writer, filename, info):
 
 
 def output_paths(output, name):
-    base = storage.join(output, name) if storage.is_remote(output) else os.path.join(output, name)
+    base = storage.resolve(output, name)
     return {"warc": base + ".warc.gz", "cdxj": base + ".cdxj", "failures": base + ".failures.json"}
 
 
@@ -551,17 +536,12 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
     output = storage.abspath(output)
     paths = output_paths(output, name)
     filename = name + ".warc.gz"
-    remote = storage.is_remote(output)
-    if "://" not in warc_prefix:
-        warc_prefix = os.path.abspath(warc_prefix)  # tasks may run in another directory
+    if storage.is_local(warc_prefix):
+        warc_prefix = storage.abspath(warc_prefix)  # tasks may run in another directory
         retries = 0  # a local file reads the same the next time
-    if remote:
-        tmp = tempfile.NamedTemporaryFile(prefix=f"copy-{name}-", suffix=".tmp", delete=False)
-    else:
-        os.makedirs(output, exist_ok=True)
-        _remove_leftovers(output, name)
-        tmp = tempfile.NamedTemporaryFile(dir=output, prefix=f".{filename}.tmp-", suffix="",
-                                          delete=False)
+    # what an earlier attempt at this output left when it was killed
+    storage.remove_leftovers(paths.values())
+    staged = storage.staging_path(paths["warc"])
     status = {"name": name, "records": 0, "copied": 0, "failed": 0, "bytes": 0,
               "index_lines": 0, "skipped": False, "failures": None}
     failures = []
@@ -588,7 +568,7 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
                 yield line, exc
 
     try:
-        with tmp:
+        with open(staged, "wb") as tmp:
             writer = WARCWriter(tmp, gzip=True)
             _warcinfo(writer, filename, warcinfo)
             with ThreadPoolExecutor(max(1, threads)) as pool:
@@ -617,19 +597,12 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
                         finish()
                 while pending:
                     finish()
-        index = cdx.index_file(tmp.name, filename, "cdxj", opener=lambda p: open(p, "rb"))
+        index = cdx.index_file(staged, filename, "cdxj", opener=lambda p: open(p, "rb"))
         if index.errors:
-            raise RuntimeError(f"{tmp.name} (to become {paths['warc']}) does not read back: "
+            raise RuntimeError(f"{staged} (to become {paths['warc']}) does not read back: "
                                f"{index.errors[0]}")
         status["index_lines"] = len(index.lines)
-        if remote:
-            def upload():
-                with open(tmp.name, "rb") as src, storage.open_atomic(paths["warc"]) as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
-            _again(upload, output)
-        else:
-            os.chmod(tmp.name, 0o666 & ~_umask())
-            os.replace(tmp.name, paths["warc"])
+        _again(lambda: storage.publish(staged, paths["warc"]), output)
         if failures:
             status["failed"] = len(failures)
             status["failures"] = paths["failures"]
@@ -643,7 +616,7 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
             _again(lambda: storage.remove(paths["failures"]), output)
     finally:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp.name)
+            os.unlink(staged)
     return status
 
 
@@ -653,21 +626,6 @@ def _failure(line, record, warc_prefix, reason):
         entry.update(source=source_path(warc_prefix, record.filename), offset=record.offset,
                      length=record.length)
     return entry
-
-
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _remove_leftovers(output, name):
-    """Temporary files of an earlier attempt at this output that was killed."""
-    patterns = (f".{name}.warc.gz.tmp-*", f".tmp-*-{name}.cdxj", f".tmp-*-{name}.failures.json")
-    for pattern in patterns:
-        for path in glob.glob(os.path.join(glob.escape(output), pattern)):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
 
 
 # -- one task: one planned chunk ---------------------------------------------------------------
@@ -738,8 +696,7 @@ def run_chunk(chunk_path, output, warc_prefix, threads=DEFAULT_THREADS, retries=
     ``on_progress(records, bytes)``: called as records are done, too.
     """
     output = storage.abspath(output)
-    name = chunk_path.rsplit("/", 1)[-1]
-    name = name.removesuffix(".cdx")
+    name = storage.basename(chunk_path).removesuffix(".cdx")
     plan = _plan_of(output)
     planned = next((c for c in plan.chunks if c["name"] == name), None)
     if planned is None:
@@ -788,7 +745,7 @@ def run_copy(chunk_paths, output, warc_prefix, threads=DEFAULT_THREADS, retries=
     if not chunk_paths:
         return []
     output = storage.abspath(output)
-    warc_prefix = absolute(warc_prefix)  # tasks run in directories of their own
+    warc_prefix = storage.abspath(warc_prefix)  # tasks run in directories of their own
     if runner == "spark":
         return copy_with_spark(sc, chunk_paths, output, warc_prefix, threads, retries,
                                progress_dir)
@@ -830,7 +787,7 @@ def survey(output, plan=None):
     plan = plan or load_plan(output)
     if plan is None:
         raise FileNotFoundError(f"no copy plan at {plan_path(output)}")
-    present = {p.rsplit("/", 1)[-1] for p in _top_files(output)}
+    present = {storage.basename(p) for p in _top_files(output)}
     result = Survey(plan)
     for chunk in plan.chunks:
         name = chunk["name"]

@@ -103,7 +103,7 @@ def run_job(job_class, args, runner, conf_path=None):
 def _progress_count(out_dir, paths):
     """How progress counts the outputs written so far: only locally, where asking
     costs no request (S3) or process (HDFS) per path and poll."""
-    if storage.is_remote(out_dir):
+    if not storage.is_local(out_dir):
         return {}
     return {"count": lambda: sum(1 for p in paths if os.path.exists(p)), "total": len(paths)}
 
@@ -112,10 +112,12 @@ def _stage(paths, work, first=0):
     """Local paths for ``paths`` as job input: local ones as they are, S3 ones downloaded
     into ``work``, numbered from ``first`` (mrjob's inline and local runners read job
     input from local disk only)."""
-    staged = [os.path.join(work, f"{i:06d}-{p.rsplit('/', 1)[-1]}") if storage.is_remote(p) else p
-              for i, p in enumerate(paths, first)]
+    local = [storage.local_path(p) for p in paths]
+    staged = [os.path.join(work, f"{i:06d}-{storage.basename(p)}") if here is None else here
+              for i, (p, here) in enumerate(zip(paths, local), first)]
     with ThreadPoolExecutor(STAGING_THREADS) as pool:
-        downloads = [pool.submit(storage.download, p, s) for p, s in zip(paths, staged) if p != s]
+        downloads = [pool.submit(storage.download, p, s)
+                     for p, here, s in zip(paths, local, staged) if here is None]
         for download in downloads:
             download.result()  # raises what went wrong
     return staged
@@ -239,7 +241,8 @@ def _write_cluster(summary, shards, progress, write, root_index):
     (on S3, a fresh prefix) and publish the cluster only if every shard is complete;
     return its totals."""
     out_dir, cluster_dir = summary.out_dir, summary.cluster_dir
-    if storage.is_remote(out_dir):
+    swap = storage.renames_directories(out_dir)
+    if not swap:
         building = storage.make_temp_dir(
             cluster_dir, time.strftime(BUILD_PREFIX + "%Y%m%dT%H%M%SZ-", time.gmtime()))
     else:
@@ -250,14 +253,14 @@ def _write_cluster(summary, shards, progress, write, root_index):
                                                   for i in range(shards)]))
         written = write(building)
         progress.done()
-        if storage.is_remote(out_dir):
+        if not swap:
             previous, previous_loc = _published_build(cluster_dir)
             totals = finalize_cluster(building, shards, written, index_dir=cluster_dir,
                                       previous_loc=previous_loc, root=root_index)
         else:
             totals = finalize_cluster(building, shards, written, location=cluster_dir,
                                       root=root_index)
-            _swap_in(building, cluster_dir)
+            storage.replace_tree(building, cluster_dir)
         summary.published = True
     except ClusterIncomplete as exc:
         raise BuildFailed(f"the cluster is incomplete, nothing was published: {exc}", summary) from exc
@@ -265,7 +268,7 @@ def _write_cluster(summary, shards, progress, write, root_index):
         progress.done()
         if not summary.published:
             storage.remove_tree(building)
-    if storage.is_remote(out_dir):
+    if not swap:
         # readers of the replaced index still find its shards; older builds and the
         # leftovers of failed ones go
         for stale in _builds_under(cluster_dir) - {building, previous}:
@@ -295,16 +298,6 @@ def _builds_under(cluster_dir):
         if slash and name.startswith(BUILD_PREFIX):
             builds.add(storage.join(cluster_dir, name))
     return builds
-
-
-def _swap_in(new_dir, final_dir):
-    old = None
-    if os.path.exists(final_dir):
-        old = tempfile.mkdtemp(dir=os.path.dirname(final_dir), prefix=".cluster-old-")
-        os.rename(final_dir, os.path.join(old, "cluster"))
-    os.rename(new_dir, final_dir)
-    if old:
-        shutil.rmtree(old)
 
 
 def _write_report(summary):
