@@ -68,6 +68,8 @@ from datetime import datetime, timedelta, timezone
 from html import escape
 from typing import NamedTuple, Optional
 
+from . import options
+
 __all__ = ["make_corpus", "read_manifest", "main"]
 
 # Level 1 compresses this text three times faster than gzip's default 6, for members ~15%
@@ -678,16 +680,12 @@ def read_manifest(path):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m webarchive_indexing.corpus", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", required=True, help="output directory (created if missing)")
-    parser.add_argument("--files", type=int, default=2)
-    parser.add_argument("--captures", type=int, default=1000, help="captures per file")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--mean-kb", type=float, default=20.0, help="mean HTML/binary payload size")
-    parser.add_argument("--hosts", type=int, default=200)
-    parser.add_argument("--format", choices=("warc", "arc"), default="warc")
-    parser.add_argument("--gzip", action=argparse.BooleanOptionalAction, default=True,
-                        help="one gzip member per record (default) or plain records")
-    args = parser.parse_args(argv)
+    options.add(parser, *options.CORPUS)
+    return write_corpus(parser.parse_args(argv))
+
+
+def write_corpus(args):
+    """``make_corpus`` with the options of ``options.CORPUS``; prints each path written."""
     for path in make_corpus(args.out, files=args.files, captures=args.captures, seed=args.seed,
                             mean_kb=args.mean_kb, hosts=args.hosts, fmt=args.format, gzip=args.gzip):
         print(path)

@@ -55,11 +55,12 @@ import sys
 
 from . import splits, steps, storage
 from .cdxline import is_cdx_line
+from .options import DEFAULT_CDX_BYTES_PER_TASK
 from .pipeline import build
 from .zipnum import LINES_PER_BLOCK
 
 SCALER = 100
-CDX_BYTES_PER_TASK = 50_000_000   # as the jobs' mapreduce.input.fileinputformat.split.maxsize
+CDX_BYTES_PER_TASK = DEFAULT_CDX_BYTES_PER_TASK
 
 
 # -- reading CDX files in tasks ----------------------------------------------------------------
@@ -240,11 +241,13 @@ class SparkSteps:
 
 def build_with_spark(sc, inputs, out_dir, shards=1, lines_per_block=LINES_PER_BLOCK,
                      cdx_format="cdxj", on_error="fail", skip_existing=True, input_roots=(),
-                     progress=None, archives_per_task=1, cdx_bytes_per_task=CDX_BYTES_PER_TASK):
+                     progress=None, archives_per_task=1, cdx_bytes_per_task=CDX_BYTES_PER_TASK,
+                     root_index=True):
     """``pipeline.build`` with Spark tasks instead of mrjob jobs: the same outputs and Summary."""
     return build(inputs, out_dir, shards, lines_per_block, cdx_format, on_error=on_error,
                  skip_existing=skip_existing, input_roots=input_roots, progress=progress,
-                 engine=SparkSteps(sc, archives_per_task, cdx_bytes_per_task))
+                 engine=SparkSteps(sc, archives_per_task, cdx_bytes_per_task),
+                 root_index=root_index)
 
 
 def spark_context(master=None, verbose=False):

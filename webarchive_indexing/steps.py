@@ -15,7 +15,6 @@ from . import cdx, seqfile, splits, storage, zipnum
 from .inputs import cdx_name
 
 ERRORS_SUFFIX = ".errors.json"
-ON_ERROR = ("fail", "skip")
 
 
 class IndexingFailed(Exception):
