@@ -13,11 +13,10 @@ master from spark-submit (``python jobs/spark_build.py ...``) it runs on
 boto3 by the driver and the tasks); driver and executors must see the same ones.
 """
 import argparse
-import logging
 import sys
 
 from webarchive_indexing import options as o
-from webarchive_indexing.report import report_build
+from webarchive_indexing.report import log_to_stderr, report_build
 
 
 def parser():
@@ -36,19 +35,10 @@ def parser():
 
 def main(argv=None):
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(format="%(message)s", level=logging.INFO if args.verbose else logging.ERROR)
-    from webarchive_indexing.progress import Progress
-    from webarchive_indexing.spark import build_with_spark, spark_context
-
-    sc, made_here = spark_context(verbose=args.verbose)
-    try:
-        return report_build(lambda: build_with_spark(
-            sc, args.inputs, args.output, args.shards, args.lines_per_block, args.cdx_format,
-            args.on_error, args.skip_existing, args.input_root, Progress(enabled=args.progress),
-            args.archives_per_task, args.cdx_bytes_per_task, args.root_index), args.output)
-    finally:
-        if made_here:
-            sc.stop()
+    log_to_stderr(args.verbose)
+    from webarchive_indexing.build import build
+    options = o.BuildOptions.from_args(args, runner="spark")
+    return report_build(lambda: build(args.inputs, args.output, options), args.output)
 
 
 if __name__ == "__main__":

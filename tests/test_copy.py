@@ -44,7 +44,10 @@ from webarchive_indexing import cli, copy, storage
 from webarchive_indexing.cdxline import Location, location
 from webarchive_indexing.corpus import make_corpus, read_manifest
 from webarchive_indexing.jobs.remote_copy import RemoteCopyJob
-from webarchive_indexing.pipeline import build, run_job
+from webarchive_indexing.build import build
+from webarchive_indexing.engines import open_engine
+from webarchive_indexing.engines.mrjob_engine import run_job
+from webarchive_indexing.options import BuildOptions, CopyOptions
 from webarchive_indexing.progress import Progress
 from webarchive_indexing.query import open_cluster
 
@@ -120,8 +123,8 @@ def collection(tmp_path_factory):
     make_corpus(crawl / "seg-a", files=2, captures=150, seed=61, hosts=25, mean_kb=2)
     (crawl / "seg-b").mkdir()
     write_lookalikes(crawl / "seg-b" / LOOKALIKE)
-    summary = build([str(crawl)], str(root / "index"), shards=3, lines_per_block=20,
-                    runner="inline")
+    summary = build([str(crawl)], str(root / "index"), BuildOptions(shards=3, lines_per_block=20,
+                                                                    runner="inline"))
     assert summary.published and not summary.errors
     manifest = []
     for archive in sorted(crawl.rglob("*.warc.gz")):
@@ -496,8 +499,9 @@ def test_job_inline_and_spark(collection, domains, tmp_path, spark):
                                                str(collection["crawl"]), "--progress-dir",
                                                str(progress), str(manifest)], "inline")
         else:
-            statuses = copy.run_copy(plan.chunk_paths(), str(out), str(collection["crawl"]),
-                                     runner="spark", sc=spark, progress_dir=str(progress))
+            with open_engine("spark", CopyOptions(spark_context=spark)) as on_spark:
+                statuses = copy.copy_chunks(on_spark, plan.chunk_paths(), str(out),
+                                            str(collection["crawl"]), progress_dir=str(progress))
         # what the tasks told the progress bar: every record and byte of the plan
         assert copy.read_progress(progress) == (plan.records, plan.bytes)
         assert sorted(s["name"] for s in statuses) == [c["name"] for c in plan.chunks]

@@ -13,7 +13,8 @@ import json
 import sys
 
 from . import options as o
-from .report import EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, print_problems, report_build
+from .report import (EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, log_to_stderr,
+                     print_problems, report_build)
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE", "main", "version_line"]
 
@@ -180,28 +181,15 @@ def _add_copy_parser(sub):
 
 
 def _build(args):
-    import logging
-    # mrjob's own warnings (no mrjob.conf, Hadoop-only options ignored locally) are noise here;
-    # a failing step still raises and is reported
-    logging.basicConfig(format="%(message)s", level=logging.INFO if args.verbose else logging.ERROR)
-    from .pipeline import build
-    from .progress import Progress
-    engine, stop = None, None
-    if args.runner == "spark":
-        from .spark import SparkSteps, spark_context
-        sc, made_here = spark_context(args.spark_master, args.verbose)
-        engine, stop = SparkSteps(sc), sc.stop if made_here else None
-    elif args.spark_master:
-        sys.stderr.write("webarchive-index: --spark-master goes with --runner spark\n")
-        return EXIT_USAGE
+    log_to_stderr(args.verbose)
+    options = o.BuildOptions.from_args(args)
     try:
-        return report_build(lambda: build(
-            args.inputs, args.output, args.shards, args.lines_per_block, args.cdx_format,
-            args.runner, args.on_error, args.skip_existing, args.input_root, args.mrjob_conf,
-            Progress(enabled=args.progress), engine, args.root_index), args.output)
-    finally:
-        if stop:
-            stop()
+        o.check_engine(options)
+    except o.UsageError as exc:
+        sys.stderr.write(f"webarchive-index: {exc}\n")
+        return EXIT_USAGE
+    from .build import build
+    return report_build(lambda: build(args.inputs, args.output, options), args.output)
 
 
 def _cdx(args):
@@ -292,10 +280,6 @@ def _finalize(args):
     return EXIT_OK
 
 
-class _CopyUsage(ValueError):
-    """Options of ``copy`` that cannot work, found before anything runs."""
-
-
 def _copy_inputs(args):
     from .copy import SelectionError, parse_selection, read_selection_file, split_list
     items = []
@@ -314,7 +298,7 @@ def _copy_check_output(output, name):
     # a local directory, or a store with ranged reads that a task writes to (S3)
     if not storage.is_local(output) and not (storage.is_writable(output)
                                              and storage.reads_ranges(output)):
-        raise _CopyUsage(f"{name} {output}: expected a local directory or s3://bucket/prefix")
+        raise o.UsageError(f"{name} {output}: expected a local directory or s3://bucket/prefix")
 
 
 def _copy_check(args):
@@ -385,34 +369,32 @@ def _print_copy_survey(found, stream, skipped=None):
 
 
 def _copy_copy(args):
-    import logging
     import os
     import shutil
     import tempfile
     import time
     from . import storage
-    from .copy import ensure_plan, read_progress, run_copy, survey
+    from .copy import copy_chunks, ensure_plan, read_progress, survey
+    from .engines import open_engine
     from .progress import Progress
     from .query import open_cluster
     started = time.monotonic()
-    logging.basicConfig(format="%(message)s", level=logging.INFO if args.verbose else logging.ERROR)
+    log_to_stderr(args.verbose)
     inputs = _copy_inputs(args)
     _copy_check_output(args.output, "-o/--output")
     prefix = args.warc_prefix
     if storage.is_supported(prefix) and not storage.reads_ranges(prefix):
-        raise _CopyUsage(f"--warc-prefix {prefix}: hdfs:// and s3a:// have no ranged reads here "
+        raise o.UsageError(f"--warc-prefix {prefix}: hdfs:// and s3a:// have no ranged reads here "
                          "(every record would read its archive from the start); use s3:// for "
                          "S3, or https://")
     if not storage.is_supported(prefix):
-        raise _CopyUsage(f"--warc-prefix {prefix}: expected s3://bucket/, http(s)://host/ or a "
+        raise o.UsageError(f"--warc-prefix {prefix}: expected s3://bucket/, http(s)://host/ or a "
                          "local directory")
     if storage.is_local(prefix) and not os.path.isdir(prefix):
-        raise _CopyUsage(f"--warc-prefix {prefix}: no such directory (a local prefix is the "
+        raise o.UsageError(f"--warc-prefix {prefix}: no such directory (a local prefix is the "
                          "directory the CDX filenames are relative to)")
-    if args.spark_master and args.runner != "spark":
-        raise _CopyUsage("--spark-master goes with --runner spark")
-    if args.mrjob_conf and args.runner == "spark":
-        raise _CopyUsage("--mrjob-conf goes with --runner inline or local")
+    options = o.CopyOptions.from_args(args)
+    o.check_engine(options, strict=True)
 
     progress = Progress(enabled=args.progress)
     plan = ensure_plan(lambda: open_cluster(args.location), args.location, inputs, args.output,
@@ -424,32 +406,27 @@ def _copy_copy(args):
     before = survey(plan.output, plan)
     todo = [path for path, chunk in zip(plan.chunk_paths(), plan.chunks)
             if chunk["name"] not in before.complete]
-    sc = stop = None
-    if args.runner == "spark" and todo:
-        from .spark import spark_context
-        sc, made_here = spark_context(args.spark_master, args.verbose)
-        stop = sc.stop if made_here else None
-    master = sc.master if sc else "local"
     work = tempfile.mkdtemp(prefix="webarchive-copy-progress-")
     failed_job = None
-    try:
-        complete = [c for c in plan.chunks if c["name"] in before.complete]
-        base = (sum(c["records"] for c in complete), sum(c["bytes"] for c in complete))
+    with open_engine(options.runner, options) as engine:
+        try:
+            complete = [c for c in plan.chunks if c["name"] in before.complete]
+            base = (sum(c["records"] for c in complete), sum(c["bytes"] for c in complete))
 
-        def done():
-            records, size = read_progress(work)
-            return base[0] + records, base[1] + size
+            def done():
+                records, size = read_progress(work)
+                return base[0] + records, base[1] + size
 
-        progress.transfer("copying", done, plan.records, plan.bytes)
-        run_copy(todo, plan.output, prefix, args.threads, args.retries, args.runner,
-                 args.mrjob_conf, sc, work if master.startswith("local") else None)
-    except Exception as exc:  # a task that failed whole: say so, then show what is there
-        failed_job = exc
-    finally:
-        progress.done()
-        shutil.rmtree(work, ignore_errors=True)
-        if stop:
-            stop()
+            # progress files only where the tasks run on this machine
+            progress_dir = work if todo and engine.tasks_here else None
+            progress.transfer("copying", done, plan.records, plan.bytes)
+            copy_chunks(engine, todo, plan.output, prefix, args.threads, args.retries,
+                        progress_dir)
+        except Exception as exc:  # a task that failed whole: say so, then show what is there
+            failed_job = exc
+        finally:
+            progress.done()
+            shutil.rmtree(work, ignore_errors=True)
     if failed_job is not None:
         if args.verbose:
             import traceback
@@ -485,7 +462,7 @@ def _copy(args):
               "status": _copy_status}[args.copy_command]
     try:
         return action(args)
-    except (SelectionError, PlanMismatch, _CopyUsage) as exc:
+    except (SelectionError, PlanMismatch, o.UsageError) as exc:
         sys.stderr.write(f"webarchive-index copy {args.copy_command}: {exc}\n")
         return EXIT_USAGE
     except (OSError, ValueError) as exc:  # an unreadable cluster, source or output

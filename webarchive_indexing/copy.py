@@ -21,7 +21,7 @@ and default ports make no difference. The key ranges of all inputs are merged
 (``merge_ranges``), so a record selected by two inputs is copied once.
 
 The work is split in three, each a plain function used alike by the MRJob job
-(``jobs/remote_copy.py``), Spark (``copy_with_spark``), the command line and the tests:
+(``jobs/remote_copy.py``), Spark (``engines``), the command line and the tests:
 
 1. ``check``: per input and in total, the captures, distinct WARC files and bytes to
    copy, from the index alone (one pass over the merged ranges).
@@ -87,9 +87,9 @@ SOFTWARE = "webarchive-indexing (webarchive-index copy)"
 # Inputs listed in a warcinfo record (plan.json has them all).
 WARCINFO_INPUTS_MAX = 50
 
-__all__ = ["Input", "PlanMismatch", "SelectionError", "check", "copy_chunk", "copy_with_spark",
+__all__ = ["Input", "PlanMismatch", "SelectionError", "check", "copy_chunk", "copy_chunks",
            "ensure_plan", "load_plan", "make_plan", "merge_ranges", "parse_input",
-           "parse_selection", "read_selection_file", "run_chunk", "run_copy", "survey"]
+           "parse_selection", "read_selection_file", "run_chunk", "survey"]
 
 
 def _again(action, where, retries=DEFAULT_RETRIES):
@@ -724,42 +724,16 @@ def run_chunk(chunk_path, output, warc_prefix, threads=DEFAULT_THREADS, retries=
     return status
 
 
-def copy_with_spark(sc, chunk_paths, output, warc_prefix, threads=DEFAULT_THREADS,
-                    retries=DEFAULT_RETRIES, progress_dir=None):
-    """``run_chunk`` for each chunk as a Spark task (one chunk a partition); the statuses."""
+def copy_chunks(engine, chunk_paths, output, warc_prefix, threads=DEFAULT_THREADS,
+                retries=DEFAULT_RETRIES, progress_dir=None):
+    """Copy the planned ``chunk_paths`` as tasks of ``engine`` (``engines.open_engine``),
+    one ``run_chunk`` each; the status of each chunk."""
     chunk_paths = list(chunk_paths)
     if not chunk_paths:
         return []
-
-    def task(path):
-        return run_chunk(path, output, warc_prefix, threads, retries, progress_dir)
-
-    return sc.parallelize(chunk_paths, len(chunk_paths)).map(task).collect()
-
-
-def run_copy(chunk_paths, output, warc_prefix, threads=DEFAULT_THREADS, retries=DEFAULT_RETRIES,
-             runner="inline", conf_path=None, sc=None, progress_dir=None):
-    """Copy ``chunk_paths`` with the MRJob job on an mrjob ``runner`` (inline, local), or
-    as Spark tasks when ``runner="spark"`` (on ``sc``); the status of each chunk."""
-    chunk_paths = list(chunk_paths)
-    if not chunk_paths:
-        return []
-    output = storage.abspath(output)
-    warc_prefix = storage.abspath(warc_prefix)  # tasks run in directories of their own
-    if runner == "spark":
-        return copy_with_spark(sc, chunk_paths, output, warc_prefix, threads, retries,
-                               progress_dir)
-    from .jobs.remote_copy import RemoteCopyJob
-    from .pipeline import run_job
-    with tempfile.TemporaryDirectory(prefix="webarchive-copy-") as work:
-        manifest = os.path.join(work, "chunks.txt")
-        with open(manifest, "w", encoding="utf-8") as fh:
-            fh.writelines(p + "\n" for p in chunk_paths)
-        args = ["--copy-dir", output, "--warc-prefix", warc_prefix, "--threads", str(threads),
-                "--retries", str(retries)]
-        if progress_dir:
-            args += ["--progress-dir", progress_dir]
-        return run_job(RemoteCopyJob, args + [manifest], runner, conf_path)
+    # tasks run in directories of their own
+    return engine.copy(chunk_paths, storage.abspath(output), storage.abspath(warc_prefix),
+                       threads, retries, progress_dir)
 
 
 # -- what an output holds ------------------------------------------------------------------------

@@ -29,8 +29,9 @@ MANIFEST_EXTENSIONS = (".paths", ".paths.gz", ".txt", ".lst", ".manifest")
 ARCHIVE_MAGIC = (b"\x1f\x8b", b"WARC/", b"filedesc://")
 
 
-# An archive to index: its path, and its name in the index (``relative_name``)
-Archive = namedtuple("Archive", "path name")
+# An archive to index: its path, its name in the index (``relative_name``), and the root
+# that name is relative to (None for a base name)
+Archive = namedtuple("Archive", "path name root", defaults=(None,))
 
 
 class InputError(ValueError):
@@ -39,12 +40,21 @@ class InputError(ValueError):
 
 def relative_name(path, roots):
     """The name of ``path`` in the index: relative to the longest root holding it, else its base name."""
+    return _name_under(path, _holding_root(path, roots))
+
+
+def _name_under(path, root):
+    return path[len(root.rstrip("/")) + 1:] if root else path.rsplit("/", 1)[-1]
+
+
+def _holding_root(path, roots):
+    """The longest of ``roots`` that holds ``path``, or None."""
     best = None
     for root in roots:
         prefix = root.rstrip("/") + "/"
-        if path.startswith(prefix) and (best is None or len(prefix) > len(best)):
-            best = prefix
-    return path[len(best):] if best else path.rsplit("/", 1)[-1]
+        if path.startswith(prefix) and (best is None or len(prefix) > len(best.rstrip("/")) + 1):
+            best = root
+    return best
 
 
 def cdx_name(name):
@@ -137,7 +147,8 @@ def expand(inputs, roots=()):
                         missing.append(path)
     archives, seen = [], {}
     for path in dict.fromkeys(paths):
-        archive = Archive(path, relative_name(path, roots))
+        root = _holding_root(path, roots)
+        archive = Archive(path, _name_under(path, root), root)
         target = cdx_name(archive.name)
         other = seen.setdefault(target, archive.path)
         if other != archive.path:

@@ -34,6 +34,10 @@ MATCH_TYPES = ("exact", "prefix", "host", "domain")
 QUERY_OUTPUTS = ("cdxj", "json", "cdx11")
 
 
+class UsageError(ValueError):
+    """Options that cannot work, found before anything runs."""
+
+
 # -- validators ----------------------------------------------------------------------------
 
 def positive(text):
@@ -262,3 +266,58 @@ CORPUS = (
     Option("--format", choices=("warc", "arc"), default="warc"),
     Flag("gzip", True, "one gzip member per record (default)", "plain records"),
 )
+
+
+# -- option objects ------------------------------------------------------------------------
+
+class Options:
+    """The values of ``OPTIONS`` as attributes named by their destinations, each the
+    option's default unless given; ``EXTRA``: settings no command line takes."""
+    OPTIONS = ()
+    EXTRA = {}
+
+    def __init__(self, **values):
+        for option in self.OPTIONS:
+            setattr(self, option.dest, values.pop(option.dest) if option.dest in values
+                    else option.default)
+        for name, default in self.EXTRA.items():
+            setattr(self, name, values.pop(name, default))
+        if values:
+            raise TypeError(f"{type(self).__name__} takes no {', '.join(sorted(values))}")
+
+    @classmethod
+    def from_args(cls, args, **values):
+        """From parsed arguments (those ``args`` has), and ``values``."""
+        given = {option.dest: getattr(args, option.dest) for option in cls.OPTIONS
+                 if hasattr(args, option.dest)}
+        return cls(**{**given, **values})
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+
+
+# What engines read (engines.open_engine): the engine's name is ``runner``; a Spark engine
+# runs on ``spark_context`` if one is given (and leaves it running), else on one it makes
+ENGINE = (RUNNER, MRJOB_CONF, SPARK_MASTER, VERBOSE, ARCHIVES_PER_TASK, CDX_BYTES_PER_TASK)
+
+
+def check_engine(settings, strict=False):
+    """``UsageError`` for an engine option given with another engine: ``--spark-master``
+    without ``--runner spark``; if ``strict``, ``--mrjob-conf`` with it too."""
+    if settings.spark_master and settings.runner != "spark":
+        raise UsageError("--spark-master goes with --runner spark")
+    if strict and settings.mrjob_conf and settings.runner == "spark":
+        raise UsageError("--mrjob-conf goes with --runner inline or local")
+
+
+class BuildOptions(Options):
+    """What ``build.build(inputs, out_dir, options)`` does, and with which engine."""
+    OPTIONS = (SHARDS, LINES_PER_BLOCK, ON_ERROR, ROOT_INDEX, PROGRESS, *INDEXING, *ENGINE)
+    EXTRA = {"spark_context": None}
+
+
+class CopyOptions(Options):
+    """What ``webarchive-index copy copy`` copies, where to, and with which engine."""
+    OPTIONS = (COPY_CLUSTER, DOMAINS, DOMAINS_FILE, COPY_OUTPUT, RECORDS_PER_FILE, NAME_PREFIX,
+               WARC_PREFIX, THREADS, RETRIES, PROGRESS, *ENGINE)
+    EXTRA = {"spark_context": None}

@@ -10,6 +10,14 @@ from .progress import human
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
 
 
+def log_to_stderr(verbose):
+    """Where the libraries' log goes: mrjob's own warnings (no mrjob.conf, Hadoop-only
+    options ignored locally) are noise unless ``verbose``; a failing step still raises and
+    is reported."""
+    import logging
+    logging.basicConfig(format="%(message)s", level=logging.INFO if verbose else logging.ERROR)
+
+
 def print_problems(errors, stream):
     for error in errors[:20]:
         stream.write(f"error: {error['file']}: offset {error['offset']}: {error['reason']}\n")
@@ -33,7 +41,7 @@ def print_summary(summary, stream):
 def report_build(run, output):
     """Run ``run() -> Summary`` (a build) and report it the way ``build`` does; the exit status."""
     from .inputs import InputError
-    from .pipeline import BuildFailed
+    from .build import BuildFailed
     try:
         summary = run()
     except InputError as exc:
