@@ -21,7 +21,7 @@ from mrjob.job import MRJob
 from mrjob.protocol import JSONValueProtocol, RawValueProtocol
 
 from webarchive_indexing import options
-from webarchive_indexing.copy import run_chunk
+from webarchive_indexing.extract import run_chunk
 
 COUNTERS = "webarchive-index copy"
 

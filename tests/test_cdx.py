@@ -417,7 +417,7 @@ def test_indexing_a_local_file_leaves_the_remote_and_unused_libraries_unimported
         f"assert main(['cdx', {sample!r}]) == 0\n"
         "assert sys.stdout.getvalue().count('\\n') == 1\n"
         "unwanted = {'boto3', 'botocore', 'urllib3', 'http.client', 'ssl', 'subprocess',\n"
-        "            'dataclasses', 'logging', 'random', 'socket', 'webarchive_indexing.copy',\n"
+        "            'dataclasses', 'logging', 'random', 'socket', 'webarchive_indexing.extract',\n"
         "            'webarchive_indexing.steps', 'importlib.metadata'}\n"
         "loaded = {n for n, m in sys.modules.items() if type(m).__name__ != '_ImportedOnUse'}\n"
         "assert not unwanted & loaded, sorted(unwanted & loaded)\n")

@@ -13,6 +13,7 @@ import json
 import sys
 
 from . import options as o
+from .progress import human
 from .report import (EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, log_to_stderr,
                      print_problems, report_build)
 
@@ -267,7 +268,6 @@ def _query(args):
 
 
 def _finalize(args):
-    from .progress import human
     from .steps import ClusterIncomplete, finalize_cluster
     try:
         totals = finalize_cluster(args.cluster_dir, args.shards, location=args.location,
@@ -280,33 +280,10 @@ def _finalize(args):
     return EXIT_OK
 
 
-def _copy_inputs(args):
-    from .copy import SelectionError, parse_selection, read_selection_file, split_list
-    items = []
-    for value in args.domains:
-        items += split_list(value)
-    for path in args.domains_file:
-        items += read_selection_file(path)
-    if not items:
-        raise SelectionError("nothing selected: give --domains example.com,example.org "
-                             "or --domains-file FILE (one domain, host or URL prefix a line)")
-    return parse_selection(items)
-
-
-def _copy_check_output(output, name):
-    from . import storage
-    # a local directory, or a store with ranged reads that a task writes to (S3)
-    if not storage.is_local(output) and not (storage.is_writable(output)
-                                             and storage.reads_ranges(output)):
-        raise o.UsageError(f"{name} {output}: expected a local directory or s3://bucket/prefix")
-
-
 def _copy_check(args):
-    import json
-    from .copy import check
-    from .progress import human
+    from .extract import check, read_selection
     from .query import open_cluster
-    inputs = _copy_inputs(args)
+    inputs = read_selection(args.domains, args.domains_file)
     per_input, total = check(open_cluster(args.location), inputs)
     out = sys.stdout
     if args.json:
@@ -326,29 +303,26 @@ def _copy_check(args):
 
 
 def _copy_plan(args):
-    from . import storage
-    from .copy import ensure_plan
+    from .extract import ensure_plan, read_selection
+    from .extract.plan import check_output, listing_path
     from .query import open_cluster
-    inputs = _copy_inputs(args)
-    _copy_check_output(args.output, "-o/--output")
+    inputs = read_selection(args.domains, args.domains_file)
+    check_output(args.output)
     plan = ensure_plan(lambda: open_cluster(args.location), args.location, inputs, args.output,
                        args.records_per_file, args.name_prefix)
     _print_copy_plan(plan, sys.stderr)
     if plan.chunks:  # nothing printed: nothing to copy
-        sys.stdout.write(storage.join(plan.output, "plan", "chunks.txt") + "\n")
+        sys.stdout.write(listing_path(plan.output) + "\n")
     return EXIT_OK
 
 
 def _print_copy_plan(plan, stream):
-    from . import storage
-    from .progress import human
+    from .extract.plan import plan_path
     stream.write(f"plan:     {plan.records} records, {human(plan.bytes)} from {plan.warc_files} "
-                 f"WARC files -> {len(plan.chunks)} output files "
-                 f"({storage.join(plan.output, 'plan', 'plan.json')})\n")
+                 f"WARC files -> {len(plan.chunks)} output files ({plan_path(plan.output)})\n")
 
 
 def _print_copy_survey(found, stream, skipped=None):
-    from .progress import human
     plan = found.plan
     already = f" ({skipped} files were complete already)" if skipped else ""
     stream.write(f"copied:   {found.copied} of {plan.records} records, "
@@ -369,81 +343,29 @@ def _print_copy_survey(found, stream, skipped=None):
 
 
 def _copy_copy(args):
-    import os
-    import shutil
-    import tempfile
-    import time
-    from . import storage
-    from .copy import copy_chunks, ensure_plan, read_progress, survey
-    from .engines import open_engine
-    from .progress import Progress
-    from .query import open_cluster
-    started = time.monotonic()
+    from . import extract, storage
     log_to_stderr(args.verbose)
-    inputs = _copy_inputs(args)
-    _copy_check_output(args.output, "-o/--output")
-    prefix = args.warc_prefix
-    if storage.is_supported(prefix) and not storage.reads_ranges(prefix):
-        raise o.UsageError(f"--warc-prefix {prefix}: hdfs:// and s3a:// have no ranged reads here "
-                         "(every record would read its archive from the start); use s3:// for "
-                         "S3, or https://")
-    if not storage.is_supported(prefix):
-        raise o.UsageError(f"--warc-prefix {prefix}: expected s3://bucket/, http(s)://host/ or a "
-                         "local directory")
-    if storage.is_local(prefix) and not os.path.isdir(prefix):
-        raise o.UsageError(f"--warc-prefix {prefix}: no such directory (a local prefix is the "
-                         "directory the CDX filenames are relative to)")
-    options = o.CopyOptions.from_args(args)
-    o.check_engine(options, strict=True)
-
-    progress = Progress(enabled=args.progress)
-    plan = ensure_plan(lambda: open_cluster(args.location), args.location, inputs, args.output,
-                       args.records_per_file, args.name_prefix)
-    _print_copy_plan(plan, sys.stderr)
-    if not plan.chunks:
+    result = extract.copy(o.CopyOptions.from_args(args),
+                          planned=lambda plan: _print_copy_plan(plan, sys.stderr))
+    plan = result.plan
+    if result.after is None:
         sys.stderr.write("nothing to copy: the selection matches no capture in the index\n")
         return EXIT_OK
-    before = survey(plan.output, plan)
-    todo = [path for path, chunk in zip(plan.chunk_paths(), plan.chunks)
-            if chunk["name"] not in before.complete]
-    work = tempfile.mkdtemp(prefix="webarchive-copy-progress-")
-    failed_job = None
-    with open_engine(options.runner, options) as engine:
-        try:
-            complete = [c for c in plan.chunks if c["name"] in before.complete]
-            base = (sum(c["records"] for c in complete), sum(c["bytes"] for c in complete))
-
-            def done():
-                records, size = read_progress(work)
-                return base[0] + records, base[1] + size
-
-            # progress files only where the tasks run on this machine
-            progress_dir = work if todo and engine.tasks_here else None
-            progress.transfer("copying", done, plan.records, plan.bytes)
-            copy_chunks(engine, todo, plan.output, prefix, args.threads, args.retries,
-                        progress_dir)
-        except Exception as exc:  # a task that failed whole: say so, then show what is there
-            failed_job = exc
-        finally:
-            progress.done()
-            shutil.rmtree(work, ignore_errors=True)
-    if failed_job is not None:
+    if result.failure is not None:
         if args.verbose:
             import traceback
-            traceback.print_exception(failed_job)
-        sys.stderr.write(f"webarchive-index copy: the copy job failed: {failed_job}\n")
-    found = survey(plan.output, plan)
-    _print_copy_survey(found, sys.stderr, len(before.complete) or None)
-    sys.stderr.write(f"time:     {time.monotonic() - started:.1f} s\n")
-    if found.done and failed_job is None:
+            traceback.print_exception(result.failure)
+        sys.stderr.write(f"webarchive-index copy: the copy job failed: {result.failure}\n")
+    _print_copy_survey(result.after, sys.stderr, len(result.before.complete) or None)
+    sys.stderr.write(f"time:     {result.seconds:.1f} s\n")
+    if result.done:
         sys.stderr.write(f"\nindex:    {storage.join(plan.output, plan.name_prefix)}-*.cdxj\n")
         return EXIT_OK
     return EXIT_FAILED
 
 
 def _copy_status(args):
-    import json
-    from .copy import survey
+    from .extract import survey
     found = survey(args.output)
     if args.json:
         json.dump({"records": found.plan.records, "copied": found.copied, "failed": found.failed,
@@ -457,7 +379,7 @@ def _copy_status(args):
 
 
 def _copy(args):
-    from .copy import PlanMismatch, SelectionError
+    from .extract import PlanMismatch, SelectionError
     action = {"check": _copy_check, "plan": _copy_plan, "copy": _copy_copy,
               "status": _copy_status}[args.copy_command]
     try:
@@ -468,6 +390,7 @@ def _copy(args):
     except (OSError, ValueError) as exc:  # an unreadable cluster, source or output
         sys.stderr.write(f"webarchive-index copy {args.copy_command}: {exc}\n")
         return EXIT_FAILED
+
 
 def _corpus(args):
     from .corpus import write_corpus

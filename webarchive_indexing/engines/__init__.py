@@ -3,7 +3,7 @@
 ``open_engine(name, settings)`` is the one place an engine is chosen, by name: ``inline``,
 ``local``, ``hadoop`` and ``emr`` are mrjob's runners, running the MRJob jobs of ``jobs/``
 (``mrjob_engine``); ``spark`` runs the same tasks on Spark (``spark_engine``). Each
-engine does each step with the same functions (``steps``, ``splits``, ``copy``), so the
+engine does each step with the same functions (``steps``, ``splits``, ``extract``), so the
 outputs are the same bytes whichever runs them. A new engine is a module of this package
 with an ``Engine`` subclass, and a line in ``ENGINES``.
 
@@ -68,7 +68,7 @@ class Engine:
         raise NotImplementedError
 
     def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None):
-        """Copy each planned chunk into ``output`` (``copy.run_chunk``); the status of each.
+        """Copy each planned chunk into ``output`` (``extract.run_chunk``); the status of each.
         ``progress_dir``: a local directory the tasks report progress in (if
         ``tasks_here``)."""
         raise NotImplementedError

@@ -30,7 +30,7 @@ master, else ``local[*]``) and stops when it is closed.
    UTF-16 order and differ for characters above U+FFFF); then every partition,
    empty ones included, writes its shard with ``steps.write_shard``.
 
-4. **copy** (:func:`copy_chunks`): one task per planned chunk, ``copy.run_chunk``.
+4. **copy** (:func:`copy_chunks`): one task per planned chunk, ``extract.run_chunk``.
 
 ``build`` then publishes the cluster (``publish``), as with every engine.
 
@@ -209,13 +209,13 @@ def write_cluster(sc, cdx_files, split_lines, shards, cluster_dir,
 
 
 def copy_chunks(sc, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None):
-    """``copy.run_chunk`` for each chunk as a Spark task (one chunk a partition); the statuses."""
+    """``extract.run_chunk`` for each chunk as a Spark task (one chunk a partition); the statuses."""
     chunk_paths = list(chunk_paths)
     if not chunk_paths:
         return []
 
     def task(path):
-        from ..copy import run_chunk
+        from ..extract import run_chunk
         return run_chunk(path, output, warc_prefix, threads, retries, progress_dir)
 
     return sc.parallelize(chunk_paths, len(chunk_paths)).map(task).collect()
