@@ -15,6 +15,7 @@ Three small steps, each usable alone:
 CDX formats are data, in ``cdxline``: a legend of field letters (as in the
 ``CDX N b a ...`` header line) or the CDXJ key order.
 """
+import contextlib
 import datetime
 import functools
 import importlib
@@ -23,31 +24,59 @@ import sys
 import types
 
 
-class _ImportedOnUse(types.ModuleType):
-    """Stands in for a module until one of its attributes is first used; the module is then
-    imported, and its names copied here for the modules that hold the stand-in."""
+class _Deferred(types.ModuleType):
+    """Stands in for a module in the globals of the modules that imported it in
+    ``_importing_without``: the module is imported when one of its attributes is first
+    used, and then takes the stand-in's place in those globals."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.holders = []  # the globals (dicts) that hold the stand-in
 
     def __getattr__(self, attr):
-        if sys.modules.get(self.__name__) is self:
+        if sys.modules.get(self.__name__) is self:  # used within the block
             del sys.modules[self.__name__]
         module = importlib.import_module(self.__name__)
-        self.__dict__.update(vars(module))
+        for namespace in self.holders:
+            for name, value in list(namespace.items()):
+                if value is self:
+                    namespace[name] = module
         return getattr(module, attr)
+
+
+@contextlib.contextmanager
+def _importing_without(*names):
+    """Modules imported in the block that import one of ``names`` (not imported yet) get
+    a ``_Deferred`` stand-in for it; sys.modules holds the stand-ins only in the block."""
+    stand_ins = {name: _Deferred(name) for name in names if name not in sys.modules}
+    before = set(sys.modules)
+    sys.modules.update(stand_ins)
+    try:
+        yield
+    finally:
+        for name, stand_in in stand_ins.items():
+            if sys.modules.get(name) is stand_in:
+                del sys.modules[name]
+        for name in set(sys.modules) - before:
+            namespace = vars(sys.modules[name])
+            for stand_in in stand_ins.values():
+                if any(value is stand_in for value in namespace.values()):
+                    stand_in.holders.append(namespace)
 
 
 # surt imports modules that indexing never or seldom needs: tldextract, and requests with
 # it, for public-suffix helpers (~0.2 s), and socket, for hosts written as one number
-# (~5 ms). Deferring them shortens the start of every indexing process.
-sys.modules.setdefault("tldextract", _ImportedOnUse("tldextract"))
-sys.modules.setdefault("socket", _ImportedOnUse("socket"))
-from surt import surt  # noqa: E402
-from surt.GoogleURLCanonicalizer import (escapeOnce, minimalEscape,  # noqa: E402
-                                         normalizePath, unescapeRepeatedly)
-from surt.URLRegexTransformer import stripPathSessionID, stripQuerySessionID  # noqa: E402
+# (~5 ms). Deferring them shortens the start of every indexing process, and changes
+# nothing for the rest of the process: a later ``import socket`` gets socket itself.
+with _importing_without("tldextract", "socket"):
+    from surt import surt
+    from surt.GoogleURLCanonicalizer import (escapeOnce, minimalEscape, normalizePath,
+                                             unescapeRepeatedly)
+    from surt.URLRegexTransformer import stripPathSessionID, stripQuerySessionID
 
-from . import storage
-from .cdxline import FORMATS, format_line, header_line  # noqa: F401  (indexing's formats)
-from .records import ArchiveError, RecordError, Skipped, iter_records
+from . import storage  # noqa: E402
+from .cdxline import FORMATS, format_line, header_line  # noqa: E402, F401  (indexing's formats)
+from .records import ArchiveError, RecordError, Skipped, iter_records  # noqa: E402
 
 MIME_SPLIT = re.compile("[; ]")
 WARC_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z?$")
