@@ -41,6 +41,7 @@ import rangeserver
 import s3server
 from helpers import pywb_cdx
 from webarchive_indexing import cli, extract, storage
+from webarchive_indexing.storage import s3 as s3_storage
 from webarchive_indexing.cdxline import Location, location
 from webarchive_indexing.corpus import make_corpus, read_manifest
 from webarchive_indexing.jobs.remote_copy import RemoteCopyJob
@@ -458,13 +459,13 @@ def test_copy_through_faults_from_s3_to_s3(collection, domains, s3, tmp_path, ca
     with faultproxy.running(s3["endpoint"], seed=7, p_503=0.05, p_reset=0.2,
                             p_truncate=0.2) as proxy:
         monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
-        storage.s3._client.cache_clear()
+        s3_storage._client.cache_clear()
         try:
             code = cli.main(copy_args(s3["cluster"], domains[:2], out, s3["crawl"], "--runner",
                                       "inline", "--records-per-file", "50", "--threads", "8"))
         finally:
             monkeypatch.setenv("AWS_ENDPOINT_URL", s3["endpoint"])
-            storage.s3._client.cache_clear()
+            s3_storage._client.cache_clear()
     assert code == cli.EXIT_OK, capsys.readouterr().err
     faults = collections.Counter(fault for *_, fault in proxy.requests if fault)
     assert faults["503"] >= 1 and faults["reset"] >= 10 and faults["truncate"] >= 10, faults
@@ -579,8 +580,8 @@ def test_killed_copy_completes_on_rerun_without_duplicates(collection, domains, 
                                                            p_reset=0.1, p_truncate=0.1))
             # the copy (in a child process, as the rerun here) reads S3 through the proxy
             monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
-            storage.s3._client.cache_clear()
-            stack.callback(storage.s3._client.cache_clear)
+            s3_storage._client.cache_clear()
+            stack.callback(s3_storage._client.cache_clear)
         args = copy_args(cluster, domains, out, prefix, "--runner", "inline",
                          "--records-per-file", "6", "--threads", "2")
         proc = subprocess.Popen([sys.executable, "-c", SLOW_COPY, *args], stdout=subprocess.DEVNULL,

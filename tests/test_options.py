@@ -3,7 +3,7 @@ import argparse
 
 import pytest
 
-from webarchive_indexing import cdxapi, options, query
+from webarchive_indexing import cdxapi, options, query, zipnum
 from webarchive_indexing.jobs.remote_copy import RemoteCopyJob
 
 
@@ -11,6 +11,7 @@ def test_choices_are_those_of_the_modules_that_take_them():
     # declared in options so that the command line starts without importing query or cdxapi
     assert options.MATCH_TYPES == query.MATCH_TYPES
     assert options.QUERY_OUTPUTS == cdxapi.OUTPUTS
+    assert options.LINES_PER_BLOCK_DEFAULT == zipnum.LINES_PER_BLOCK
 
 
 def test_a_flag_has_its_no_twin_and_an_option_can_be_reworded():

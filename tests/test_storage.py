@@ -11,6 +11,7 @@ from botocore.stub import Stubber
 import s3server
 from helpers import REAL
 from webarchive_indexing import cli, retry, storage
+from webarchive_indexing.storage import s3 as s3_storage
 from webarchive_indexing.cdx import index_file
 from webarchive_indexing.inputs import expand
 
@@ -28,7 +29,7 @@ def bucket(s3):
 
 
 def test_the_client_talks_to_the_local_server_only(s3):
-    client = storage.s3._client()
+    client = s3_storage._client()
     assert client.meta.endpoint_url == s3 and s3.startswith("http://127.0.0.1:")
     # botocore counts max_attempts as retries after the first attempt
     assert client.meta.config.retries == {"total_max_attempts": 11, "mode": "adaptive"}
@@ -73,7 +74,7 @@ def test_missing_objects_and_buckets(bucket):
                                                (503, "SlowDown", OSError)])
 def test_only_a_404_means_absent(bucket, status, code, error):
     path = storage.join(bucket, "key")
-    with Stubber(storage.s3._client()) as stub:
+    with Stubber(s3_storage._client()) as stub:
         stub.add_client_error("head_object", code, http_status_code=status)
         with pytest.raises(error, match=f"{code}.*{path}") as raised:
             storage.exists(path)
@@ -154,7 +155,7 @@ def test_read_range_retries_a_body_that_breaks_off(bucket, monkeypatch, breaking
     path = storage.join(bucket, "a.txt")
     storage.write_atomic(path, b"hello, world")
     monkeypatch.setattr(retry.READS, "first", 0.001)
-    client, responses = storage.s3._client(), []
+    client, responses = s3_storage._client(), []
     get_object = client.get_object
 
     def broken_get_object(**params):
@@ -274,7 +275,7 @@ def test_read_range_backs_off_when_botocore_gives_up_early(bucket, monkeypatch):
     path = storage.join(bucket, "a.txt")
     storage.write_atomic(path, b"hello, world")
     monkeypatch.setattr(retry.READS, "first", 0.001)
-    client, calls = storage.s3._client(), []
+    client, calls = s3_storage._client(), []
     get_object = client.get_object
 
     def slow_down(retries):
@@ -293,7 +294,7 @@ def test_read_range_backs_off_when_botocore_gives_up_early(bucket, monkeypatch):
 
     def exhausted_get_object(**params):
         calls.append(params)
-        raise slow_down(retries=storage.s3.S3_RETRIES)
+        raise slow_down(retries=s3_storage.S3_RETRIES)
 
     calls.clear()
     monkeypatch.setattr(client, "get_object", exhausted_get_object)

@@ -18,6 +18,7 @@ import faultproxy
 import rangeserver
 import s3server
 from webarchive_indexing import retry, storage
+from webarchive_indexing.storage import s3 as s3_storage, web as web_storage
 
 SIZE = 300_000
 
@@ -111,8 +112,9 @@ def faults(proxy_requests):
 
 def test_reads_over_http(server, data, tmp_path):
     url = server.url + "/a.bin"
-    assert storage.web.owns(url) and not storage.is_local(url) and not storage.s3.owns(url)
-    assert storage.web.owns("https://example.org/a") and not storage.web.owns("s3://b/http://")
+    assert storage.backend_name(url) == "web" and not storage.is_local(url)
+    assert storage.backend_name("https://example.org/a") == "web"
+    assert storage.backend_name("s3://b/http://") == "s3"
     assert storage.abspath(url) == url
     assert storage.read_range(url, 1000, 50) == data[1000:1050]
     assert storage.fetch_range(url, 1000, 50) == (data[1000:1050], SIZE)
@@ -145,9 +147,9 @@ def test_connections_are_kept_alive(server, data, monkeypatch):
     url = server.url + "/a.bin"
     key = ("http", server.url[len("http://"):])
     storage.read_range(url, 0, 10)
-    conn = storage.web._http_pool()[key]
+    conn = web_storage._http_pool()[key]
     assert storage.read_range(url, 10, 10) == data[10:20]
-    assert storage.web._http_pool()[key] is conn and len(server.requests) == 2
+    assert web_storage._http_pool()[key] is conn and len(server.requests) == 2
     # a kept connection that died meanwhile is replaced at once, not retried after a wait
     conn.sock.shutdown(socket.SHUT_RDWR)
     monkeypatch.setattr(time, "sleep", lambda seconds: pytest.fail("a retry waited"))
@@ -235,7 +237,7 @@ def test_redirects_are_followed(server, data, seen):
         assert storage.fetch_range(url + "/moved", 5, 5) == (data[5:10], SIZE)
     assert seen == [("GET", url + "/moved", (5, 9)), ("GET", target, (5, 9))]
     with answering(status(301, [("Location", "/again")])) as url:
-        with pytest.raises(OSError, match=f"more than {storage.web.MAX_REDIRECTS} redirects.*{url}/a"):
+        with pytest.raises(OSError, match=f"more than {web_storage.MAX_REDIRECTS} redirects.*{url}/a"):
             storage.read_range(url + "/a", 0, 10)
 
 
@@ -333,11 +335,11 @@ def s3_proxy(s3, monkeypatch, fast_retries):
     """A faultproxy (no faults yet) in front of moto, and a client that goes through it."""
     with faultproxy.running(s3, seed=3) as proxy:
         monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
-        storage.s3._client.cache_clear()
+        s3_storage._client.cache_clear()
         try:
             yield proxy
         finally:
-            storage.s3._client.cache_clear()
+            s3_storage._client.cache_clear()
 
 
 def test_s3_reads_survive_faults(s3_proxy, data, seen):

@@ -44,7 +44,6 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-COPY_HELP = "copy the captures of some domains or URL prefixes into new WARC files"
 COPY_SELECTION_HELP = (
     "Selection: a bare name (example.com) or *.example.com is that domain and all its "
     "subdomains (www.example.com, a.b.example.com; not examples.com); anything with a / or "
@@ -54,7 +53,9 @@ COPY_SELECTION_HELP = (
     "Overlapping inputs are merged: a record is selected once.")
 
 
-def _parser():
+def _parser(command=None):
+    """The parser of the command line; of the subcommands, only ``command``'s arguments (all
+    without one): building them all would add to the start-up time of every command."""
     parser = argparse.ArgumentParser(
         prog="webarchive-index",
         description="Turn WARC/ARC collections into ZipNum CDX indexes that pywb, OpenWayback "
@@ -63,9 +64,17 @@ def _parser():
                "3 done but some input could not be indexed.")
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (help_line, add, _) in COMMANDS.items():
+        if command in (None, name):
+            add(sub, help_line)
+        else:
+            sub.add_parser(name, help=help_line)
+    return parser
 
+
+def _build_parser(sub, help_line):
     build = sub.add_parser(
-        "build", help="index archives and build a ZipNum cluster",
+        "build", help=help_line,
         description="Index every archive (one sorted .cdx.gz each), sample split points and "
                     "write a ZipNum cluster of --shards shards into OUTDIR/cluster.",
         epilog="Output: OUTDIR/cdx/ (per-archive CDX), OUTDIR/splits.txt and splits.seq, "
@@ -74,8 +83,10 @@ def _parser():
     o.add(build, o.INPUTS, o.OUTDIR, o.SHARDS, o.LINES_PER_BLOCK, o.RUNNER, o.SPARK_MASTER,
           o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF, o.VERBOSE, o.PROGRESS, *o.INDEXING)
 
+
+def _cdx_parser(sub, help_line):
     cdx = sub.add_parser(
-        "cdx", help="write the sorted CDX of each archive (no cluster)",
+        "cdx", help=help_line,
         description="Index archives in this process, one after the other: to stdout (one "
                     "sorted index per archive, in input order) or, with -o, into one .cdx.gz "
                     "per archive under OUTDIR.")
@@ -86,8 +97,10 @@ def _parser():
                               "index what is readable and report the rest"),
           *o.INDEXING)
 
+
+def _query_parser(sub, help_line):
     query = sub.add_parser(
-        "query", help="look up captures in a cluster",
+        "query", help=help_line,
         description="Print the CDX lines of a cluster that match URL, as pywb's CDX server "
                     "returns them from the same cluster. A remote cluster is read with "
                     "ranged requests: with its cluster.root (see build --root-index), a "
@@ -101,8 +114,10 @@ def _parser():
           o.VERBOSE.but(help="print every request made to a remote cluster on stderr",
                         off_help="print no requests (default)"))
 
+
+def _finalize_parser(sub, help_line):
     finalize = sub.add_parser(
-        "finalize", help="check the shards of a cluster job's output and publish its index",
+        "finalize", help=help_line,
         description="After jobs/zip_cluster.py ran on Hadoop/EMR: check that every shard "
                     "cdx-NNNNN.gz exists and matches its part-NNNNN, then write cluster.loc "
                     "and, last, cluster.idx. Nothing is written if a shard is missing.")
@@ -113,17 +128,17 @@ def _parser():
                         "absolute)"),
           o.ROOT_INDEX)
 
+
+def _corpus_parser(sub, help_line):
     corpus = sub.add_parser(
-        "corpus", help="generate a Common-Crawl-shaped test corpus",
+        "corpus", help=help_line,
         description="Write deterministic WARC/ARC files with a ground-truth manifest per file.")
     o.add(corpus, *o.CORPUS)
-    _add_copy_parser(sub)
-    return parser
 
 
-def _add_copy_parser(sub):
+def _copy_parser(sub, help_line):
     copy = sub.add_parser(
-        "copy", help=COPY_HELP,
+        "copy", help=help_line,
         description="Find the captures of domains, host names or URL prefixes in a cluster "
                     "and copy their records (one ranged read each) into new .warc.gz files, "
                     "each with its own CDXJ index. 'check' counts what a copy takes; 'copy' "
@@ -397,13 +412,25 @@ def _corpus(args):
     return write_corpus(args)
 
 
+# Each command: its help, what adds its parser, what runs it
+COMMANDS = {
+    "build": ("index archives and build a ZipNum cluster", _build_parser, _build),
+    "cdx": ("write the sorted CDX of each archive (no cluster)", _cdx_parser, _cdx),
+    "query": ("look up captures in a cluster", _query_parser, _query),
+    "finalize": ("check the shards of a cluster job's output and publish its index",
+                 _finalize_parser, _finalize),
+    "corpus": ("generate a Common-Crawl-shaped test corpus", _corpus_parser, _corpus),
+    "copy": ("copy the captures of some domains or URL prefixes into new WARC files",
+             _copy_parser, _copy),
+}
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    args = _parser().parse_args(argv)
-    command = {"build": _build, "cdx": _cdx, "query": _query, "finalize": _finalize,
-               "copy": _copy, "corpus": _corpus}[args.command]
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
+    args = _parser(command).parse_args(argv)
     try:
-        return command(args)
+        return COMMANDS[args.command][2](args)
     except BrokenPipeError:
         return EXIT_OK
 

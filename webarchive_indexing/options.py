@@ -17,7 +17,6 @@ destination, its default unless given.
 """
 import argparse
 
-from . import zipnum
 from .cdxline import FORMATS
 
 # Defaults that other modules use too
@@ -29,7 +28,9 @@ DEFAULT_NAME_PREFIX = "extract"
 # jobs' mapreduce.input.fileinputformat.split.maxsize
 DEFAULT_CDX_BYTES_PER_TASK = 50_000_000
 ERROR_MODES = ("fail", "skip")
-# As query.MATCH_TYPES and cdxapi.OUTPUTS (those modules are not imported at start-up)
+# As zipnum.LINES_PER_BLOCK, query.MATCH_TYPES and cdxapi.OUTPUTS (the command line starts
+# without importing those modules; a test checks that they agree)
+LINES_PER_BLOCK_DEFAULT = 3000
 MATCH_TYPES = ("exact", "prefix", "host", "domain")
 QUERY_OUTPUTS = ("cdxj", "json", "cdx11")
 
@@ -157,8 +158,8 @@ OUTDIR = Option("-o", "--output", required=True, metavar="OUTDIR",
 SHARDS = Option("--shards", type=positive, default=1,
                 help="shards in the cluster (default 1; Common Crawl uses 300)")
 LINES_PER_BLOCK = Option(
-    "--lines-per-block", type=positive, default=zipnum.LINES_PER_BLOCK,
-    help=f"CDX lines per gzip block (default {zipnum.LINES_PER_BLOCK}, as Common Crawl and the "
+    "--lines-per-block", type=positive, default=LINES_PER_BLOCK_DEFAULT,
+    help=f"CDX lines per gzip block (default {LINES_PER_BLOCK_DEFAULT}, as Common Crawl and the "
          "Internet Archive)")
 ROOT_INDEX = Flag("root-index", True,
                   "also write cluster.root, a small index of cluster.idx with which a remote "

@@ -5,8 +5,6 @@ statuses of every command.
 import os
 import sys
 
-from .progress import human
-
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
 
 
@@ -26,6 +24,7 @@ def print_problems(errors, stream):
 
 
 def print_summary(summary, stream):
+    from .progress import human
     stream.write(
         f"archives: {summary.archives} ({summary.archives_skipped} already indexed), "
         f"{human(summary.input_bytes)} read\n"

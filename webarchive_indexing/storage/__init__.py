@@ -3,10 +3,10 @@ Hadoop file systems (``hdfs:///path``, ``hdfs://namenode/path``, ``s3a://bucket/
 or, for reading only, ``http://`` and ``https://`` URLs.
 
 One API for all of them: each function hands its path to the backend that owns the
-path's scheme, one module each (``local``, ``s3``, ``web``, ``hadoop``), and callers never
-look at a scheme themselves; what differs between places (can a directory be swapped in
-with a rename, are ranges read without reading from the start, is there a local path)
-is asked here.
+path's scheme (``BACKENDS``), one module each (``local``, ``s3``, ``web``, ``hadoop``),
+and callers never look at a scheme themselves; what differs between places (can a
+directory be swapped in with a rename, are ranges read without reading from the start,
+is there a local path) is asked here.
 
 Everything an index points to is published atomically: written under a temporary name
 and renamed into place (locally, and on Hadoop file systems), or staged in a local
@@ -26,18 +26,21 @@ broken connection stopped instead, up to ``RESUMES`` times in a row. Every HTTP 
 each attempt of a retried one, is told to the functions given to
 ``add_request_listener`` (``query --verbose`` prints them; tests count them).
 
-The HTTP, S3 and Hadoop libraries (and tempfile) are imported where first needed, not
-with this package: importing urllib3 (through botocore) alone takes longer than indexing
-a small local archive, and most runs never leave the local disk.
+A backend other than ``local`` (and the HTTP, S3 and Hadoop libraries, and tempfile) is
+imported when first needed, not with this package: importing urllib3 (through botocore)
+alone takes longer than indexing a small local archive, and most runs never leave the
+local disk.
 """
 import errno
+import importlib
 import os
 import shutil
 
-from . import hadoop, local, s3, web
+from . import local
 from .common import READ_BUFFER, RESUMES, add_request_listener, join, remove_request_listener
 
-__all__ = ["READ_BUFFER", "RESUMES", "abspath", "add_request_listener", "basename", "dirname",
+__all__ = ["READ_BUFFER", "RESUMES", "abspath", "add_request_listener", "backend_name",
+           "basename", "dirname",
            "download", "exists", "fetch_range", "is_local", "is_supported", "is_writable",
            "join", "list_files", "local_path", "make_temp_dir", "makedirs", "open_atomic",
            "open_read", "publish", "read_bytes", "read_range", "reads_ranges",
@@ -45,18 +48,28 @@ __all__ = ["READ_BUFFER", "RESUMES", "abspath", "add_request_listener", "basenam
            "renames_directories", "replace_tree", "resolve", "size", "staging_path",
            "write_atomic"]
 
-_REMOTE = (s3, web, hadoop)
+# The modules of this package that read and write URIs, and the schemes each owns; local
+# owns the paths without one
+BACKENDS = {"s3": ("s3://",), "web": ("http://", "https://"), "hadoop": ("hdfs://", "s3a://")}
+_OWNERS = tuple((scheme, name) for name, schemes in BACKENDS.items() for scheme in schemes)
 
 
 def _owner(path):
     """The backend that owns the scheme of ``path`` (``local`` for a path without one), or
     None for a scheme that none owns."""
-    if local.owns(path):
+    if "://" not in path:
         return local
-    for backend in _REMOTE:
-        if backend.owns(path):
-            return backend
+    for scheme, name in _OWNERS:
+        if path.startswith(scheme):
+            return importlib.import_module(f"{__name__}.{name}")
     return None
+
+
+def backend_name(path):
+    """The name of the backend that owns ``path`` (``local``, or a key of ``BACKENDS``), or
+    None for a scheme that none owns."""
+    owner = _owner(path)
+    return owner and owner.__name__.rsplit(".", 1)[-1]
 
 
 def _backend(path):

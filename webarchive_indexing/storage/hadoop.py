@@ -18,15 +18,10 @@ import shutil
 
 from . import common
 
-SCHEMES = ("hdfs://", "s3a://")
 WRITABLE = True
 RANGED_READS = False
 # How much of what a failed ``hadoop`` printed goes into the error
 HADOOP_STDERR_MAX = 4000
-
-
-def owns(path):
-    return path.startswith(SCHEMES)
 
 
 class HadoopNotFound(OSError):

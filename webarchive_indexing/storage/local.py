@@ -12,15 +12,10 @@ import shutil
 
 from . import common
 
-SCHEMES = ()  # paths without one
 WRITABLE = True
 RANGED_READS = True
 # Temporary names of files being written: .tmp-<random>-<name>, beside <name>
 _TEMP_PREFIX = ".tmp-"
-
-
-def owns(path):
-    return "://" not in path
 
 
 def open_read(path):

@@ -18,7 +18,6 @@ import threading
 from .. import retry
 from . import common
 
-SCHEMES = ("s3://",)
 WRITABLE = True
 RANGED_READS = True
 # Retries botocore makes of an S3 request (its "max_attempts", which it counts after the first)
@@ -29,10 +28,6 @@ _CLIENT_LOCK = threading.Lock()
 
 # boto3 (and urllib3, through botocore) is imported where first needed: importing it takes
 # longer than indexing a small archive.
-
-
-def owns(path):
-    return path.startswith(SCHEMES)
 
 
 @functools.cache

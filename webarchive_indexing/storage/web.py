@@ -15,7 +15,6 @@ import urllib.parse
 from .. import retry
 from . import common
 
-SCHEMES = ("http://", "https://")
 WRITABLE = False
 RANGED_READS = True
 # Seconds an HTTP connection may take to open, or wait for the server's next bytes
@@ -24,10 +23,6 @@ HTTP_TIMEOUT = 60
 MAX_REDIRECTS = 5
 # What HTTP servers see of the client
 USER_AGENT = "webarchive-indexing"
-
-
-def owns(path):
-    return path.startswith(SCHEMES)
 
 
 @functools.cache
@@ -70,7 +65,7 @@ def _http_get(url, byte_range=None, headers=None):
             return url, conn, response
         _http_close(conn, response)
         redirected = urllib.parse.urljoin(url, location)
-        if not owns(redirected):
+        if not redirected.startswith(("http://", "https://")):
             raise OSError(errno.EIO, f"HTTP {response.status} redirects to {redirected}, "
                           "not an http(s) URL", url)
         url = redirected
