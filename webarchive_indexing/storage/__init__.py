@@ -119,13 +119,15 @@ def local_path(path):
 
 # -- paths ---------------------------------------------------------------------------------
 
+# Paths are alike for every backend but local: a URI is absolute, its parts joined by "/"
+
 def abspath(path):
     """A local path made absolute; a URI as it is."""
-    return _backend(path).abspath(path)
+    return os.path.abspath(path) if _backend(path) is local else path
 
 
 def dirname(path):
-    return _backend(path).dirname(path)
+    return os.path.dirname(path) if _backend(path) is local else path.rsplit("/", 1)[0]
 
 
 def basename(path):
@@ -135,7 +137,7 @@ def basename(path):
 def resolve(base, name):
     """``name`` in the directory ``base``: as ``os.path.join`` does for a local ``base``
     (an absolute ``name`` stays as it is), else ``join``."""
-    return _backend(base).resolve(base, name)
+    return os.path.join(base, name) if _backend(base) is local else join(base, name)
 
 
 # -- reading -------------------------------------------------------------------------------

@@ -87,6 +87,28 @@ def cut(url, offset, length, content_range_header, data, declared):
     return data[:length], total
 
 
+def ranged_reads(fetch, size, open_read):
+    """``read_range``, ``fetch_range`` and ``read_bytes`` of a backend that reads a range
+    with one request, ``fetch(path, offset, length) -> (data, size)`` (``length`` > 0),
+    and streams a whole file with ``open_read``."""
+    def read_range(path, offset, length):
+        if length <= 0:
+            return b""  # without the request for the size fetch_range makes
+        return fetch(path, offset, length)[0]
+
+    def fetch_range(path, offset, length):
+        if length <= 0:
+            return b"", size(path)  # a ranged request cannot ask for no bytes
+        return fetch(path, offset, length)
+
+    def read_bytes(path):
+        # streamed, so that a connection that breaks resumes
+        with open_read(path) as fh:
+            return fh.read()
+
+    return read_range, fetch_range, read_bytes
+
+
 def retrying(url, what, attempt, transient):
     """``attempt()``, made again after each failure in ``transient`` (exception types) as
     ``retry.READS`` says; then an OSError naming ``url``, ``what`` was asked and the last

@@ -136,7 +136,7 @@ def open_atomic(path):
             try:
                 _hadoop_fs(path, "-put", "-f", scratch, staged)
             except FileNotFoundError:  # -put needs the parent directory
-                _hadoop_fs(path, "-mkdir", "-p", dirname(path))
+                _hadoop_fs(path, "-mkdir", "-p", path.rsplit("/", 1)[0])
                 _hadoop_fs(path, "-put", "-f", scratch, staged)
             _hadoop_fs(path, "-rm", "-f", "-skipTrash", path)
             _hadoop_fs(path, "-mv", staged, path)
@@ -247,15 +247,3 @@ def remove(path):
 
 def remove_tree(directory):
     _hadoop_fs(directory, "-rm", "-r", "-f", "-skipTrash", directory)
-
-
-def abspath(path):
-    return path
-
-
-def dirname(path):
-    return path.rsplit("/", 1)[0]
-
-
-def resolve(base, name):
-    return common.join(base, name)

@@ -145,15 +145,3 @@ def remove(path):
 def remove_tree(directory):
     # as much as can be: callers remove scratch space, nothing published
     shutil.rmtree(directory, ignore_errors=True)
-
-
-def abspath(path):
-    return os.path.abspath(path)
-
-
-def dirname(path):
-    return os.path.dirname(path)
-
-
-def resolve(base, name):
-    return os.path.join(base, name)

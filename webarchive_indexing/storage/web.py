@@ -261,26 +261,11 @@ def size(path):
     return total
 
 
-def read_range(path, offset, length):
-    if length <= 0:
-        return b""  # without the request for the size fetch_range makes
-    return _fetch(path, offset, length)[0]
-
-
-def fetch_range(path, offset, length):
-    if length <= 0:
-        return b"", size(path)  # a ranged GET cannot ask for no bytes
-    return _fetch(path, offset, length)
-
-
 def open_read(path):
     return io.BufferedReader(_HTTPStream(path), common.READ_BUFFER)
 
 
-def read_bytes(path):
-    # streamed, so that a connection that breaks resumes
-    with open_read(path) as fh:
-        return fh.read()
+read_range, fetch_range, read_bytes = common.ranged_reads(_fetch, size, open_read)
 
 
 def download(url, local_path):
@@ -316,15 +301,3 @@ def remove(path):
 
 def remove_tree(directory):
     raise _read_only(directory, "removing files")
-
-
-def abspath(path):
-    return path
-
-
-def dirname(path):
-    return path.rsplit("/", 1)[0]
-
-
-def resolve(base, name):
-    return common.join(base, name)
