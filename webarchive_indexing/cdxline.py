@@ -47,7 +47,7 @@ ALIASES = {"u": "url", "original": "url", "statuscode": "status", "s": "status",
 # urlkey, timestamp, then the rest; anything else in a CDX directory is not an index line
 # (the `` CDX N b a ...`` header, blank lines, the lines of an .errors.json report, which
 # Hadoop reads too when it is given the whole directory)
-CDX_LINE = re.compile(r"\S+ \d+ ")
+CDX_LINE = r"\S+ \d+ "
 # After the urlkey and timestamp of a CDX11 line: the rest of its legend (the filename,
 # last, may hold spaces)
 _CDX11_REST = NAMES["cdx11"][2:]
@@ -76,7 +76,15 @@ def format_line(fields, fmt="cdxj"):
 
 def is_cdx_line(line):
     """Whether ``line`` (from a CDX file, or anything beside one) belongs in a cluster."""
-    return CDX_LINE.match(line) is not None
+    return _cdx_line(line) is not None
+
+
+def _cdx_line(line):
+    # compiled when first used, not at every start (indexing never needs it): then this
+    # name is the compiled pattern's match itself, as quick per line as before
+    global _cdx_line
+    _cdx_line = re.compile(CDX_LINE).match
+    return _cdx_line(line)
 
 
 def fields_of(line: bytes) -> dict:

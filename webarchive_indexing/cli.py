@@ -13,7 +13,6 @@ import json
 import sys
 
 from . import options as o
-from .progress import human
 from .report import (EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, log_to_stderr,
                      print_problems, report_build)
 
@@ -283,6 +282,7 @@ def _query(args):
 
 
 def _finalize(args):
+    from .progress import human
     from .steps import ClusterIncomplete, finalize_cluster
     try:
         totals = finalize_cluster(args.cluster_dir, args.shards, location=args.location,
@@ -296,6 +296,7 @@ def _finalize(args):
 
 
 def _copy_check(args):
+    from .progress import human
     from .extract import check, read_selection
     from .query import open_cluster
     inputs = read_selection(args.domains, args.domains_file)
@@ -332,12 +333,14 @@ def _copy_plan(args):
 
 
 def _print_copy_plan(plan, stream):
+    from .progress import human
     from .extract.plan import plan_path
     stream.write(f"plan:     {plan.records} records, {human(plan.bytes)} from {plan.warc_files} "
                  f"WARC files -> {len(plan.chunks)} output files ({plan_path(plan.output)})\n")
 
 
 def _print_copy_survey(found, stream, skipped=None):
+    from .progress import human
     plan = found.plan
     already = f" ({skipped} files were complete already)" if skipped else ""
     stream.write(f"copied:   {found.copied} of {plan.records} records, "

@@ -9,8 +9,9 @@ RESUMES = 5
 # Read size of a remote stream; also what a reader can peek at.
 READ_BUFFER = 1 << 20
 
-_RANGE_HEADER = re.compile(r"bytes=(\d+)-(\d*)$")
-_CONTENT_RANGE = re.compile(r"bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)$")
+# (compiled by re when first used, not at every start)
+_RANGE_HEADER = r"bytes=(\d+)-(\d*)$"
+_CONTENT_RANGE = r"bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)$"
 
 
 def join(base, *parts):
@@ -52,7 +53,7 @@ def notify(method, url, byte_range):
 
 def byte_range(header):
     """``(first, last)`` of a ``Range: bytes=first-last`` header, last None if open; else None."""
-    match = _RANGE_HEADER.match(header or "")
+    match = re.match(_RANGE_HEADER, header or "")
     if not match:
         return None
     return int(match[1]), int(match[2]) if match[2] else None
@@ -60,7 +61,7 @@ def byte_range(header):
 
 def content_range(url, header):
     """``(first, last, total)`` of a ``Content-Range`` header, each None where it says ``*``."""
-    match = _CONTENT_RANGE.match(header or "")
+    match = re.match(_CONTENT_RANGE, header or "")
     if not match:
         raise OSError(errno.EIO, f"unexpected Content-Range {header!r} in the answer", url)
     return tuple(None if value in (None, "*") else int(value) for value in match.groups())
