@@ -53,13 +53,13 @@ class Engine:
 
     def index(self, archives, cdx_dir, cdx_format, skip_existing):
         """Index each ``inputs.Archive`` into ``cdx_dir`` (``steps.index_archive``, problems
-        reported, never raised); the status dicts, in the order of ``archives``."""
+        reported, never raised); the status dict of each archive, in any order."""
         raise NotImplementedError
 
     def sample(self, cdx_files, shards, splits_dir):
-        """Sample the lines of ``cdx_files`` (in that order, as ``index`` wrote them) into
-        ``shards - 1`` split lines, published in ``splits_dir`` (``steps.write_splits``);
-        the split lines."""
+        """Sample the lines of ``cdx_files`` (the CDX files of ``index``'s statuses, in their
+        order) into ``shards - 1`` split lines, published in ``splits_dir``
+        (``steps.write_splits``); the split lines."""
         raise NotImplementedError
 
     def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
