@@ -40,13 +40,12 @@ from . import local
 from .common import READ_BUFFER, RESUMES, add_request_listener, join, remove_request_listener
 
 __all__ = ["READ_BUFFER", "RESUMES", "abspath", "add_request_listener", "backend_name",
-           "basename", "dirname",
-           "download", "exists", "fetch_range", "is_local", "is_supported", "is_writable",
-           "join", "list_files", "local_path", "make_temp_dir", "makedirs", "open_atomic",
-           "open_read", "publish", "read_bytes", "read_range", "reads_ranges",
-           "remove", "remove_leftovers", "remove_request_listener", "remove_tree",
-           "renames_directories", "replace_tree", "resolve", "size", "staging_path",
-           "write_atomic"]
+           "basename", "dirname", "download", "exists", "fetch_range", "is_local",
+           "is_supported", "is_writable", "join", "list_files", "local_path", "make_temp_dir",
+           "makedirs", "open_atomic", "open_read", "publish", "read_bytes", "read_range",
+           "reads_ranges", "remove", "remove_leftovers", "remove_request_listener",
+           "remove_tree", "renames_directories", "replace_tree", "resolve", "size",
+           "staging_path", "write_atomic"]
 
 # The modules of this package that read and write URIs, and the schemes each owns; local
 # owns the paths without one
