@@ -385,42 +385,59 @@ def test_arc_url_with_spaces_equals_pywb(tmp_path):
 
 
 def test_socket_is_loaded_for_hosts_written_as_a_number():
-    """In a fresh interpreter: surt's socket is deferred by indexing and works once needed."""
+    """In a fresh interpreter: surt's socket is deferred by indexing (nothing stands in for
+    it in sys.modules) and works once needed."""
     import subprocess
     import sys
     script = (
         "import sys\n"
         "from webarchive_indexing.cdx import url_key\n"
         "assert url_key('http://example.com/a') == 'com,example)/a'\n"
-        "assert type(sys.modules['socket']).__name__ == '_ImportedOnUse'\n"
+        "assert 'socket' not in sys.modules\n"
         "assert url_key('http://3232235777/a') == '1,1,168,192)/a'\n"
         "assert type(sys.modules['socket']).__name__ == 'module'\n"
+        "assert sys.modules['surt.GoogleURLCanonicalizer'].socket is sys.modules['socket']\n"
         "import socket\n"
         "assert socket.inet_aton('1.2.3.4') == bytes([1, 2, 3, 4])\n")
     subprocess.run([sys.executable, "-c", script], check=True)
 
 
 def test_tldextract_is_loaded_when_first_used():
-    """In a fresh interpreter: deferred by indexing, real and working once used."""
+    """In a fresh interpreter: deferred by indexing (only surt's handyurl holds a stand-in,
+    not sys.modules), real and working once used."""
     import subprocess
     import sys
     script = (
         "import sys, webarchive_indexing.cdx\n"
-        "stand_in = sys.modules['tldextract']\n"
-        "assert 'requests' not in sys.modules\n"
+        "assert 'tldextract' not in sys.modules and 'requests' not in sys.modules\n"
+        "handyurl = sys.modules['surt.handyurl']\n"
+        "stand_in = handyurl.tldextract\n"
         "extract = stand_in.TLDExtract(suffix_list_urls=())  # the bundled list, no download\n"
         "assert extract('http://forum.example.co.uk/a').registered_domain == 'example.co.uk'\n"
         "real = sys.modules['tldextract']\n"
-        "assert real is not stand_in\n"
+        "assert real is not stand_in and type(real).__name__ == 'module'\n"
         "assert stand_in.TLDExtract is real.TLDExtract  # later uses find the real names\n"
-        "assert sys.modules['tldextract'] is real\n")
+        "assert handyurl.tldextract is real  # and surt's own, the module itself\n")
+    subprocess.run([sys.executable, "-c", script], check=True)
+
+
+def test_a_later_import_gets_the_real_modules():
+    """Indexing changes sys.modules for nobody: after it, importing socket or tldextract
+    imports the modules themselves."""
+    import subprocess
+    import sys
+    script = (
+        "import sys, webarchive_indexing.cdx\n"
+        "import socket, tldextract\n"
+        "assert type(socket).__name__ == type(tldextract).__name__ == 'module'\n"
+        "assert socket.inet_aton('1.2.3.4') == bytes([1, 2, 3, 4])\n")
     subprocess.run([sys.executable, "-c", script], check=True)
 
 
 def test_indexing_a_local_file_leaves_the_remote_and_unused_libraries_unimported():
     """Start-up time is part of every per-archive indexing command: `cdx` of a local file
-    imports no S3, HTTP or Hadoop client, nor copy's module, dataclasses, random, socket or
-    logging (of a file whose records all take the fast path, past warcio's loader), each of
+    imports no S3, HTTP or Hadoop client, nor the copy package (extract), dataclasses, random, socket,
+    tldextract or logging (of a file whose records all take the fast path, past warcio's loader), each of
     which costs more than indexing a small archive."""
     import subprocess
     import sys
@@ -432,9 +449,9 @@ def test_indexing_a_local_file_leaves_the_remote_and_unused_libraries_unimported
         f"assert main(['cdx', {sample!r}]) == 0\n"
         "assert sys.stdout.getvalue().count('\\n') == 1\n"
         "unwanted = {'boto3', 'botocore', 'urllib3', 'http.client', 'ssl', 'subprocess',\n"
-        "            'dataclasses', 'logging', 'random', 'socket', 'webarchive_indexing.copy',\n"
-        "            'webarchive_indexing.steps', 'importlib.metadata'}\n"
-        "loaded = {n for n, m in sys.modules.items() if type(m).__name__ != '_ImportedOnUse'}\n"
+        "            'dataclasses', 'logging', 'random', 'socket', 'webarchive_indexing.extract',\n"
+        "            'webarchive_indexing.steps', 'importlib.metadata', 'tldextract', 'requests'}\n"
+        "loaded = set(sys.modules)\n"
         "assert not unwanted & loaded, sorted(unwanted & loaded)\n")
     subprocess.run([sys.executable, "-c", script], check=True)
 

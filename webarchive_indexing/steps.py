@@ -10,13 +10,11 @@ Each writes through ``storage``, so an output either exists whole or not at all.
 import gzip
 import io
 import json
-import re
 
 from . import cdx, seqfile, splits, storage, zipnum
 from .inputs import cdx_name
 
 ERRORS_SUFFIX = ".errors.json"
-ON_ERROR = ("fail", "skip")
 
 
 class IndexingFailed(Exception):
@@ -63,17 +61,6 @@ def _size(path):
         return storage.size(path)
     except OSError:
         return 0
-
-
-# urlkey, timestamp, then the rest; anything else in a CDX directory is not an index line
-# (the `` CDX N b a ...`` header, blank lines, the lines of an .errors.json report, which
-# Hadoop reads too when it is given the whole directory)
-CDX_LINE = re.compile(r"\S+ \d+ ")
-
-
-def is_cdx_line(line):
-    """Whether ``line`` (from a CDX file, or anything beside one) belongs in a cluster."""
-    return CDX_LINE.match(line) is not None
 
 
 def shard_key(shard):
