@@ -17,14 +17,15 @@ from fastwarc.stream_io import ZstdReader
 from fastwarc.warc import ArchiveIterator as FastArchiveIterator
 from warcio.archiveiterator import ArchiveIterator
 
-from helpers import REAL, fields_but_place, uncompressed, warcs
+from helpers import REAL, fields_but_place, line_offset, resumed_at, uncompressed, warcs
 from webarchive_indexing import cli, zstdwarc
 from webarchive_indexing.cdx import index_file
-from webarchive_indexing.pipeline import build
+from webarchive_indexing.build import build
+from webarchive_indexing.options import BuildOptions, ZstdDictOptions
 from webarchive_indexing.rawrecords import open_records
-from webarchive_indexing.records import ArchiveError, RecordError, iter_records
+from webarchive_indexing.records import READ_SIZE, ArchiveError, RecordError, iter_records
 from webarchive_indexing.recompress import recompress_file
-from webarchive_indexing.zstddict import Options as DictOptions, train
+from webarchive_indexing.zstddict import train
 
 # The real samples that are WARC files (ARC files have no .warc.zst) and read whole
 BROKEN = ("clipped.warc.gz", "example-bad-non-chunked.warc.gz", "example-trunc.warc",
@@ -66,7 +67,7 @@ def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("zcorpus")
     paths = warcs(root / "gz", files=2, captures=150, seed=31)
     dictionary = str(root / "crawl.dict")
-    train(DictOptions([str(root / "gz")], dictionary, size=64 << 10))
+    train([str(root / "gz")], dictionary, ZstdDictOptions(size=64 << 10))
     zst = []
     for path in paths:
         target = str(root / "zst" / os.path.basename(path).replace(".warc.gz", ".warc.zst"))
@@ -292,10 +293,61 @@ def test_garbage_between_frames(corpus, tmp_path):
     bad = tmp_path / "garbage.warc.zst"
     bad.write_bytes(data[:offset] + b"<html>garbage</html>" + data[offset:])
     result = index_file(str(bad), os.path.basename(zst))
-    assert [(e.offset, "expected a zstd frame here, found other data" in e.reason)
-            for e in result.errors] == [(offset, True)]
-    assert len(result.lines) == len([line for line in index_file(zst).lines
-                                     if int(json.loads(line.split(" ", 2)[2])["offset"]) < offset])
+    assert [(type(e), e.offset, e.reason) for e in result.errors] == [
+        (RecordError, offset, "expected a zstd frame here, found other data (garbage between "
+                              "records, or a file that is not zstd); reading goes on at the next "
+                              f"record's zstd frame, at offset {offset + 20}")]
+    # every record is read, those after the garbage 20 bytes further on
+    moved = [line.replace(f'"offset": "{o}"', f'"offset": "{o + 20}"') if o >= offset else line
+             for line in index_file(zst).lines for o in [line_offset(line)]]
+    assert result.lines == sorted(moved)
+
+
+def test_a_corrupt_frame_is_reported_and_the_records_after_it_read(corpus, tmp_path):
+    zst = corpus["zst"][0]
+    data = bytearray(open(zst, "rb").read())
+    found = ranges(zst)
+    good = index_file(zst).lines
+    for i in (0, 7, len(found) - 1):
+        offset, length = found[i]
+        bad = tmp_path / "corrupt.warc.zst"
+        bad.write_bytes(data[:offset + length // 2] + b"\xff" * 8 + data[offset + length // 2 + 8:])
+        result = index_file(str(bad), os.path.basename(zst))
+        assert [(type(e), e.offset) for e in result.errors] == [
+            (RecordError if i < len(found) - 1 else ArchiveError, offset)]
+        assert "corrupt zstd frame" in result.errors[0].reason
+        assert resumed_at(result.errors) == ([found[i + 1][0]] if i < len(found) - 1 else [])
+        assert result.lines == [line for line in good if line_offset(line) != offset]
+
+
+def test_a_missing_dictionary_ends_the_walk_at_the_first_frame(corpus, tmp_path):
+    """Nothing decompresses without the dictionary: no other frame is tried, the file not read
+    past its first block."""
+    records = raw_records(corpus["gz"][0]) * 4
+    path = write_zst(tmp_path / "apart.warc.zst", records,
+                     zstdwarc.load_dictionary(corpus["dict"]), dictionary_frame=False)
+    with open(path, "rb") as fh:
+        walk = iter_records(fh, path)
+        with pytest.raises(ArchiveError, match="give the dictionary with --zstd-dictionary"):
+            next(walk)
+        assert fh.tell() <= READ_SIZE < os.path.getsize(path)
+
+
+def test_a_frame_with_another_dictionary_among_good_ones(corpus, tmp_path):
+    records = raw_records(corpus["gz"][0])
+    zdict = zstdwarc.load_dictionary(corpus["dict"])
+    other = zstandard.train_dictionary(8192, records[::2] * 4)
+    path = tmp_path / "mixed.warc.zst"
+    with open(path, "wb") as fh:
+        fh.write(zstdwarc.dictionary_frame(zdict))
+        for i, record in enumerate(records):
+            fh.write(zstdwarc.compressor(3, other if i == 5 else zdict).compress(record))
+    result = index_file(str(path))
+    assert [type(e) for e in result.errors] == [RecordError]
+    assert f"zstd frame needs dictionary {other.dict_id()}, not the dictionary {zdict.dict_id()}" \
+        in result.errors[0].reason
+    assert "reading goes on at the next record's zstd frame" in result.errors[0].reason
+    assert result.records == len(records) - 1
 
 
 def test_decoding_a_range_that_is_not_one_record(corpus):
@@ -316,10 +368,10 @@ def test_decoding_a_range_that_is_not_one_record(corpus):
 def test_build_from_warc_zst_equals_build_from_warc_gz(corpus, tmp_path):
     gz_out, zst_out = tmp_path / "gz", tmp_path / "zst"
     gz_dir = os.path.dirname(corpus["gz"][0])
-    build([gz_dir], str(gz_out), shards=2, lines_per_block=20, runner="inline")
+    build([gz_dir], str(gz_out), BuildOptions(shards=2, lines_per_block=20, runner="inline"))
     for runner in ("inline", "local"):
-        build(corpus["zst"], str(zst_out), shards=2, lines_per_block=20, runner=runner,
-              skip_existing=False)
+        build(corpus["zst"], str(zst_out), BuildOptions(shards=2, lines_per_block=20,
+                                                        runner=runner, skip_existing=False))
         assert cluster_fields(zst_out) == cluster_fields(gz_out)
         assert sorted(os.listdir(zst_out / "cdx")) == sorted(
             n.replace(".warc.gz", ".cdx.gz") for n in os.listdir(gz_dir))
@@ -335,10 +387,10 @@ def cluster_fields(out):
 
 
 def test_spark_build_from_warc_zst(corpus, tmp_path, spark):
-    from webarchive_indexing.spark import build_with_spark
     gz_out, zst_out = tmp_path / "gz", tmp_path / "zst"
-    build([os.path.dirname(corpus["gz"][0])], str(gz_out), shards=2, runner="inline")
-    summary = build_with_spark(spark, corpus["zst"], str(zst_out), shards=2)
+    build([os.path.dirname(corpus["gz"][0])], str(gz_out), BuildOptions(shards=2, runner="inline"))
+    summary = build(corpus["zst"], str(zst_out), BuildOptions(shards=2, runner="spark",
+                                                               spark_context=spark))
     assert summary.errors == [] and cluster_fields(zst_out) == cluster_fields(gz_out)
 
 

@@ -1,7 +1,7 @@
 """``webarchive-index recompress``: WARC files into ``.warc.zst`` or per-record ``.warc.gz``,
 their records' bytes unchanged, each output indexed.
 
-    summary = recompress(Options(["a.warc.gz"], "a.warc.zst", dictionary="crawl.dict"))
+    summary = recompress(["a.warc.gz"], "a.warc.zst", RecompressOptions(dictionary="crawl.dict"))
 
 Inputs are ``.warc.gz`` (compressed record by record, or as a whole: the mistake
 warcio's ``recompress`` mends), plain ``.warc`` or ``.warc.zst`` files; their records
@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 from . import cdx, storage
 from .inputs import InputError, dictionary_file, expand_all, stem
+from .options import RecompressOptions
+from .progress import Progress
 from .records import ArchiveError
 from .workers import run_each
 
@@ -30,21 +32,6 @@ FORMATS = {".warc.zst": "zst", ".warc.gz": "gz"}
 LEVELS = {"zst": range(1, 23), "gz": range(1, 10)}
 DEFAULT_LEVELS = {"zst": 3, "gz": 6}
 CDX_EXTENSIONS = {"cdxj": ".cdxj", "cdx11": ".cdx", "cdx9": ".cdx"}
-
-
-@dataclass
-class Options:
-    inputs: list
-    output: str
-    dictionary: str = None  # a zstd dictionary file, embedded in each .warc.zst written
-    level: int = None  # of zstd (1-22) or gzip (1-9); default DEFAULT_LEVELS
-    output_format: str = None  # "zst" or "gz" when OUTPUT is a directory (default zst)
-    cdx: str = None  # where the CDX goes: a file for one output, else a directory
-    cdx_format: str = "cdxj"
-    zstd_dictionary: str = None  # the dictionary of .warc.zst inputs that hold none
-    input_roots: list = field(default_factory=list)
-    skip_existing: bool = False
-    processes: int = None
 
 
 @dataclass
@@ -67,17 +54,17 @@ def output_format(name):
     return None
 
 
-def plan(options):
+def plan(inputs, output, options):
     """The work: (fmt, level, [(input, output, cdx, name in the CDX)]); InputError for
     options that cannot work, before anything is written."""
-    archives = expand_all(options.inputs, options.input_roots)
-    fmt = output_format(options.output)
+    archives = expand_all(inputs, options.input_root)
+    fmt = output_format(output)
     if fmt and options.output_format and options.output_format != fmt:
         raise InputError(f"--output-format {options.output_format} and the output "
-                         f"{options.output} disagree")
+                         f"{output} disagree")
     if fmt and len(archives) > 1:
         raise InputError(f"{len(archives)} archives cannot go into the one file "
-                         f"{options.output}: give a directory as -o")
+                         f"{output}: give a directory as -o")
     fmt = fmt or options.output_format or "zst"
     level = DEFAULT_LEVELS[fmt] if options.level is None else options.level
     if level not in LEVELS[fmt]:
@@ -89,27 +76,28 @@ def plan(options):
     cdx_ext = CDX_EXTENSIONS[options.cdx_format]
     work = []
     for archive in archives:
-        if output_format(options.output):
-            target, name = options.output, options.output.rsplit("/", 1)[-1]
+        if output_format(output):
+            target, name = output, output.rsplit("/", 1)[-1]
             cdx_path = options.cdx or stem(target) + cdx_ext
         else:
             name = stem(archive.name) + ext
-            target = storage.join(options.output, name)
-            cdx_path = storage.join(options.cdx or options.output, stem(name) + cdx_ext)
+            target = storage.join(output, name)
+            cdx_path = storage.join(options.cdx or output, stem(name) + cdx_ext)
         work.append((archive.path, storage.abspath(target), storage.abspath(cdx_path), name))
     return fmt, level, work
 
 
-def recompress(options, progress=None):
-    """Recompress every input as ``options`` says; a ``Summary`` (problems in ``errors``,
-    one dict per problem, with its file and offset). Raises InputError for options that
-    cannot work (nothing is written then)."""
-    from .pipeline import Progress
+def recompress(inputs, output, options=None):
+    """Recompress every archive ``inputs`` name into ``output`` as ``options`` (a
+    ``RecompressOptions``) say; a ``Summary`` (problems in ``errors``, one dict per
+    problem, with its file and offset). Raises InputError for options that cannot work
+    (nothing is written then)."""
+    options = options or RecompressOptions()
     started = time.monotonic()
-    fmt, level, work = plan(options)
+    fmt, level, work = plan(inputs, output, options)
     dictionary, zstd_dictionary = (dictionary_file(options.dictionary),
                                    dictionary_file(options.zstd_dictionary))
-    progress = progress or Progress(enabled=False)
+    progress = Progress(enabled=options.progress)
     summary, done = Summary(archives=len(work)), [0]
     progress.step(f"recompressing {len(work)} archives", count=lambda: done[0], total=len(work))
     try:

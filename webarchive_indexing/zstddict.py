@@ -1,6 +1,6 @@
 """``webarchive-index zstd-dict``: a zstd dictionary trained on the records of many archives.
 
-    summary = train(Options(["crawl/"], "crawl.dict", size=1 << 20))
+    summary = train(["crawl/"], "crawl.dict", ZstdDictOptions(size=1 << 20))
 
 A record of a .warc.zst is compressed alone, so what helps is a dictionary of what
 records start with: WARC and HTTP headers, the start of HTML pages. As in the study
@@ -19,10 +19,11 @@ from dataclasses import dataclass
 
 from . import storage
 from .inputs import InputError, dictionary_file, expand_all
+from .options import ZstdDictOptions
+from .progress import Progress
 from .records import ArchiveError
 from .workers import run_each
 
-DEFAULT_SIZE = 1 << 20
 # Of each record sampled, its start: what a dictionary helps most with
 SAMPLE_BYTES = 16 << 10
 # Samples taken in all, as a multiple of the dictionary's size; and at least this much a file
@@ -33,16 +34,6 @@ SAMPLES_MAX = 256 << 20
 # Dictionary ids below are reserved; the format suggests random ids from here up
 DICT_ID_MIN = 32768
 DICT_ID_MAX = (1 << 31) - 1
-
-
-@dataclass
-class Options:
-    inputs: list
-    output: str
-    size: int = DEFAULT_SIZE
-    zstd_dictionary: str = None  # the dictionary of .warc.zst inputs that hold none
-    input_roots: tuple = ()
-    processes: int = None
 
 
 @dataclass
@@ -90,22 +81,23 @@ def dictionary_id(samples):
     return DICT_ID_MIN + int.from_bytes(digest.digest()[:8], "little") % (DICT_ID_MAX - DICT_ID_MIN)
 
 
-def train(options, progress=None):
-    """Sample the inputs, train a dictionary of ``options.size`` bytes, write it to
-    ``options.output``; a ``Summary`` (``errors``: the files that could not be read
-    whole; their samples up to the problem are used). Raises InputError for options
-    that cannot work and TrainingFailed when zstd cannot make a dictionary of them."""
+def train(inputs, output, options=None):
+    """Sample the archives ``inputs`` name, train a dictionary of ``options.size`` bytes
+    (a ``ZstdDictOptions``), write it to ``output``; a ``Summary`` (``errors``: the files
+    that could not be read whole; their samples up to the problem are used). Raises
+    InputError for options that cannot work and TrainingFailed when zstd cannot make a
+    dictionary of them."""
     import zstandard
 
-    from .pipeline import Progress
+    options = options or ZstdDictOptions()
     started = time.monotonic()
-    archives = expand_all(options.inputs, options.input_roots)
+    archives = expand_all(inputs)
     if options.size < 1024:
         raise InputError(f"--size {options.size}: a dictionary needs 1024 bytes at least")
     zstd_dictionary = dictionary_file(options.zstd_dictionary)
     wanted = min(SAMPLES_MAX, options.size * SAMPLES_PER_DICT_BYTE)
     budget = min(max(MIN_PER_FILE, wanted // len(archives)), SAMPLES_MAX // len(archives))
-    progress = progress or Progress(enabled=False)
+    progress = Progress(enabled=options.progress)
     summary, by_file, done = Summary(archives=len(archives), errors=[]), {}, [0]
     progress.step(f"sampling {len(archives)} archives", count=lambda: done[0], total=len(archives))
     try:
@@ -130,7 +122,7 @@ def train(options, progress=None):
     finally:
         progress.done()
     data = zdict.as_bytes()
-    storage.write_atomic(options.output, data)
+    storage.write_atomic(output, data)
     summary.size, summary.dict_id = len(data), zdict.dict_id()
     summary.seconds = time.monotonic() - started
     return summary

@@ -25,8 +25,7 @@ import zstandard
 
 from . import storage
 from .inputs import InputError
-from .records import (CHUNK, FIRST_STEP, TRAILER_MAX, ZSTD_MAGICS, ArchiveError, GzipMembers,
-                      RecordError)
+from .records import CHUNK, FIRST_STEP, TRAILER_MAX, ZSTD_MAGICS, ArchiveError, GzipMembers
 
 # A zstd frame's magic number; a dictionary frame's (0x184D2A5D, little-endian)
 ZSTD_MAGIC, DICT_FRAME_MAGIC = ZSTD_MAGICS
@@ -156,6 +155,15 @@ class ZstdFrames(GzipMembers):
     if given. ``offset``: where ``fh`` starts in the file (a record read alone).
     """
 
+    START = re.compile(re.escape(ZSTD_MAGIC))
+    CUT_SHORT = "record is cut short: its zstd frames end {} bytes before the Content-Length says"
+    MORE_THAN_ONE = ("zstd frame holds more than one record ({} bytes follow the first): the "
+                     "file is not compressed a record per frame, so its records cannot be "
+                     "addressed by byte range (recompress it with `webarchive-index "
+                     "recompress`)")
+    LONGER = ("record is longer than its Content-Length says: {} more bytes follow it in its "
+              "zstd frames")
+
     def __init__(self, fh, path, dictionary_file=None, dictionary=None, offset=0):
         super().__init__(fh, path)
         self.dictionary_file, self.dictionary, self.decompressor = dictionary_file, dictionary, None
@@ -164,6 +172,10 @@ class ZstdFrames(GzipMembers):
         self.frame_end = None  # end offset of the current frame, once decompressed to it
         self.started = None  # output of a frame that starts the next record, read ahead
         self.ahead_error = None  # the problem met reading ahead, for the next record
+        # a dictionary problem (missing, wrong, unusable) met before any frame decompressed:
+        # no other frame will, so there is nowhere to go on (``recover``)
+        self.hopeless = False
+        self.decompressed = False
 
     def next_member(self):
         """Start the next record's first frame, decompressing its first bytes; return its
@@ -174,11 +186,34 @@ class ZstdFrames(GzipMembers):
         if self.started is not None:
             self.out, self.started = self.started, None
         else:
+            self.start = self.raw_offset + self.rpos  # (where ``recover`` looks on from)
             if self._start_frame() is None:
                 return None
+            self.start = self.frame_start
             self.out = self._decompress(FIRST_STEP)
         self.start, self.end, self.pos, self.dropped = self.frame_start, None, 0, 0
         return self.start
+
+    def recover(self):
+        """After a problem with the record at ``start`` (or with what stands there instead of
+        a frame), find the next zstd frame after it that decompresses and starts a record
+        (``GzipMembers.recover``): its offset, or None if there is none."""
+        if self.hopeless:
+            return None
+        self.started = self.ahead_error = None
+        return super().recover()
+
+    def _start_again(self):
+        offset = self.next_member()
+        while len(self.out) < RECORD_START_MAX and self.frame_end is None:
+            self.out += self._decompress(CHUNK)
+        if not RECORD_START.match(self.out):
+            raise ArchiveError(self.path, offset, "the frame here does not start a record")
+
+    def _dictionary_problem(self):
+        """Note a missing, wrong or unusable dictionary: met before any frame decompressed,
+        no other frame will decompress either (``recover`` gives up)."""
+        self.hopeless = not self.decompressed
 
     def next_piece(self):
         """The next output of the file's frames, one frame after the other, records aside;
@@ -244,6 +279,7 @@ class ZstdFrames(GzipMembers):
                 try:
                     self.dictionary = load_dictionary(self.dictionary_file)
                 except DictionaryError as exc:
+                    self._dictionary_problem()
                     raise ArchiveError(self.path, offset, str(exc)) from None
             self.decompressor = zstandard.ZstdDecompressor(dict_data=self.dictionary)
         self._need(FRAME_HEADER_MAX)  # all of the header, unless the file ends first
@@ -275,8 +311,12 @@ class ZstdFrames(GzipMembers):
                 self._need(SKIPPABLE_HEADER + size)
                 return self.raw[self.rpos + SKIPPABLE_HEADER:self.rpos + SKIPPABLE_HEADER + size]
 
-            self.dictionary = embedded_dictionary(self.path, self.raw[self.rpos:self.rpos + 8],
-                                                  content)
+            try:
+                self.dictionary = embedded_dictionary(self.path, self.raw[self.rpos:self.rpos + 8],
+                                                      content)
+            except ArchiveError:
+                self._dictionary_problem()
+                raise
         left = SKIPPABLE_HEADER + int.from_bytes(self.raw[self.rpos + 4:self.rpos + 8], "little")
         while len(self.raw) - self.rpos < left:  # a large one is read through, not held
             left -= len(self.raw) - self.rpos
@@ -301,6 +341,7 @@ class ZstdFrames(GzipMembers):
             data = self.inflater.decompress(chunk)
         except zstandard.ZstdError as exc:
             raise ArchiveError(self.path, self.frame_start, self._frame_problem(exc)) from None
+        self.decompressed = True
         if self.inflater.eof:
             self.rpos += len(chunk) - len(self.inflater.unused_data)
             self.frame_end = self.raw_offset + self.rpos
@@ -347,6 +388,8 @@ class ZstdFrames(GzipMembers):
         except zstandard.ZstdError:
             return f"corrupt zstd frame: {exc}"
         have = _dictionary_id(self.dictionary)
+        if wanted and wanted != have:
+            self._dictionary_problem()
         if wanted and self.dictionary is None:
             return (f"zstd frame needs dictionary {wanted} and the file has no dictionary "
                     "frame: give the dictionary with --zstd-dictionary FILE (or the frame is "
@@ -361,8 +404,8 @@ class ZstdFrames(GzipMembers):
 
     def finish(self, unread):
         """Read the rest of the record's frames, where ``unread`` bytes of the record are
-        left: a RecordError if the record is cut short, else None; raises if its frames
-        hold more than the record (and the newlines that may end it)."""
+        left: None if nothing but the newlines that may end a record follow them, else a
+        RecordError (as ``GzipMembers.finish``)."""
         rest = len(self.out) - self.pos - unread
         if rest > 0 and self.frame_end is not None and rest <= TRAILER_MAX \
                 and not self.out[len(self.out) - rest:].strip():
@@ -371,19 +414,7 @@ class ZstdFrames(GzipMembers):
             self.dropped += len(self.out)
             self.out, self.pos, self.end = b"", 0, self.frame_end
             return None
-        tail, rest = self.drain()
-        trailer = rest - unread
-        if trailer < 0:
-            return RecordError(self.path, self.start,
-                               f"record is cut short: its zstd frames end {-trailer} bytes "
-                               "before the Content-Length says")
-        if trailer > len(tail) or tail[len(tail) - trailer:].strip():
-            raise ArchiveError(self.path, self.start,
-                               f"zstd frame holds more than this record ({trailer} bytes "
-                               "follow it): the file is not compressed a record per frame, so "
-                               "its records cannot be addressed by byte range (recompress it "
-                               "with `webarchive-index recompress`)")
-        return None
+        return super().finish(unread)
 
 
 def decode_record(data, path, offset, zdict=None):
