@@ -12,7 +12,7 @@ import pytest
 
 import badinput
 from helpers import REAL, line_offset, pywb_cdx, pywb_cdx_from, resumed_at
-from webarchive_indexing import cli, records
+from webarchive_indexing import cli, plainstream
 from webarchive_indexing.cdx import FieldError, format_line, index_file, url_key, warc_timestamp
 from webarchive_indexing.corpus import make_corpus, read_manifest
 
@@ -659,7 +659,7 @@ def test_uncompressed_stream_looks_back_no_further_than_rewind_max(tmp_path):
     record = data[fact["offset"]:fact["offset"] + fact["length"]]
     longer = re.sub(rb"\r\nContent-Length: (\d+)", lambda m: b"\r\nContent-Length: %d" % (int(m[1]) + 6_000_000),
                     record, 1)
-    assert len(data) - fact["offset"] > 8_000_000 > records.REWIND_MAX
+    assert len(data) - fact["offset"] > 8_000_000 > plainstream.REWIND_MAX
     bad = tmp_path / "bad.warc"
     bad.write_bytes(data[:fact["offset"]] + longer + data[fact["offset"] + fact["length"]:])
     shift = len(longer) - len(record)
@@ -670,7 +670,7 @@ def test_uncompressed_stream_looks_back_no_further_than_rewind_max(tmp_path):
     (error,) = from_stream.errors
     assert error.offset == fact["offset"] and "Content-Length is wrong" in error.reason
     (resumed,) = resumed_at([error])
-    assert resumed > fact["offset"] + records.REWIND_MAX
+    assert resumed > fact["offset"] + plainstream.REWIND_MAX
     assert from_stream.lines == sorted(l for l in good if not fact["offset"] <= line_offset(l) < resumed)
     assert len(from_stream.lines) < len(from_file.lines)
 

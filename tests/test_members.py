@@ -1,4 +1,4 @@
-"""The compiled GzipMembers (``_members.c``) against its Python twin in records.py.
+"""The compiled GzipMembers (``_members.c``) against its Python twin in gzipmembers.py.
 
 Both walk the same files, good and broken, and must give the same index (lines, record
 count, errors with their offsets and words, warnings), and the same answers method by
@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from webarchive_indexing import records
+from webarchive_indexing import gzipmembers, records
 from webarchive_indexing.cdx import index_file
 from webarchive_indexing.corpus import make_corpus, read_manifest
 import badinput
@@ -214,9 +214,9 @@ def walk(members, rng):
 @pytest.mark.parametrize("reader", [io.BytesIO, ReadOnly], ids=["readinto", "read-only"])
 def test_methods_answer_alike(corpus, seed, reader):
     data = corpus[0][:len(corpus[0]) - 5 * seed]  # later seeds end in a truncated member
-    compiled = walk(records.CompiledMembers(reader(data), "f", records.ArchiveError,
+    compiled = walk(gzipmembers.CompiledMembers(reader(data), "f", records.ArchiveError,
                                             records.RecordError), random.Random(seed))
-    python = walk(records.GzipMembers(reader(data), "f"), random.Random(seed))
+    python = walk(gzipmembers.GzipMembers(reader(data), "f"), random.Random(seed))
     assert compiled == python
     assert len(compiled) > 100
 
@@ -234,8 +234,8 @@ def skim_stops(twin):
 
 
 def twins(data):
-    return (records.CompiledMembers(io.BytesIO(data), "f", records.ArchiveError, records.RecordError),
-            records.GzipMembers(io.BytesIO(data), "f"))
+    return (gzipmembers.CompiledMembers(io.BytesIO(data), "f", records.ArchiveError, records.RecordError),
+            gzipmembers.GzipMembers(io.BytesIO(data), "f"))
 
 
 @pytest.mark.parametrize("damage", [lambda d, at: d[:at] + d[at + 1:], lambda d, at: d[:at] + b"\0" + d[at:],
@@ -246,9 +246,9 @@ def test_methods_answer_alike_after_damage_in_the_middle(corpus, damage):
     for k in (5, len(ranges) // 2, len(ranges) - 2):
         offset, length = ranges[k]
         bad = damage(data, offset + length // 2)
-        compiled = walk(records.CompiledMembers(io.BytesIO(bad), "f", records.ArchiveError,
+        compiled = walk(gzipmembers.CompiledMembers(io.BytesIO(bad), "f", records.ArchiveError,
                                                 records.RecordError), random.Random(k))
-        assert compiled == walk(records.GzipMembers(io.BytesIO(bad), "f"), random.Random(k))
+        assert compiled == walk(gzipmembers.GzipMembers(io.BytesIO(bad), "f"), random.Random(k))
         assert ("recover", ranges[k + 1][0] + len(bad) - len(data)) in compiled
 
 
@@ -283,7 +283,7 @@ def test_skim_returns_a_fatal_problem_last(corpus):
 
 
 def test_feed_views_do_not_outlive_the_buffer(corpus):
-    members = records.CompiledMembers(io.BytesIO(corpus[0]), "f", records.ArchiveError,
+    members = gzipmembers.CompiledMembers(io.BytesIO(corpus[0]), "f", records.ArchiveError,
                                       records.RecordError)
     members.next_member()
     kept = []

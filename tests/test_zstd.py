@@ -22,8 +22,9 @@ from webarchive_indexing import cli, zstdwarc
 from webarchive_indexing.cdx import index_file
 from webarchive_indexing.build import build
 from webarchive_indexing.options import BuildOptions, ZstdDictOptions
-from webarchive_indexing.rawrecords import open_records
-from webarchive_indexing.records import READ_SIZE, ArchiveError, RecordError, iter_records
+from webarchive_indexing.rawrecords import open_records, read_record
+from webarchive_indexing.records import ArchiveError, RecordError, iter_records
+from webarchive_indexing.recordtypes import READ_SIZE
 from webarchive_indexing.recompress import recompress_file
 from webarchive_indexing.zstddict import train
 
@@ -116,7 +117,7 @@ def test_every_index_line_decodes_alone_to_its_record(corpus):
         found = 0
         for line in index_file(zst).lines:
             data = json.loads(line.split(" ", 2)[2])
-            record = zstdwarc.read_record(zst, int(data["offset"]), int(data["length"]))
+            record = read_record(zst, int(data["offset"]), int(data["length"]))
             assert record.startswith(b"WARC/1.") and hashlib.sha1(record).digest() in originals
             found += 1
         assert found > 100
@@ -126,7 +127,7 @@ def test_every_record_range_decodes_alone(corpus):
     """Not only the indexed records: every range the walker reports, requests and metadata too."""
     zst = corpus["zst"][0]
     records = raw_records(corpus["gz"][0])
-    got = [zstdwarc.read_record(zst, offset, length) for offset, length in ranges(zst)]
+    got = [read_record(zst, offset, length) for offset, length in ranges(zst)]
     assert got == records
 
 
@@ -181,7 +182,7 @@ def test_records_in_several_frames_and_frames_between_them(corpus, tmp_path):
     result = index_file(path)
     assert result.errors == [] and result.records == len(records)
     assert fields_but_place(result.lines) == fields_but_place(index_file(corpus["gz"][0]).lines)
-    got = [zstdwarc.read_record(path, offset, length) for offset, length in ranges(path)]
+    got = [read_record(path, offset, length) for offset, length in ranges(path)]
     assert got == records
 
 
@@ -196,7 +197,7 @@ def test_a_dictionary_kept_apart(corpus, tmp_path, capsys, monkeypatch):
             "give the dictionary with --zstd-dictionary FILE (or the frame is corrupt)")]
     given = index_file(path, zstd_dictionary=corpus["dict"])
     assert given.errors == [] and fields_but_place(given.lines) == fields_but_place(index_file(corpus["gz"][0]).lines)
-    assert zstdwarc.read_record(path, *ranges(path, zstd_dictionary=corpus["dict"])[3],
+    assert read_record(path, *ranges(path, zstd_dictionary=corpus["dict"])[3],
                                 dictionary_file=corpus["dict"]) == records[3]
     # the command line, with a relative path
     monkeypatch.chdir(tmp_path)
@@ -354,13 +355,13 @@ def test_decoding_a_range_that_is_not_one_record(corpus):
     zst = corpus["zst"][0]
     (a, la), (b, lb) = ranges(zst)[3:5]
     with pytest.raises(ArchiveError, match="more than one record"):
-        zstdwarc.read_record(zst, a, la + lb)
+        read_record(zst, a, la + lb)
     with pytest.raises(ArchiveError, match="zstd frame is truncated"):
-        zstdwarc.read_record(zst, a, la - 1)
+        read_record(zst, a, la - 1)
     with pytest.raises(ArchiveError, match="no zstd frame starts at this offset"):
-        zstdwarc.read_record(zst, a + 1, la)
+        read_record(zst, a + 1, la)
     with pytest.raises(ArchiveError, match="the file ends 7 bytes before"):
-        zstdwarc.read_record(zst, os.path.getsize(zst) - 10, 17)
+        read_record(zst, os.path.getsize(zst) - 10, 17)
 
 
 # -- inputs and builds --------------------------------------------------------------------------
@@ -472,7 +473,7 @@ def test_records_read_over_http_with_the_dictionary_read_once(corpus):
     with rangeserver.serving(os.path.dirname(zst)) as server:
         url = f"{server.url}/{os.path.basename(zst)}"
         zstdwarc.file_dictionary.cache_clear()
-        got = [zstdwarc.read_record(url, offset, length) for offset, length in ranges(zst)[:40]]
+        got = [read_record(url, offset, length) for offset, length in ranges(zst)[:40]]
         assert got == expected[:40]
         ranged = [r[2] for r in server.requests if r[2]]
         assert len(ranged) == 42 and ranged.count("bytes=0-7") == 1

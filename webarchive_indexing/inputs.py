@@ -22,12 +22,11 @@ import os
 from collections import namedtuple
 
 from . import storage
+from .magic import ARCHIVE_STARTS
 
 ARCHIVE_EXTENSIONS = (".warc.gz", ".warc.zst", ".warc", ".arc.gz", ".arc")
 # Common Crawl publishes its file lists as warc.paths.gz
 MANIFEST_EXTENSIONS = (".paths", ".paths.gz", ".txt", ".lst", ".manifest")
-# gzip, WARC, ARC, and a .warc.zst's zstd frame or dictionary frame
-ARCHIVE_MAGIC = (b"\x1f\x8b", b"WARC/", b"filedesc://", b"\x28\xb5\x2f\xfd", b"\x5d\x2a\x4d\x18")
 
 
 # An archive to index: its path, its name in the index (``relative_name``), and the root
@@ -77,7 +76,7 @@ def _is_archive(path):
     if path.endswith(MANIFEST_EXTENSIONS):
         return False
     with open(path, "rb") as fh:
-        return fh.read(16).startswith(ARCHIVE_MAGIC)
+        return fh.read(16).startswith(ARCHIVE_STARTS)
 
 
 def read_manifest(path):
@@ -183,11 +182,14 @@ def expand_all(inputs, roots=()):
 
 def dictionary_file(path):
     """A zstd dictionary file given as an option, made absolute (tasks and worker processes
-    run elsewhere) once it was read and found usable (else a ``zstdwarc.DictionaryError``,
-    an InputError, before anything runs); None for None."""
+    run elsewhere) once it was read and found usable (else an InputError, before anything
+    runs); None for None."""
     if not path:
         return None
-    from .zstdwarc import load_dictionary
+    from .zstdwarc import DictionaryError, load_dictionary
     path = storage.abspath(path)
-    load_dictionary(path)
+    try:
+        load_dictionary(path)
+    except DictionaryError as exc:
+        raise InputError(str(exc)) from None
     return path

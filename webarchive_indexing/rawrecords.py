@@ -13,14 +13,18 @@ is refused, with the record where they stop.
         for record in records:
             for piece in record.pieces:
                 ...
+    data = read_record("a.warc.zst", offset, length)   # one record's bytes, by its CDX line
 """
 import contextlib
+import io
 import re
 
 from isal.isal_zlib import error as IsalError
 
 from . import storage
-from .records import GZIP_MAGIC, HEADERS_MAX, READ_SIZE, TRAILER_MAX, ZSTD_MAGICS, ArchiveError
+from .gzipmembers import TRAILER_MAX
+from .magic import ZSTD_MAGIC, compression
+from .recordtypes import HEADERS_MAX, READ_SIZE, ArchiveError
 
 # Most bytes of a record handed over at once (the last piece may have the record's
 # trailing newlines more): a zstd frame's content at most, so that no frame needs a
@@ -146,14 +150,47 @@ def open_records(path, zstd_dictionary=None, piece=PIECE):
     """The records of the WARC file ``path`` (local, s3://, http(s)://), as ``split``
     yields them; ``zstd_dictionary``: a dictionary file for a .warc.zst without its own."""
     with storage.open_read(path) as fh:
-        head = fh.peek(4)[:4]
-        if head[:2] == GZIP_MAGIC:
+        kind = compression(fh.peek(4)[:4])
+        if kind == "gz":
             from isal import igzip
             with igzip.IGzipFile(fileobj=fh) as gz:
                 yield split(lambda: gz.read(READ_SIZE), path, piece)
             return
-        if head in ZSTD_MAGICS:
+        if kind == "zst":
             from .zstdwarc import ZstdFrames
             yield split(ZstdFrames(fh, path, zstd_dictionary).next_piece, path, piece)
             return
         yield split(lambda: fh.read(READ_SIZE), path, piece)
+
+
+def decode_record(data, path, offset, zdict=None):
+    """The bytes of the WARC record whose frames, at ``offset`` in ``path`` (a CDX line's
+    offset), are ``data`` (its length), decompressed with the file's dictionary ``zdict``;
+    raises ``ArchiveError`` unless they are whole frames of exactly one whole record."""
+    from .zstdwarc import ZstdFrames
+    if data[:4] != ZSTD_MAGIC:
+        raise ArchiveError(path, offset, "no zstd frame starts at this offset")
+    frames = ZstdFrames(io.BytesIO(data), path, dictionary=zdict, offset=offset)
+    records = []
+    try:
+        for record in split(frames.next_piece, path):
+            if records:
+                raise ArchiveError(path, offset, "the frames at this offset hold more than one "
+                                                 "record")
+            records.append(b"".join(record.pieces))
+    except ArchiveError as exc:  # (split's offsets are in the record's uncompressed bytes)
+        raise ArchiveError(path, offset, exc.reason) from None
+    return records[0]
+
+
+def read_record(path, offset, length, dictionary_file=None):
+    """The bytes of the WARC record at ``offset`` (``length`` bytes of frames, as its CDX
+    line says) of the .warc.zst ``path`` (local, s3://, http(s)://): one ranged read,
+    decompressed with the file's dictionary (read from its start, once per process; else
+    the one in ``dictionary_file``). Raises ``ArchiveError`` for what is not one record."""
+    data = storage.read_range(path, offset, length)
+    if len(data) < length:
+        raise ArchiveError(path, offset, f"the file ends {length - len(data)} bytes before the "
+                                         "end of the record's frames")
+    from .zstdwarc import file_dictionary
+    return decode_record(data, path, offset, file_dictionary(path, dictionary_file))

@@ -1,34 +1,31 @@
 """Zstandard-compressed WARC files (IIPC "warc-zstd" 1.0, ``.warc.zst``): their frames,
-their dictionary, the walk over their records, and the reading of one record.
+their dictionary, and the walk over their records.
 
 A ``.warc.zst`` may start with a *dictionary frame*: a skippable frame (magic
 ``0x184D2A5D``) whose content is a zstd dictionary, raw (starting ``37 A4 30 EC``) or
 itself zstd-compressed. Then each WARC record is one or more whole zstd frames (no
 frame holds parts of two records), decoded with that dictionary; other skippable
 frames may appear anywhere and are ignored. An index's ``offset``/``length`` address
-a record's frames; a reader loads the dictionary from the start of the file, once.
+a record's frames; a reader loads the dictionary from the start of the file, once
+(``file_dictionary``; ``rawrecords.read_record`` reads one record so).
 
 ``ZstdFrames`` is the walker ``records.iter_records`` runs for such a file: it has
-``records.GzipMembers``' interface, a record's frames taking the place of a gzip
+``gzipmembers.GzipMembers``' interface, a record's frames taking the place of a gzip
 member, so the records, their byte ranges and their problems come out as for gzip.
 
     with open("example.warc.zst", "rb") as fh:
         for item in records.iter_records(fh, "example.warc.zst"):
             ...
-    data = read_record("example.warc.zst", offset, length)   # one record's bytes
 """
 import functools
-import io
 import re
 
 import zstandard
 
 from . import storage
-from .inputs import InputError
-from .records import CHUNK, FIRST_STEP, TRAILER_MAX, ZSTD_MAGICS, ArchiveError, GzipMembers
-
-# A zstd frame's magic number; a dictionary frame's (0x184D2A5D, little-endian)
-ZSTD_MAGIC, DICT_FRAME_MAGIC = ZSTD_MAGICS
+from .gzipmembers import FIRST_STEP, TRAILER_MAX, GzipMembers
+from .magic import DICT_FRAME_MAGIC, ZSTD_MAGIC
+from .recordtypes import CHUNK, ArchiveError
 # Skippable frames have the magic numbers 0x184D2A50 to 0x184D2A5F, then a 4-byte size.
 SKIPPABLE_TAIL = b"\x2a\x4d\x18"
 SKIPPABLE_HEADER = 8
@@ -49,7 +46,7 @@ BLOCK_MAX = 128 << 10
 OUTPUT_MAX = 16 << 20
 
 
-class DictionaryError(InputError):
+class DictionaryError(ValueError):
     """A dictionary file that cannot be used."""
 
 
@@ -415,35 +412,3 @@ class ZstdFrames(GzipMembers):
             self.out, self.pos, self.end = b"", 0, self.frame_end
             return None
         return super().finish(unread)
-
-
-def decode_record(data, path, offset, zdict=None):
-    """The bytes of the WARC record whose frames, at ``offset`` in ``path`` (a CDX line's
-    offset), are ``data`` (its length), decompressed with the file's dictionary ``zdict``;
-    raises ``ArchiveError`` unless they are whole frames of exactly one whole record."""
-    from .rawrecords import split
-    if data[:4] != ZSTD_MAGIC:
-        raise ArchiveError(path, offset, "no zstd frame starts at this offset")
-    frames = ZstdFrames(io.BytesIO(data), path, dictionary=zdict, offset=offset)
-    records = []
-    try:
-        for record in split(frames.next_piece, path):
-            if records:
-                raise ArchiveError(path, offset, "the frames at this offset hold more than one "
-                                                 "record")
-            records.append(b"".join(record.pieces))
-    except ArchiveError as exc:  # (split's offsets are in the record's uncompressed bytes)
-        raise ArchiveError(path, offset, exc.reason) from None
-    return records[0]
-
-
-def read_record(path, offset, length, dictionary_file=None):
-    """The bytes of the WARC record at ``offset`` (``length`` bytes of frames, as its CDX
-    line says) of the .warc.zst ``path`` (local, s3://, http(s)://): one ranged read,
-    decompressed with the file's dictionary (read from its start, once per process; else
-    the one in ``dictionary_file``). Raises ``ArchiveError`` for what is not one record."""
-    data = storage.read_range(path, offset, length)
-    if len(data) < length:
-        raise ArchiveError(path, offset, f"the file ends {length - len(data)} bytes before the "
-                                         "end of the record's frames")
-    return decode_record(data, path, offset, file_dictionary(path, dictionary_file))
