@@ -449,19 +449,31 @@ def _copy(args):
         return EXIT_FAILED
 
 
-def _zstd_dict(args):
+def _summary(command, run, failures=()):
+    """(the summary ``run()`` returns, with the problems it lists printed, None); or (None,
+    the exit status) when it could not run: options that cannot work (bad usage), or one of
+    ``failures``. Either way, what went wrong is said on stderr."""
     from .inputs import InputError
+    try:
+        summary = run()
+    except InputError as exc:
+        sys.stderr.write(f"webarchive-index {command}: {exc}\n")
+        return None, EXIT_USAGE
+    except failures as exc:
+        sys.stderr.write(f"webarchive-index {command}: {exc}\n")
+        return None, EXIT_FAILED
+    print_problems(summary.errors, sys.stderr)
+    return summary, None
+
+
+def _zstd_dict(args):
     from .progress import human
     from .zstddict import TrainingFailed, train
-    try:
-        summary = train(args.inputs, args.output, o.ZstdDictOptions.from_args(args))
-    except InputError as exc:
-        sys.stderr.write(f"webarchive-index zstd-dict: {exc}\n")
-        return EXIT_USAGE
-    except (TrainingFailed, OSError) as exc:
-        sys.stderr.write(f"webarchive-index zstd-dict: {exc}\n")
-        return EXIT_FAILED
-    print_problems(summary.errors, sys.stderr)
+    summary, status = _summary("zstd-dict", lambda: train(args.inputs, args.output,
+                                                          o.ZstdDictOptions.from_args(args)),
+                               (TrainingFailed, OSError))
+    if summary is None:
+        return status
     sys.stderr.write(f"archives: {summary.archives}, {summary.samples} samples "
                      f"({human(summary.sample_bytes)})\n"
                      f"dictionary: {args.output}, {summary.size} bytes, id {summary.dict_id}\n"
@@ -470,15 +482,12 @@ def _zstd_dict(args):
 
 
 def _recompress(args):
-    from .inputs import InputError
     from .progress import human
     from .recompress import recompress
-    try:
-        summary = recompress(args.inputs, args.output, o.RecompressOptions.from_args(args))
-    except InputError as exc:
-        sys.stderr.write(f"webarchive-index recompress: {exc}\n")
-        return EXIT_USAGE
-    print_problems(summary.errors, sys.stderr)
+    summary, status = _summary("recompress", lambda: recompress(
+        args.inputs, args.output, o.RecompressOptions.from_args(args)))
+    if summary is None:
+        return status
     share = (f" ({100 * summary.output_bytes / summary.input_bytes:.1f}% of the input)"
              if summary.input_bytes else "")
     sys.stderr.write(f"archives: {summary.archives} ({summary.skipped} there already), "
