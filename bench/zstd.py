@@ -94,10 +94,11 @@ def records_of(path):
 
 def compressed_size(records, fmt, level, dictionary=None):
     """(bytes as `recompress` writes them, bytes of the dictionary frame, seconds)."""
-    from webarchive_indexing.recompress import _writer
+    from webarchive_indexing.rawrecords import record_writer
+    from webarchive_indexing.zstdwarc import load_dictionary
     out = Counter()
     start = time.perf_counter()
-    write = _writer(out, fmt, level, dictionary)
+    write = record_writer(out, fmt, level, load_dictionary(dictionary) if dictionary else None)
     framed = out.size  # the dictionary frame
     for pieces in records:
         write(pieces)

@@ -456,7 +456,7 @@ def _summary(command, run, failures=()):
     from .inputs import InputError
     try:
         summary = run()
-    except InputError as exc:
+    except (InputError, o.UsageError) as exc:
         sys.stderr.write(f"webarchive-index {command}: {exc}\n")
         return None, EXIT_USAGE
     except failures as exc:

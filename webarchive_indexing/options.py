@@ -29,6 +29,9 @@ DEFAULT_NAME_PREFIX = "extract"
 DEFAULT_CDX_BYTES_PER_TASK = 50_000_000
 # A zstd dictionary's size (zstd-dict); the format asks readers for 8 MiB at most
 DEFAULT_DICT_SIZE = 1 << 20
+# Compression levels of the formats WARC files are written in, and their defaults
+LEVELS = {"zst": range(1, 23), "gz": range(1, 10)}
+DEFAULT_LEVELS = {"zst": 3, "gz": 6}
 ERROR_MODES = ("fail", "skip")
 # As zipnum.LINES_PER_BLOCK, query.MATCH_TYPES and cdxapi.OUTPUTS (the command line starts
 # without importing those modules; a test checks that they agree)
@@ -52,6 +55,17 @@ def positive(text):
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
     return value
+
+
+def compression_level(fmt, level):
+    """``level`` (``--level``), or the default level of the format ``fmt`` ("zst" or "gz")
+    if None; ``UsageError`` if the format has no such level."""
+    if level is None:
+        return DEFAULT_LEVELS[fmt]
+    if level not in LEVELS[fmt]:
+        levels = LEVELS[fmt]
+        raise UsageError(f"--level {level}: {fmt} levels are {levels[0]} to {levels[-1]}")
+    return level
 
 
 def non_negative(text):
@@ -232,7 +246,7 @@ COPY_OUTPUT = Option("-o", "--output", required=True, metavar="OUT",
 RECORDS_PER_FILE = Option("--records-per-file", type=positive, default=DEFAULT_RECORDS_PER_FILE,
                           help=f"records per output WARC file (default {DEFAULT_RECORDS_PER_FILE})")
 NAME_PREFIX = Option("--name-prefix", default=DEFAULT_NAME_PREFIX, metavar="NAME",
-                     help=f"output files are NAME-00000.warc.gz, ... (default "
+                     help=f"output files are NAME-00000.warc.gz (or .warc.zst), ... (default "
                           f"{DEFAULT_NAME_PREFIX})")
 WARC_PREFIX = Option("--warc-prefix", required=True, metavar="PREFIX",
                      help="where the archives named by the CDX 'filename' are: s3://bucket/ "
@@ -268,6 +282,20 @@ CDX_PATH = Option("--cdx", metavar="PATH",
 RECOMPRESS_SKIP_EXISTING = SKIP_EXISTING.but(default=False,
                                              help="leave outputs that are there with their CDX",
                                              off_help="recompress every input again (default)")
+
+# how copy writes its WARC files (part of its plan)
+COPY_WARC_OUTPUT = (
+    OUTPUT_FORMAT.but(default="gz",
+                      help="gz (default): .warc.gz files, the members of .warc.gz sources as "
+                           "they were, other records compressed into members of their own; "
+                           "zst: .warc.zst files (a zstd frame per record), each with its own "
+                           "dictionary, trained on its records or --dictionary"),
+    DICTIONARY.but(help="with --output-format zst: the dictionary of every output file "
+                        "(embedded in each; default: one trained on each file's records)"),
+    LEVEL.but(help="the level of what copy compresses: zstd 1-22 (default 3) with "
+                   "--output-format zst, else gzip 1-9 (default 6) for the records of "
+                   ".warc.zst and .warc sources"),
+)
 
 # the jobs' own
 CDX_DIR = Option("--cdx-dir", required=True,
@@ -362,5 +390,6 @@ class RecompressOptions(Options):
 class CopyOptions(Options):
     """What ``webarchive-index copy copy`` copies, where to, and with which engine."""
     OPTIONS = (COPY_CLUSTER, DOMAINS, DOMAINS_FILE, COPY_OUTPUT, RECORDS_PER_FILE, NAME_PREFIX,
-               WARC_PREFIX, THREADS, RETRIES, PROGRESS, *ENGINE)
+               *COPY_WARC_OUTPUT, WARC_PREFIX, ZSTD_DICTIONARY, THREADS, RETRIES, PROGRESS,
+               *ENGINE)
     EXTRA = {"spark_context": None}

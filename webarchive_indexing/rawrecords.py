@@ -14,10 +14,15 @@ is refused, with the record where they stop.
             for piece in record.pieces:
                 ...
     data = read_record("a.warc.zst", offset, length)   # one record's bytes, by its CDX line
+
+What ``recompress`` and ``copy`` write is made here too: each record compressed alone
+(``record_writer``), and the starts of records a dictionary is trained on
+(``record_starts``).
 """
 import contextlib
 import io
 import re
+import zlib
 
 from isal.isal_zlib import error as IsalError
 
@@ -26,6 +31,8 @@ from .gzipmembers import TRAILER_MAX
 from .magic import ZSTD_MAGIC, compression
 from .recordtypes import HEADERS_MAX, READ_SIZE, ArchiveError
 
+# Of each record sampled for a dictionary, its start: what a dictionary helps most with
+SAMPLE_BYTES = 16 << 10
 # Most bytes of a record handed over at once (the last piece may have the record's
 # trailing newlines more): a zstd frame's content at most, so that no frame needs a
 # window over the 8 MiB the warc-zstd format asks every decoder to handle.
@@ -161,6 +168,40 @@ def open_records(path, zstd_dictionary=None, piece=PIECE):
             yield split(ZstdFrames(fh, path, zstd_dictionary).next_piece, path, piece)
             return
         yield split(lambda: fh.read(READ_SIZE), path, piece)
+
+
+def record_starts(records, budget):
+    """The starts (the first ``SAMPLE_BYTES``) of ``records`` (``RawRecord``s), one after the
+    other, up to ``budget`` bytes in all (one at least): what a zstd dictionary is trained on."""
+    total = 0
+    for record in records:
+        sample = next(record.pieces)[:SAMPLE_BYTES]
+        yield sample
+        total += len(sample)
+        if total >= budget:
+            return
+
+
+def record_writer(fh, fmt, level, zdict=None):
+    """``write(pieces)``: one record's pieces (its bytes, as ``RawRecord.pieces``) compressed
+    alone into ``fh``: into a gzip member ("gz"), or into a zstd frame a piece ("zst"; a
+    dictionary frame that embeds ``zdict``, if given, is written first, now)."""
+    if fmt == "gz":
+        def write(pieces):
+            member = zlib.compressobj(level, zlib.DEFLATED, 31)
+            for piece in pieces:
+                fh.write(member.compress(piece))
+            fh.write(member.flush())
+        return write
+    from .zstdwarc import compressor, dictionary_frame
+    if zdict is not None:
+        fh.write(dictionary_frame(zdict))
+    frame = compressor(level, zdict).compress
+
+    def write(pieces):
+        for piece in pieces:
+            fh.write(frame(piece))
+    return write
 
 
 def decode_record(data, path, offset, zdict=None):

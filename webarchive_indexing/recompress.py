@@ -18,19 +18,16 @@ and reported), and its CDX written beside it (``name.cdxj``) or under ``cdx``. M
 inputs are recompressed in parallel, a process per core.
 """
 import time
-import zlib
 from dataclasses import dataclass, field
 
 from . import cdx, storage
 from .inputs import InputError, dictionary_file, expand_all, stem
-from .options import RecompressOptions
+from .options import RecompressOptions, compression_level
 from .progress import Progress
 from .records import ArchiveError
 from .workers import run_each
 
 FORMATS = {".warc.zst": "zst", ".warc.gz": "gz"}
-LEVELS = {"zst": range(1, 23), "gz": range(1, 10)}
-DEFAULT_LEVELS = {"zst": 3, "gz": 6}
 CDX_EXTENSIONS = {"cdxj": ".cdxj", "cdx11": ".cdx", "cdx9": ".cdx"}
 
 
@@ -55,8 +52,8 @@ def output_format(name):
 
 
 def plan(inputs, output, options):
-    """The work: (fmt, level, [(input, output, cdx, name in the CDX)]); InputError for
-    options that cannot work, before anything is written."""
+    """The work: (fmt, level, [(input, output, cdx, name in the CDX)]); InputError (or
+    UsageError) for options that cannot work, before anything is written."""
     archives = expand_all(inputs, options.input_root)
     fmt = output_format(output)
     if fmt and options.output_format and options.output_format != fmt:
@@ -66,10 +63,7 @@ def plan(inputs, output, options):
         raise InputError(f"{len(archives)} archives cannot go into the one file "
                          f"{output}: give a directory as -o")
     fmt = fmt or options.output_format or "zst"
-    level = DEFAULT_LEVELS[fmt] if options.level is None else options.level
-    if level not in LEVELS[fmt]:
-        levels = LEVELS[fmt]
-        raise InputError(f"--level {level}: {fmt} levels are {levels[0]} to {levels[-1]}")
+    level = compression_level(fmt, options.level)
     if options.dictionary and fmt != "zst":
         raise InputError("--dictionary goes with a .warc.zst output")
     ext = next(e for e, f in FORMATS.items() if f == fmt)
@@ -90,8 +84,8 @@ def plan(inputs, output, options):
 def recompress(inputs, output, options=None):
     """Recompress every archive ``inputs`` name into ``output`` as ``options`` (a
     ``RecompressOptions``) say; a ``Summary`` (problems in ``errors``, one dict per
-    problem, with its file and offset). Raises InputError for options that cannot work
-    (nothing is written then)."""
+    problem, with its file and offset). Raises InputError or UsageError for options that
+    cannot work (nothing is written then)."""
     options = options or RecompressOptions()
     started = time.monotonic()
     fmt, level, work = plan(inputs, output, options)
@@ -118,35 +112,14 @@ def recompress(inputs, output, options=None):
     return summary
 
 
-def _writer(fh, fmt, level, dictionary):
-    """``write(pieces)``: one record's pieces compressed into ``fh`` (a dictionary frame
-    first, for a .warc.zst with a dictionary)."""
-    if fmt == "gz":
-        def write(pieces):
-            member = zlib.compressobj(level, zlib.DEFLATED, 31)
-            for piece in pieces:
-                fh.write(member.compress(piece))
-            fh.write(member.flush())
-        return write
-    from .zstdwarc import compressor, dictionary_frame, load_dictionary
-    zdict = load_dictionary(dictionary) if dictionary else None
-    if zdict is not None:
-        fh.write(dictionary_frame(zdict))
-    frame = compressor(level, zdict).compress
-
-    def write(pieces):
-        for piece in pieces:
-            fh.write(frame(piece))
-    return write
-
-
 def recompress_file(source, target, cdx_path, name, fmt, level, dictionary=None,
                     cdx_format="cdxj", zstd_dictionary=None, skip_existing=False):
     """Recompress one WARC file into ``target`` and index it into ``cdx_path`` (filename
     ``name``); a status dict. Problems are in its ``errors``: then what was there before
     is left as it was, unless the new output was published already (it is removed then,
     with the CDX that describes another one)."""
-    from .rawrecords import open_records
+    from .rawrecords import open_records, record_writer
+    from .zstdwarc import load_dictionary
     status = {"input": source, "output": target, "cdx": cdx_path, "skipped": False,
               "records": 0, "input_bytes": 0, "output_bytes": 0, "errors": []}
     published = False
@@ -156,7 +129,8 @@ def recompress_file(source, target, cdx_path, name, fmt, level, dictionary=None,
             return status
         status["input_bytes"] = storage.size(source)
         with storage.open_atomic(target) as fh, open_records(source, zstd_dictionary) as records:
-            write = _writer(fh, fmt, level, dictionary)
+            write = record_writer(fh, fmt, level, load_dictionary(dictionary) if dictionary
+                                  else None)
             for record in records:
                 write(record.pieces)
                 status["records"] += 1

@@ -5,15 +5,14 @@
 A record of a .warc.zst is compressed alone, so what helps is a dictionary of what
 records start with: WARC and HTTP headers, the start of HTML pages. As in the study
 of Common Crawl's WARCs this follows (a dictionary trained on samples of many files),
-the samples are the starts of records (their first ``SAMPLE_BYTES``) from the start of
+the samples are the starts of records (``rawrecords.record_starts``) from the start of
 every file, up to ``bytes_per_file`` of each: about 100 times the dictionary's size
 in all (zstd's advice), at least ``MIN_PER_FILE`` a file. Files are sampled in
-parallel; zstd's trainer (fastCover, its defaults) makes the dictionary. Its id is
+parallel; zstd's trainer makes the dictionary (``zstdwarc.train_dictionary``). Its id is
 taken from the samples (the same samples make the same dictionary) in the range the
 warc-zstd format suggests. The file written is a plain zstd dictionary, as
 ``zstd --train`` writes it: ``zstd -D`` and ``recompress --dictionary`` take it.
 """
-import hashlib
 import time
 from dataclasses import dataclass
 
@@ -24,16 +23,11 @@ from .progress import Progress
 from .records import ArchiveError
 from .workers import run_each
 
-# Of each record sampled, its start: what a dictionary helps most with
-SAMPLE_BYTES = 16 << 10
 # Samples taken in all, as a multiple of the dictionary's size; and at least this much a file
 SAMPLES_PER_DICT_BYTE = 100
 MIN_PER_FILE = 128 << 10
 # Most sample bytes in all (held in memory, and copied, while training)
 SAMPLES_MAX = 256 << 20
-# Dictionary ids below are reserved; the format suggests random ids from here up
-DICT_ID_MIN = 32768
-DICT_ID_MAX = (1 << 31) - 1
 
 
 @dataclass
@@ -55,30 +49,17 @@ def sample_file(path, budget, zstd_dictionary=None):
     """(path, samples, problems): the starts of the records of ``path`` from its start, up
     to ``budget`` bytes in all (one record at least); what was read before a problem is
     kept."""
-    from .rawrecords import open_records
-    samples, total = [], 0
+    from .rawrecords import open_records, record_starts
+    samples = []
     try:
         with open_records(path, zstd_dictionary) as records:
-            for record in records:
-                sample = next(record.pieces)[:SAMPLE_BYTES]
+            for sample in record_starts(records, budget):
                 samples.append(sample)
-                total += len(sample)
-                if total >= budget:
-                    break
     except ArchiveError as exc:
         return path, samples, [exc.as_dict()]
     except OSError as exc:
         return path, samples, [ArchiveError(exc.filename or path, 0, exc.strerror or str(exc)).as_dict()]
     return path, samples, []
-
-
-def dictionary_id(samples):
-    """An id made from the samples, in the range warc-zstd suggests."""
-    digest = hashlib.sha1()
-    for sample in samples:
-        digest.update(len(sample).to_bytes(4, "little"))
-        digest.update(sample)
-    return DICT_ID_MIN + int.from_bytes(digest.digest()[:8], "little") % (DICT_ID_MAX - DICT_ID_MIN)
 
 
 def train(inputs, output, options=None):
@@ -87,8 +68,7 @@ def train(inputs, output, options=None):
     that could not be read whole; their samples up to the problem are used). Raises
     InputError for options that cannot work and TrainingFailed when zstd cannot make a
     dictionary of them."""
-    import zstandard
-
+    from .zstdwarc import DictionaryError, train_dictionary
     options = options or ZstdDictOptions()
     started = time.monotonic()
     archives = expand_all(inputs)
@@ -113,12 +93,9 @@ def train(inputs, output, options=None):
     summary.samples, summary.sample_bytes = len(samples), sum(map(len, samples))
     progress.step(f"training a {options.size}-byte dictionary on {summary.samples} samples")
     try:
-        zdict = zstandard.train_dictionary(options.size, samples, dict_id=dictionary_id(samples))
-    except zstandard.ZstdError as exc:
-        raise TrainingFailed(
-            f"zstd could not train a {options.size}-byte dictionary on {summary.samples} "
-            f"samples ({summary.sample_bytes} bytes): {exc}; give more archives or a smaller "
-            "--size") from None
+        zdict = train_dictionary(samples, options.size)
+    except DictionaryError as exc:
+        raise TrainingFailed(f"{exc}; give more archives or a smaller --size") from None
     finally:
         progress.done()
     data = zdict.as_bytes()

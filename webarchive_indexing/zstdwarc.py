@@ -18,6 +18,7 @@ member, so the records, their byte ranges and their problems come out as for gzi
             ...
 """
 import functools
+import hashlib
 import re
 
 import zstandard
@@ -41,13 +42,16 @@ FRAME_HEADER_MAX = 18
 # A block's header, and the most a compressed block decompresses to.
 BLOCK_HEADER = 3
 BLOCK_MAX = 128 << 10
+# Dictionary ids below are reserved; the format suggests random ids from here up
+DICT_ID_MIN = 32768
+DICT_ID_MAX = (1 << 31) - 1
 # The most one decompression call gives (zstd expands up to 32768:1, so the compressed
 # bytes fed at once are cut at a block that would take it past this).
 OUTPUT_MAX = 16 << 20
 
 
 class DictionaryError(ValueError):
-    """A dictionary file that cannot be used."""
+    """A zstd dictionary that is missing, wrong, or cannot be used or made."""
 
 
 def _skippable(head):
@@ -117,6 +121,22 @@ def file_dictionary(path, dictionary_file=None):
         return embedded_dictionary(path, header,
                                    lambda size: storage.read_range(path, SKIPPABLE_HEADER, size))
     return load_dictionary(dictionary_file) if dictionary_file else None
+
+
+def train_dictionary(samples, size):
+    """A dictionary of ``size`` bytes trained on ``samples`` (bytes) by zstd's trainer
+    (fastCover, its defaults), its id made from the samples (the same samples make the same
+    dictionary) in the range the format suggests; DictionaryError if zstd cannot make one."""
+    digest = hashlib.sha1()
+    for sample in samples:
+        digest.update(len(sample).to_bytes(4, "little"))
+        digest.update(sample)
+    dict_id = DICT_ID_MIN + int.from_bytes(digest.digest()[:8], "little") % (DICT_ID_MAX - DICT_ID_MIN)
+    try:
+        return zstandard.train_dictionary(size, samples, dict_id=dict_id)
+    except zstandard.ZstdError as exc:
+        raise DictionaryError(f"zstd could not train a {size}-byte dictionary on {len(samples)} "
+                              f"samples ({sum(map(len, samples))} bytes): {exc}") from None
 
 
 def dictionary_frame(zdict, level=19):
