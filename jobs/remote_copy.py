@@ -3,7 +3,7 @@
 Input: the plan's ``chunks.txt`` (``OUT/plan/chunks.txt``, one chunk file a line, written
 by ``webarchive-index copy plan``). Each map task copies its chunk's records, with one
 ranged read each (``--threads`` in flight), from ``--warc-prefix`` + the CDX
-``filename`` into ``OUT/<name>.warc.gz``, then writes ``<name>.failures.json`` (if any
+``filename`` into ``OUT/<name>.warc.gz`` (or ``.warc.zst``, as the plan says), then writes ``<name>.failures.json`` (if any
 record could not be copied) and, last, ``<name>.cdxj``; complete outputs are skipped.
 Output: one JSON status line per chunk (records, copied, failed, bytes, skipped).
 
@@ -41,7 +41,10 @@ class RemoteCopyJob(MRJob):
     def configure_args(self):
         super().configure_args()
         options.add(self, options.COPY_DIR, options.WARC_PREFIX, options.THREADS,
-                    options.RETRIES, options.PROGRESS_DIR)
+                    options.RETRIES, options.PROGRESS_DIR,
+                    options.ZSTD_DICTIONARY.but(help="the zstd dictionary of .warc.zst sources "
+                                                     "without a dictionary frame (a path or "
+                                                     "URI every task can read)"))
 
     def mapper_init(self):
         self.reported = 0
@@ -60,7 +63,8 @@ class RemoteCopyJob(MRJob):
         self.reported = 0
         status = run_chunk(path, self.options.copy_dir, self.options.warc_prefix,
                            self.options.threads, self.options.retries,
-                           self.options.progress_dir, self._progress)
+                           self.options.progress_dir, self._progress,
+                           self.options.zstd_dictionary)
         self.increment_counter(COUNTERS, "records done", status["records"] - self.reported)
         self.increment_counter(COUNTERS,
                                "outputs skipped" if status["skipped"] else "outputs written")

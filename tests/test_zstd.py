@@ -472,7 +472,7 @@ def test_records_read_over_http_with_the_dictionary_read_once(corpus):
     expected = raw_records(corpus["gz"][1])
     with rangeserver.serving(os.path.dirname(zst)) as server:
         url = f"{server.url}/{os.path.basename(zst)}"
-        zstdwarc.file_dictionary.cache_clear()
+        zstdwarc._file_dictionary.cache_clear()
         got = [read_record(url, offset, length) for offset, length in ranges(zst)[:40]]
         assert got == expected[:40]
         ranged = [r[2] for r in server.requests if r[2]]

@@ -141,15 +141,15 @@ def _copy_parser(sub, help_line):
     copy = sub.add_parser(
         "copy", help=help_line,
         description="Find the captures of domains, host names or URL prefixes in a cluster "
-                    "and copy their records (one ranged read each) into new .warc.gz files, "
-                    "each with its own CDXJ index. 'check' counts what a copy takes; 'copy' "
+                    "and copy their records (one ranged read each) into new .warc.gz files "
+                    "(or .warc.zst: --output-format zst), each with its own CDXJ index. 'check' counts what a copy takes; 'copy' "
                     "plans and copies; 'plan' and 'status' are the first and last steps on "
                     "their own (scripts/runremotecopy.sh runs the copy job on Hadoop/EMR "
                     "between them).",
         epilog=COPY_SELECTION_HELP)
     actions = copy.add_subparsers(dest="copy_command", required=True, metavar="ACTION")
     selection = (o.COPY_CLUSTER, o.DOMAINS, o.DOMAINS_FILE)
-    plan_options = (o.COPY_OUTPUT, o.RECORDS_PER_FILE, o.NAME_PREFIX)
+    plan_options = (o.COPY_OUTPUT, o.RECORDS_PER_FILE, o.NAME_PREFIX, *o.COPY_WARC_OUTPUT)
 
     check = actions.add_parser(
         "check", help="count the captures, WARC files and bytes a copy would take",
@@ -174,14 +174,18 @@ def _copy_parser(sub, help_line):
         description="Plan the copy (or reuse the plan in OUT), then copy every planned "
                     "record: one ranged read each from --warc-prefix + its CDX filename, "
                     "--threads in flight per task, into OUT/NAME-NNNNN.warc.gz (a warcinfo "
-                    "record, then the original gzip members byte for byte), each followed by "
+                    "record, then the original gzip members byte for byte; the records of "
+                    ".warc.zst and .warc sources compressed into members of their own, their "
+                    "bytes unchanged) or, with --output-format zst, OUT/NAME-NNNNN.warc.zst (a "
+                    "zstd frame per record, after the file's dictionary), each followed by "
                     "its index NAME-NNNNN.cdxj. Transient errors (503 SlowDown, resets, short "
                     "reads) are retried with backoff; records that still fail are listed in "
                     "NAME-NNNNN.failures.json. Rerunning the same command skips complete "
                     "outputs and redoes the rest.",
         epilog=COPY_SELECTION_HELP + " Exit status: 0 every record copied, 1 some records "
                "failed or outputs are missing (rerun to retry them), 2 bad usage.")
-    o.add(run, *selection, *plan_options, o.WARC_PREFIX, o.THREADS, o.RETRIES,
+    o.add(run, *selection, *plan_options, o.WARC_PREFIX, o.ZSTD_DICTIONARY, o.THREADS,
+          o.RETRIES,
           o.RUNNER.but(help="local (default): mrjob's local runner, on all cores; inline: "
                             "mrjob in one process; spark: one Spark task per output file "
                             "(pyspark). Hadoop/EMR: scripts/runremotecopy.sh"),
@@ -359,12 +363,13 @@ def _copy_check(args):
 
 def _copy_plan(args):
     from .extract import ensure_plan, read_selection
-    from .extract.plan import check_output, listing_path
+    from .extract.plan import check_output, listing_path, warc_output
     from .query import open_cluster
     inputs = read_selection(args.domains, args.domains_file)
     check_output(args.output)
+    warc = warc_output(args.output_format, args.level, args.dictionary)
     plan = ensure_plan(lambda: open_cluster(args.location), args.location, inputs, args.output,
-                       args.records_per_file, args.name_prefix)
+                       args.records_per_file, args.name_prefix, warc)
     _print_copy_plan(plan, sys.stderr)
     if plan.chunks:  # nothing printed: nothing to copy
         sys.stdout.write(listing_path(plan.output) + "\n")

@@ -207,8 +207,9 @@ def record_writer(fh, fmt, level, zdict=None):
 def decode_record(data, path, offset, zdict=None):
     """The bytes of the WARC record whose frames, at ``offset`` in ``path`` (a CDX line's
     offset), are ``data`` (its length), decompressed with the file's dictionary ``zdict``;
-    raises ``ArchiveError`` unless they are whole frames of exactly one whole record."""
-    from .zstdwarc import ZstdFrames
+    raises ``ArchiveError`` unless they are whole frames of exactly one whole record
+    (``zstdwarc.DictionaryError`` if they need another dictionary)."""
+    from .zstdwarc import DictionaryError, ZstdFrames
     if data[:4] != ZSTD_MAGIC:
         raise ArchiveError(path, offset, "no zstd frame starts at this offset")
     frames = ZstdFrames(io.BytesIO(data), path, dictionary=zdict, offset=offset)
@@ -220,6 +221,8 @@ def decode_record(data, path, offset, zdict=None):
                                                  "record")
             records.append(b"".join(record.pieces))
     except ArchiveError as exc:  # (split's offsets are in the record's uncompressed bytes)
+        if frames.hopeless:
+            raise DictionaryError(f"{path}: offset {offset}: {exc.reason}") from None
         raise ArchiveError(path, offset, exc.reason) from None
     return records[0]
 

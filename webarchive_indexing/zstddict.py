@@ -23,8 +23,8 @@ from .progress import Progress
 from .records import ArchiveError
 from .workers import run_each
 
-# Samples taken in all, as a multiple of the dictionary's size; and at least this much a file
-SAMPLES_PER_DICT_BYTE = 100
+# Samples taken in all: SAMPLES_PER_DICT_BYTE times the dictionary's size; and at least this
+# much a file
 MIN_PER_FILE = 128 << 10
 # Most sample bytes in all (held in memory, and copied, while training)
 SAMPLES_MAX = 256 << 20
@@ -68,7 +68,7 @@ def train(inputs, output, options=None):
     that could not be read whole; their samples up to the problem are used). Raises
     InputError for options that cannot work and TrainingFailed when zstd cannot make a
     dictionary of them."""
-    from .zstdwarc import DictionaryError, train_dictionary
+    from .zstdwarc import SAMPLES_PER_DICT_BYTE, DictionaryError, train_dictionary
     options = options or ZstdDictOptions()
     started = time.monotonic()
     archives = expand_all(inputs)

@@ -20,6 +20,7 @@ member, so the records, their byte ranges and their problems come out as for gzi
 import functools
 import hashlib
 import re
+import threading
 
 import zstandard
 
@@ -42,6 +43,10 @@ FRAME_HEADER_MAX = 18
 # A block's header, and the most a compressed block decompresses to.
 BLOCK_HEADER = 3
 BLOCK_MAX = 128 << 10
+# Sample bytes a dictionary is trained on, as a multiple of its size (zstd's advice); the
+# smallest trained dictionary thought worth its room in a file
+SAMPLES_PER_DICT_BYTE = 100
+MIN_TRAINED = 4 << 10
 # Dictionary ids below are reserved; the format suggests random ids from here up
 DICT_ID_MIN = 32768
 DICT_ID_MAX = (1 << 31) - 1
@@ -111,11 +116,20 @@ def embedded_dictionary(path, header, content):
         raise ArchiveError(path, 0, str(exc)) from None
 
 
-@functools.lru_cache(maxsize=64)
 def file_dictionary(path, dictionary_file=None):
     """The dictionary the frames of the .warc.zst ``path`` are decompressed with: that of
     its dictionary frame, else that in ``dictionary_file``, else None; read once per
-    process (two small reads: a record's reader needs nothing else from the file's start)."""
+    process (two small reads: a record's reader needs nothing else from the file's start),
+    however many threads (a copy's) ask at once."""
+    with _FILE_DICTIONARIES:
+        return _file_dictionary(path, dictionary_file)
+
+
+_FILE_DICTIONARIES = threading.Lock()
+
+
+@functools.lru_cache(maxsize=64)
+def _file_dictionary(path, dictionary_file):
     header = storage.read_range(path, 0, SKIPPABLE_HEADER)
     if header[:4] == DICT_FRAME_MAGIC:
         return embedded_dictionary(path, header,
@@ -137,6 +151,19 @@ def train_dictionary(samples, size):
     except zstandard.ZstdError as exc:
         raise DictionaryError(f"zstd could not train a {size}-byte dictionary on {len(samples)} "
                               f"samples ({sum(map(len, samples))} bytes): {exc}") from None
+
+
+def sized_dictionary(samples, max_size):
+    """A dictionary trained on ``samples``, sized to them (``SAMPLES_PER_DICT_BYTE`` sample
+    bytes a byte) up to ``max_size``; None where they are too few for ``MIN_TRAINED`` bytes
+    or zstd cannot train one on them."""
+    size = min(max_size, sum(map(len, samples)) // SAMPLES_PER_DICT_BYTE)
+    if size < MIN_TRAINED:
+        return None
+    try:
+        return train_dictionary(samples, size)
+    except DictionaryError:
+        return None
 
 
 def dictionary_frame(zdict, level=19):

@@ -69,10 +69,12 @@ class Engine:
         (``steps.write_shard``); the stats of each shard written, by shard number."""
         raise NotImplementedError
 
-    def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None):
+    def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None,
+             zstd_dictionary=None):
         """Copy each planned chunk into ``output`` (``extract.run_chunk``); the status of each.
         ``progress_dir``: a local directory the tasks report progress in (if
-        ``tasks_here``)."""
+        ``tasks_here``); ``zstd_dictionary``: the dictionary file of .warc.zst sources
+        without their own."""
         raise NotImplementedError
 
 

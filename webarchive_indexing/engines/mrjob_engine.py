@@ -109,7 +109,8 @@ class MrjobEngine(Engine):
                                             "--cluster-dir", cluster_dir, *self._local(cdx_files)])
         return {s["shard"]: s for s in written}
 
-    def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None):
+    def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None,
+             zstd_dictionary=None):
         from ..jobs.remote_copy import RemoteCopyJob
         chunk_paths = list(chunk_paths)
         if not chunk_paths:
@@ -118,6 +119,8 @@ class MrjobEngine(Engine):
                 "--retries", str(retries)]
         if progress_dir:
             args += ["--progress-dir", progress_dir]
+        if zstd_dictionary:
+            args += ["--zstd-dictionary", zstd_dictionary]
         return self._run(RemoteCopyJob, args + [self._manifest("chunks.txt", chunk_paths)])
 
 

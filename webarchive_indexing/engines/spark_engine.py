@@ -209,7 +209,8 @@ def write_cluster(sc, cdx_files, split_lines, shards, cluster_dir,
     return stats
 
 
-def copy_chunks(sc, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None):
+def copy_chunks(sc, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None,
+                zstd_dictionary=None):
     """``extract.run_chunk`` for each chunk as a Spark task (one chunk a partition); the statuses."""
     chunk_paths = list(chunk_paths)
     if not chunk_paths:
@@ -217,7 +218,8 @@ def copy_chunks(sc, chunk_paths, output, warc_prefix, threads, retries, progress
 
     def task(path):
         from ..extract import run_chunk
-        return run_chunk(path, output, warc_prefix, threads, retries, progress_dir)
+        return run_chunk(path, output, warc_prefix, threads, retries, progress_dir,
+                         zstd_dictionary=zstd_dictionary)
 
     return sc.parallelize(chunk_paths, len(chunk_paths)).map(task).collect()
 
@@ -265,9 +267,10 @@ class SparkEngine(Engine):
         return write_cluster(self.sc, cdx_files, split_lines, shards, cluster_dir,
                              lines_per_block, self.cdx_bytes_per_task, self.sizes)
 
-    def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None):
+    def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None,
+             zstd_dictionary=None):
         return copy_chunks(self.sc, chunk_paths, output, warc_prefix, threads, retries,
-                           progress_dir)
+                           progress_dir, zstd_dictionary)
 
 
 def spark_context(master=None, verbose=False):

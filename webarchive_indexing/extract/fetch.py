@@ -1,12 +1,16 @@
 """Reading from where a copy reads and writes, with retries: one record (a ranged read,
-checked to be one complete gzip member holding a WARC record), and the small reads and
-writes of plans, chunks and reports (``again``).
+checked to be one complete gzip member, or a .warc.zst's frames of one record, holding a
+WARC record), and the small reads and writes of plans, chunks and reports (``again``).
 """
+import io
 import os
 import zlib
 
 from .. import retry, storage
-from ..options import DEFAULT_RETRIES, UsageError
+from ..magic import compression
+from ..options import DEFAULT_LEVELS, DEFAULT_RETRIES, UsageError
+from ..rawrecords import record_writer
+from ..recordtypes import ArchiveError
 
 # How much of a record is decompressed and kept to check what it holds.
 HEAD_BYTES = 1 << 12
@@ -40,21 +44,30 @@ def source_path(warc_prefix, filename):
     return storage.resolve(warc_prefix, filename)
 
 
-def check_member(data, length):
-    """The gzip member to write for a record read as ``data``, if it is one complete
-    member of ``length`` bytes holding a WARC record (a raw record from an uncompressed
-    WARC is compressed into a member of its own); else raises ``Failed``."""
+def unpack(data, length, path="", offset=0, zstd_dictionary=None, whole=True):
+    """(how the record read as ``data``, ``length`` bytes at ``offset`` of ``path``, is
+    compressed: "gz", "zst" or None; its bytes), if ``data`` is one complete gzip member
+    holding a WARC record, the whole frames of one WARC record of a .warc.zst (decompressed
+    with the file's dictionary, else the one in ``zstd_dictionary``), or a record of an
+    uncompressed WARC; else raises ``Failed``. Unless ``whole``, of a gzip member only its
+    first ``HEAD_BYTES`` are kept (all of it is checked)."""
     if len(data) != length:
         raise Failed(f"short read: {len(data)} of {length} bytes")
-    if not data.startswith(b"\x1f\x8b"):
+    kind = compression(data[:4])
+    if kind == "zst":
+        return kind, _zstd_record(data, path, offset, zstd_dictionary)
+    if kind is None:
         if data.startswith(b"WARC/"):
-            return zlib_member(data)
-        raise Failed("not a gzip member or a WARC record at this offset")
+            return kind, data
+        raise Failed("not a gzip member, zstd frames or a WARC record at this offset")
     inflate = zlib.decompressobj(wbits=31)
     try:
         head = inflate.decompress(data, HEAD_BYTES)
+        rest = []
         while inflate.unconsumed_tail and not inflate.eof:  # zlib checks the CRC and length
-            inflate.decompress(inflate.unconsumed_tail, 1 << 20)
+            more = inflate.decompress(inflate.unconsumed_tail, 1 << 20)
+            if whole:
+                rest.append(more)
     except zlib.error as exc:
         raise Failed(f"corrupt gzip member: {exc}") from None
     if not inflate.eof:
@@ -62,24 +75,55 @@ def check_member(data, length):
     if inflate.unused_data or inflate.unconsumed_tail:
         raise Failed("more than one gzip member in the record's bytes")
     if head.startswith(b"WARC/"):
-        return data
+        return kind, b"".join([head, *rest])
     first = head.split(b"\n", 1)[0].split(b" ")
     if len(first) >= 5 and first[-1].strip().isdigit():
         raise Failed("an ARC record: ARC records are not copied into WARC files", permanent=True)
     raise Failed("the gzip member at this offset does not hold a WARC record")
 
 
-def zlib_member(data):
-    compress = zlib.compressobj(6, zlib.DEFLATED, 31)
-    return compress.compress(data) + compress.flush()
+def _zstd_record(data, path, offset, zstd_dictionary):
+    """The WARC record whose frames are ``data``; a dictionary that is missing, wrong or
+    unusable fails the record for good (every attempt would fail alike)."""
+    from ..rawrecords import decode_record
+    from ..zstdwarc import DictionaryError, file_dictionary
+    try:
+        zdict = file_dictionary(path, zstd_dictionary)
+    except (ArchiveError, DictionaryError) as exc:
+        raise Failed(f"no usable zstd dictionary: {exc}", permanent=True) from None
+    try:
+        return decode_record(data, path, offset, zdict)
+    except DictionaryError as exc:
+        raise Failed(str(exc), permanent=True) from None
+    except ArchiveError as exc:
+        raise Failed(exc.reason) from None
 
 
-def fetch_record(path, offset, length, retries=DEFAULT_RETRIES):
-    """The gzip member of one record, read with one ranged read (again on transient errors,
-    ``retries`` more times, as ``retry.COPY`` says); raises ``Failed`` with the last reason."""
+def check_member(data, length, path="", offset=0, zstd_dictionary=None,
+                 level=DEFAULT_LEVELS["gz"]):
+    """The gzip member to write for a record read as ``data`` (see ``unpack``): ``data``
+    itself if it is a gzip member; else the record's bytes compressed (at ``level``) into a
+    member of their own."""
+    kind, record = unpack(data, length, path, offset, zstd_dictionary, whole=False)
+    if kind == "gz":
+        return data
+    member = io.BytesIO()
+    record_writer(member, "gz", level)([record])
+    return member.getvalue()
+
+
+def fetch_record(path, offset, length, retries=DEFAULT_RETRIES, zstd_dictionary=None,
+                 member=True, level=DEFAULT_LEVELS["gz"]):
+    """One record, read with one ranged read (again on transient errors, ``retries`` more
+    times, as ``retry.COPY`` says): its gzip member (``check_member``, which makes one at
+    ``level`` where the source has none), or unless ``member`` its bytes (``unpack``).
+    Raises ``Failed`` with the last reason."""
     def attempt():
         try:
-            return check_member(storage.read_range(path, offset, length), length)
+            data = storage.read_range(path, offset, length)
+            if member:
+                return check_member(data, length, path, offset, zstd_dictionary, level)
+            return unpack(data, length, path, offset, zstd_dictionary)[1]
         except FileNotFoundError:
             raise Failed(f"source archive not found: {path}", permanent=True) from None
         except retry.PERMANENT as exc:
@@ -96,6 +140,16 @@ def fetch_record(path, offset, length, retries=DEFAULT_RETRIES):
         if exc.permanent or not retries:
             raise
         raise Failed(f"after {retries + 1} attempts: {exc}") from None
+
+
+def check_dictionary(path, flag="--zstd-dictionary"):
+    """The zstd dictionary file given as ``flag``, checked and made absolute (None for None);
+    ``UsageError`` unless it is a usable dictionary."""
+    from ..inputs import InputError, dictionary_file
+    try:
+        return dictionary_file(path)
+    except InputError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
 
 
 def check_prefix(prefix):

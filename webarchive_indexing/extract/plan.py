@@ -4,11 +4,13 @@ depend only on the selection::
 
     OUT/plan/extract-00000.cdx    the index lines of output 0
     OUT/plan/chunks.txt           the chunk files, one URI a line: the copy job's input
-    OUT/plan/plan.json            selection, merged key ranges, cluster, per-chunk totals;
+    OUT/plan/plan.json            selection, merged key ranges, cluster, per-chunk totals,
+                                  how the WARC files are written (``warc_output``);
                                   written last (a plan without it is made again)
 
 A rerun reuses the plan; a different selection (other key ranges, cluster,
-``records_per_file`` or name prefix) in the same output raises ``PlanMismatch``.
+``records_per_file`` or name prefix) or other WARC files in the same output raise
+``PlanMismatch``.
 """
 import contextlib
 import json
@@ -17,8 +19,9 @@ import threading
 from dataclasses import dataclass
 
 from .. import cdxline, storage
-from ..options import DEFAULT_NAME_PREFIX, DEFAULT_RECORDS_PER_FILE, UsageError
-from .fetch import again
+from ..options import (DEFAULT_LEVELS, DEFAULT_NAME_PREFIX, DEFAULT_RECORDS_PER_FILE,
+                       UsageError, compression_level)
+from .fetch import again, check_dictionary
 from .selection import lines_in, merge_ranges
 
 PLAN_VERSION = 1
@@ -29,8 +32,22 @@ _PLANS = {}
 _PLANS_LOCK = threading.Lock()
 
 
+# How copy writes its WARC files unless told otherwise (and plans made before it was said)
+GZ_OUTPUT = {"format": "gz", "level": DEFAULT_LEVELS["gz"], "dictionary": None}
+
+
 class PlanMismatch(ValueError):
     """The output holds the plan of another selection."""
+
+
+def warc_output(output_format="gz", level=None, dictionary=None):
+    """How copy writes its WARC files, as a plan holds it: the format ("gz" or "zst"), the
+    level of what it compresses, the dictionary of every .warc.zst (an absolute path or URI;
+    None: one trained on each file's records); ``UsageError`` for what cannot work."""
+    if dictionary and output_format != "zst":
+        raise UsageError("--dictionary goes with --output-format zst")
+    return {"format": output_format, "level": compression_level(output_format, level),
+            "dictionary": check_dictionary(dictionary, "--dictionary")}
 
 
 def chunk_name(name_prefix, number):
@@ -58,6 +75,10 @@ class Plan:
     records: int = 0
     bytes: int = 0
     warc_files: int = 0
+    warc: dict = None     # how the WARC files are written (``warc_output``)
+
+    def __post_init__(self):
+        self.warc = self.warc or GZ_OUTPUT
 
     def chunk_paths(self):
         return [storage.join(self.output, PLAN_DIR, c["name"] + ".cdx") for c in self.chunks]
@@ -66,7 +87,7 @@ class Plan:
         return {"version": PLAN_VERSION, "cluster": self.cluster, "selection": self.inputs,
                 "ranges": self.ranges, "records_per_file": self.records_per_file,
                 "name_prefix": self.name_prefix, "records": self.records, "bytes": self.bytes,
-                "warc_files": self.warc_files, "chunks": self.chunks}
+                "warc_files": self.warc_files, "warc": self.warc, "chunks": self.chunks}
 
 
 def load_plan(output):
@@ -77,18 +98,19 @@ def load_plan(output):
         return None
     return Plan(output, data["cluster"], data["selection"], data["ranges"],
                 data["records_per_file"], data["name_prefix"], data["chunks"],
-                data["records"], data["bytes"], data["warc_files"])
+                data["records"], data["bytes"], data["warc_files"], data.get("warc"))
 
 
 def make_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECORDS_PER_FILE,
-              name_prefix=DEFAULT_NAME_PREFIX):
+              name_prefix=DEFAULT_NAME_PREFIX, warc=GZ_OUTPUT):
     """Write the plan of copying ``inputs`` from ``cluster`` (found at ``location``) into
-    ``output``: chunk files of at most ``records_per_file`` index lines, in index order,
-    then ``chunks.txt`` and, last, ``plan.json``. Streams: one chunk is open at a time."""
+    ``output`` (WARC files written as ``warc`` says: see ``warc_output``): chunk files of at
+    most ``records_per_file`` index lines, in index order, then ``chunks.txt`` and, last,
+    ``plan.json``. Streams: one chunk is open at a time."""
     output, location = storage.abspath(output), storage.abspath(location)
     groups = merge_ranges(inputs)
     plan = Plan(output, location, [i.text for i in inputs], [[g.start, g.end] for g in groups],
-                records_per_file, name_prefix, [])
+                records_per_file, name_prefix, [], warc=warc)
     files = set()
     chunk = None  # [ExitStack, file, name, records, bytes]
 
@@ -133,48 +155,56 @@ def make_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECORD
     return plan
 
 
-def _differences(plan, location, ranges, records_per_file, name_prefix):
+def _differences(plan, location, ranges, records_per_file, name_prefix, warc):
     wanted = {"selection (its merged key ranges)": ranges, "cluster": location,
-              "--records-per-file": records_per_file, "--name-prefix": name_prefix}
+              "--records-per-file": records_per_file, "--name-prefix": name_prefix,
+              "--output-format": warc["format"], "--level": warc["level"],
+              "--dictionary": warc["dictionary"]}
     have = {"selection (its merged key ranges)": plan.ranges, "cluster": plan.cluster,
-            "--records-per-file": plan.records_per_file, "--name-prefix": plan.name_prefix}
+            "--records-per-file": plan.records_per_file, "--name-prefix": plan.name_prefix,
+            "--output-format": plan.warc["format"], "--level": plan.warc["level"],
+            "--dictionary": plan.warc["dictionary"]}
     return [name for name in wanted if wanted[name] != have[name]]
 
 
 def existing_plan(location, inputs, output, records_per_file=DEFAULT_RECORDS_PER_FILE,
-                  name_prefix=DEFAULT_NAME_PREFIX):
+                  name_prefix=DEFAULT_NAME_PREFIX, warc=GZ_OUTPUT):
     """The plan in ``output`` if it is the plan of this copy (None if there is none);
     ``PlanMismatch`` if it is another copy's, or if outputs lie there without a plan."""
     output, location = storage.abspath(output), storage.abspath(location)
     plan = load_plan(output)
     if plan is None:
-        stray = [p for p in output_files(output) if p.endswith((".cdxj", ".warc.gz"))]
+        stray = [p for p in output_files(output)
+                 if p.endswith((".cdxj", ".warc.gz", ".warc.zst"))]
         if stray:
             raise PlanMismatch(
                 f"{output} holds copied files ({storage.basename(stray[0])}, ...) but no plan "
                 f"({plan_path(output)}): use a new output directory")
         return None
     ranges = [[g.start, g.end] for g in merge_ranges(inputs)]
-    differ = _differences(plan, location, ranges, records_per_file, name_prefix)
+    differ = _differences(plan, location, ranges, records_per_file, name_prefix, warc)
     if differ:
         shown = ", ".join(plan.inputs[:5]) + (f" and {len(plan.inputs) - 5} more"
                                                if len(plan.inputs) > 5 else "")
         raise PlanMismatch(
             f"{output} holds another copy (of {shown} from {plan.cluster}, "
-            f"--records-per-file {plan.records_per_file}, --name-prefix {plan.name_prefix}); "
+            f"--records-per-file {plan.records_per_file}, --name-prefix {plan.name_prefix}, "
+            f"--output-format {plan.warc['format']}, --level {plan.warc['level']}"
+            + (f", --dictionary {plan.warc['dictionary']}" if plan.warc["dictionary"] else "")
+            + "); "
             f"this one differs in: {', '.join(differ)}. Use a new output directory, or rerun "
             "that copy with its own options")
     return plan
 
 
 def ensure_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECORDS_PER_FILE,
-                name_prefix=DEFAULT_NAME_PREFIX):
+                name_prefix=DEFAULT_NAME_PREFIX, warc=GZ_OUTPUT):
     """The plan of this copy in ``output``: the one there, or a new one (see ``make_plan``).
     ``cluster`` may be a callable returning it, called only when a plan is made."""
-    plan = existing_plan(location, inputs, output, records_per_file, name_prefix)
+    plan = existing_plan(location, inputs, output, records_per_file, name_prefix, warc)
     if plan is None:
         plan = make_plan(cluster() if callable(cluster) else cluster, location, inputs, output,
-                         records_per_file, name_prefix)
+                         records_per_file, name_prefix, warc)
     return plan
 
 

@@ -20,22 +20,24 @@ from .. import storage
 from ..engines import open_engine
 from ..options import DEFAULT_RETRIES, DEFAULT_THREADS, check_engine
 from ..progress import Progress
-from .fetch import again, check_prefix
-from .plan import Plan, check_output, ensure_plan, load_plan, output_files, plan_path
+from .fetch import again, check_dictionary, check_prefix
+from .plan import (Plan, check_output, ensure_plan, load_plan, output_files, plan_path,
+                   warc_output)
 from .selection import read_selection
 from .write import output_paths, read_progress
 
 
 def copy_chunks(engine, chunk_paths, output, warc_prefix, threads=DEFAULT_THREADS,
-                retries=DEFAULT_RETRIES, progress_dir=None):
+                retries=DEFAULT_RETRIES, progress_dir=None, zstd_dictionary=None):
     """Copy the planned ``chunk_paths`` as tasks of ``engine`` (``engines.open_engine``),
-    one ``run_chunk`` each; the status of each chunk."""
+    one ``run_chunk`` each; the status of each chunk. ``zstd_dictionary``: the dictionary
+    file of .warc.zst sources without their own (absolute: see ``fetch.check_dictionary``)."""
     chunk_paths = list(chunk_paths)
     if not chunk_paths:
         return []
     # tasks run in directories of their own
     return engine.copy(chunk_paths, storage.abspath(output), storage.abspath(warc_prefix),
-                       threads, retries, progress_dir)
+                       threads, retries, progress_dir, zstd_dictionary)
 
 
 @dataclass
@@ -114,8 +116,10 @@ def copy(options, planned=None):
     check_output(options.output)
     check_prefix(options.warc_prefix)
     check_engine(options, strict=True)
+    warc = warc_output(options.output_format, options.level, options.dictionary)
+    zstd_dictionary = check_dictionary(options.zstd_dictionary)
     plan = ensure_plan(lambda: open_cluster(options.location), options.location, inputs,
-                       options.output, options.records_per_file, options.name_prefix)
+                       options.output, options.records_per_file, options.name_prefix, warc)
     if planned:
         planned(plan)
     if not plan.chunks:
@@ -139,7 +143,7 @@ def copy(options, planned=None):
             progress_dir = work if todo and engine.tasks_here else None
             progress.transfer("copying", done, plan.records, plan.bytes)
             copy_chunks(engine, todo, plan.output, options.warc_prefix, options.threads,
-                        options.retries, progress_dir)
+                        options.retries, progress_dir, zstd_dictionary)
         except Exception as exc:  # a task that failed whole: say so, then show what is there
             failure = exc
         finally:

@@ -2,10 +2,15 @@
 a new WARC file, then its index::
 
     OUT/extract-00000.warc.gz        warcinfo (source, selection), then the members as they
-                                     were, byte for byte
+                                     were, byte for byte (records of .warc.zst and .warc
+                                     sources compressed into members of their own)
     OUT/extract-00000.failures.json  records that could not be copied, with reasons
     OUT/extract-00000.cdxj           its index (records at their new offsets), as pywb's
                                      cdx-indexer writes it; published last
+
+or, as the plan says (``--output-format zst``), ``OUT/extract-00000.warc.zst``: the same
+records, a zstd frame each, after a dictionary frame that embeds the dictionary of the
+file, trained on its records (or given); its index points at the records' frames.
 
 An output is complete when its ``.cdxj`` exists and it has no ``.failures.json``;
 ``run_chunk`` skips complete outputs and redoes the others whole. Nothing here names a
@@ -21,9 +26,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import cdx, cdxline, storage
-from ..options import DEFAULT_RETRIES, DEFAULT_THREADS
+from ..options import DEFAULT_DICT_SIZE, DEFAULT_RETRIES, DEFAULT_THREADS
 from .fetch import Failed, again, fetch_record, source_path
-from .plan import plan_of, plan_path
+from .plan import GZ_OUTPUT, plan_of, plan_path
 
 SOFTWARE = "webarchive-indexing (webarchive-index copy)"
 # Inputs listed in a warcinfo record (plan.json has them all).
@@ -36,9 +41,12 @@ def _warcinfo(writer, filename, info):
     writer.write_record(writer.create_warcinfo_record(filename, fields))
 
 
-def output_paths(output, name):
+def output_paths(output, name, fmt="gz"):
+    """The files of the output ``name``: its WARC file (.warc.gz, or .warc.zst for ``fmt``
+    "zst"), its index, its failures."""
     base = storage.resolve(output, name)
-    return {"warc": base + ".warc.gz", "cdxj": base + ".cdxj", "failures": base + ".failures.json"}
+    return {"warc": f"{base}.warc.{fmt}", "cdxj": base + ".cdxj",
+            "failures": base + ".failures.json"}
 
 
 def is_complete(output, name):
@@ -49,26 +57,31 @@ def is_complete(output, name):
 
 
 def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcinfo=None,
-               retries=DEFAULT_RETRIES, progress=None):
-    """Copy the records of ``lines`` (index lines) into ``output/name.warc.gz``; write its
+               retries=DEFAULT_RETRIES, progress=None, zstd_dictionary=None, warc=GZ_OUTPUT):
+    """Copy the records of ``lines`` (index lines) into ``output/name.warc.gz`` (or
+    ``.warc.zst``, as ``warc``, a plan's ``warc`` settings, say); write its
     ``.failures.json`` (if any record could not be copied) and then its ``.cdxj``.
 
     ``threads`` reads are in flight at once; records are written in the order of
     ``lines``. ``warcinfo``: more fields for the warcinfo record. ``progress(records,
-    bytes)`` is called as records are done (copied or failed). Returns a status dict.
+    bytes)`` is called as records are done (copied or failed). ``zstd_dictionary``: the
+    dictionary file of .warc.zst sources without their own. Returns a status dict.
     """
     from warcio.warcwriter import WARCWriter
     output = storage.abspath(output)
-    paths = output_paths(output, name)
-    filename = name + ".warc.gz"
+    fmt = warc["format"]
+    paths = output_paths(output, name, fmt)
+    filename = storage.basename(paths["warc"])
     if storage.is_local(warc_prefix):
         warc_prefix = storage.abspath(warc_prefix)  # tasks may run in another directory
         retries = 0  # a local file reads the same the next time
     # what an earlier attempt at this output left when it was killed
     storage.remove_leftovers(paths.values())
     staged = storage.staging_path(paths["warc"])
+    # a .warc.zst is written from the records as they are, once they are all there
+    staged_records = storage.staging_path(paths["warc"]) if fmt == "zst" else None
     status = {"name": name, "records": 0, "copied": 0, "failed": 0, "bytes": 0,
-              "index_lines": 0, "skipped": False, "failures": None}
+              "index_lines": 0, "skipped": False, "failures": None, "dictionary_id": None}
     failures = []
     done = [0, 0]
 
@@ -77,7 +90,8 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
             return None
         try:
             return fetch_record(source_path(warc_prefix, record.filename), record.offset,
-                                record.length, retries)
+                                record.length, retries, zstd_dictionary, member=fmt == "gz",
+                                level=warc["level"])
         except Failed as exc:
             return exc
 
@@ -93,8 +107,8 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
                 yield line, exc
 
     try:
-        with open(staged, "wb") as tmp:
-            writer = WARCWriter(tmp, gzip=True)
+        with open(staged_records or staged, "wb") as tmp:
+            writer = WARCWriter(tmp, gzip=staged_records is None)
             _warcinfo(writer, filename, warcinfo)
             with ThreadPoolExecutor(max(1, threads)) as pool:
                 pending = collections.deque()
@@ -122,6 +136,8 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
                         finish()
                 while pending:
                     finish()
+        if staged_records:
+            status["dictionary_id"] = write_zst(staged_records, staged, warc)
         index = cdx.index_file(staged, filename, "cdxj", opener=lambda p: open(p, "rb"))
         if index.errors:
             raise RuntimeError(f"{staged} (to become {paths['warc']}) does not read back: "
@@ -140,9 +156,30 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
         if not failures:
             again(lambda: storage.remove(paths["failures"]), output)
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(staged)
+        for path in (staged, staged_records):
+            with contextlib.suppress(FileNotFoundError, TypeError):
+                os.unlink(path)
     return status
+
+
+def write_zst(source, target, warc):
+    """Write the records of the uncompressed WARC file ``source`` into the .warc.zst
+    ``target``, a zstd frame each (at ``warc["level"]``), with the dictionary
+    ``warc["dictionary"]``, else one trained on the records (none if they are too few to
+    train one); the id of the dictionary (0 for none)."""
+    from ..rawrecords import open_records, record_starts, record_writer
+    from ..zstdwarc import SAMPLES_PER_DICT_BYTE, load_dictionary, sized_dictionary
+    if warc["dictionary"]:
+        zdict = load_dictionary(warc["dictionary"])
+    else:
+        with open_records(source) as records:
+            zdict = sized_dictionary(list(record_starts(
+                records, DEFAULT_DICT_SIZE * SAMPLES_PER_DICT_BYTE)), DEFAULT_DICT_SIZE)
+    with open(target, "wb") as fh, open_records(source) as records:
+        write = record_writer(fh, "zst", warc["level"], zdict)
+        for record in records:
+            write(record.pieces)
+    return zdict.dict_id() if zdict is not None else 0
 
 
 def _failure(line, record, warc_prefix, reason):
@@ -199,12 +236,14 @@ def read_progress(directory):
 
 
 def run_chunk(chunk_path, output, warc_prefix, threads=DEFAULT_THREADS, retries=DEFAULT_RETRIES,
-              progress_dir=None, on_progress=None):
+              progress_dir=None, on_progress=None, zstd_dictionary=None):
     """The work of one task: copy the planned chunk ``chunk_path`` (``OUT/plan/NAME.cdx``)
-    into ``output``, unless its output is complete already; its status dict.
+    into ``output`` (in the format its plan says), unless its output is complete already;
+    its status dict.
 
     ``progress_dir``: a local directory where progress is reported (see ``read_progress``);
-    ``on_progress(records, bytes)``: called as records are done, too.
+    ``on_progress(records, bytes)``: called as records are done, too. ``zstd_dictionary``:
+    the dictionary file of .warc.zst sources without their own.
     """
     output = storage.abspath(output)
     name = storage.basename(chunk_path).removesuffix(".cdx")
@@ -227,9 +266,10 @@ def run_chunk(chunk_path, output, warc_prefix, threads=DEFAULT_THREADS, retries=
         progress(planned["records"], planned["bytes"], True)
         return {"name": name, "records": planned["records"], "copied": planned["records"],
                 "failed": 0, "bytes": planned["bytes"], "index_lines": None, "skipped": True,
-                "failures": None}
+                "failures": None, "dictionary_id": None}
     lines = again(lambda: storage.read_bytes(chunk_path), chunk_path).splitlines(True)
     status = copy_chunk(lines, warc_prefix, output, name, threads,
-                        warcinfo_fields(plan, warc_prefix, chunk_path), retries, progress)
+                        warcinfo_fields(plan, warc_prefix, chunk_path), retries, progress,
+                        zstd_dictionary, plan.warc)
     progress(status["records"], planned["bytes"], True)
     return status
