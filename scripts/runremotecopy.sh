@@ -44,6 +44,11 @@ Optional:
   NAME_PREFIX      output names NAME-NNNNN (default extract)
   COPY_THREADS     range requests in flight per task (default 16)
   COPY_RETRIES     further reads of a record after transient errors (default 5)
+  COPY_OUTPUT_FORMAT  gz (default) or zst: .warc.zst outputs, each with its own dictionary
+  COPY_DICTIONARY  with zst: the dictionary of every output (default: trained per file)
+  COPY_LEVEL       compression level (zstd 1-22, default 3; gzip 1-9, default 6)
+  ZSTD_DICTIONARY  the dictionary of .warc.zst sources without their own (a path or URI
+                   every task can read)
   PYTHON           interpreter for the job and the plan (default python3)
   EXTRA_ARGS, COPY_ARGS     more job arguments (bash arrays or words)
   WHEEL_DIR, BUILD_WHEEL    emr: where the package wheel for bootstrap.sh is built
@@ -89,6 +94,9 @@ PLAN=("${CLI[@]}" copy plan "$COPY_CLUSTER" -o "$COPY_OUTPUT")
 [ -z "${COPY_DOMAINS_FILE:-}" ] || PLAN+=(--domains-file "$COPY_DOMAINS_FILE")
 [ -z "${RECORDS_PER_FILE:-}" ] || PLAN+=(--records-per-file "$RECORDS_PER_FILE")
 [ -z "${NAME_PREFIX:-}" ] || PLAN+=(--name-prefix "$NAME_PREFIX")
+[ -z "${COPY_OUTPUT_FORMAT:-}" ] || PLAN+=(--output-format "$COPY_OUTPUT_FORMAT")
+[ -z "${COPY_DICTIONARY:-}" ] || PLAN+=(--dictionary "$COPY_DICTIONARY")
+[ -z "${COPY_LEVEL:-}" ] || PLAN+=(--level "$COPY_LEVEL")
 echo "$PROG: == 1/3 plan" >&2
 status=0
 CHUNKS=$("${PLAN[@]}") || status=$?
@@ -114,6 +122,7 @@ CMD=("$PY" "$REPO/jobs/remote_copy.py" -r "$RUNNER" --conf-path "$MRJOB_CONF"
      --copy-dir "$COPY_OUTPUT" --warc-prefix "$WARC_PREFIX")
 [ -z "${COPY_THREADS:-}" ] || CMD+=(--threads "$COPY_THREADS")
 [ -z "${COPY_RETRIES:-}" ] || CMD+=(--retries "$COPY_RETRIES")
+[ -z "${ZSTD_DICTIONARY:-}" ] || CMD+=(--zstd-dictionary "$(absolute "$ZSTD_DICTIONARY")")
 add_words EXTRA_ARGS
 add_words COPY_ARGS
 CMD+=("${PASSTHRU[@]}" "$INPUT")

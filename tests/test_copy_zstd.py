@@ -10,7 +10,9 @@ dictionary frame, and as .warc.zst whose dictionary is kept apart; a cluster of 
 import hashlib
 import json
 import os
+import shlex
 import subprocess
+import sys
 
 import pytest
 from fastwarc.stream_io import ZstdReader
@@ -231,3 +233,55 @@ def test_copy_on_spark_into_warc_zst(crawl, tmp_path, spark):
         progress=False))
     assert result.done and result.after.copied == crawl["records"]
     assert same_copy(out, inline)
+
+
+def test_readme_copy_commands_as_written(tmp_path, monkeypatch, capsys):
+    """The command lines of the README's copy section, on a crawl with example.com in it and
+    the same records recompressed as .warc.zst."""
+    from test_copy import write_lookalikes
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md")).read()
+    section = readme.split("## Copying captures out")[1].split("\n## ")[0]
+    commands = [shlex.split(line) for line in section.split("```\n")[1].splitlines() if line]
+    assert [c[:2] for c in commands] == [["webarchive-index", "build"],
+                                         ["webarchive-index", "copy"]] * 2
+    monkeypatch.chdir(tmp_path)
+    os.mkdir("crawl")
+    write_lookalikes(tmp_path / "crawl" / "LOOKALIKE-00000.warc.gz")
+    os.remove("crawl/LOOKALIKE-00000.warc.gz.manifest.jsonl")
+    warcs(tmp_path / "crawl", files=1, captures=50, seed=5)
+    assert cli.main(["recompress", "crawl/", "-o", "crawl-zst/", "--no-progress"]) == cli.EXIT_OK
+    for command in commands:
+        assert cli.main(command[1:] + ["--no-progress"]) == cli.EXIT_OK, command
+    capsys.readouterr()
+    assert same_copy(tmp_path / "extract-zst", tmp_path / "extract")
+    found = copied(tmp_path / "extract")
+    urls = [line.split('"url": "', 1)[1].split('"')[0] for _, cdxj in found.values()
+            for line in cdxj.splitlines()]
+    assert len(urls) > 10 and all("example.com" in url.lower() for url in urls)
+    assert list(outputs(tmp_path / "extract-zst")) == ["extract-00000.warc.zst"]
+
+
+def test_launcher_with_warc_zst_sources_and_outputs(crawl, tmp_path):
+    """scripts/runremotecopy.sh (inline): the plan's output settings, the job's dictionary
+    of the sources (relative, as a user gives it)."""
+    from test_copy import REPO, launcher_env, run_launcher
+    assert copy(crawl, "gz", tmp_path / "gz") == cli.EXIT_OK
+    (tmp_path / "work").mkdir()
+    os.link(crawl["dict"], tmp_path / "work" / "crawl.dict")
+    settings = dict(RUNNER="inline", MRJOB_CONF=REPO / "mrjob.conf.sample",
+                    COPY_CLUSTER=crawl["root"] / "index-apart",
+                    COPY_DOMAINS=",".join(crawl["domains"]), COPY_OUTPUT="out",
+                    WARC_PREFIX=crawl["root"] / "apart", RECORDS_PER_FILE=150,
+                    COPY_OUTPUT_FORMAT="zst", COPY_LEVEL=5, ZSTD_DICTIONARY="crawl.dict",
+                    PYTHON=sys.executable)
+    result = run_launcher(launcher_env(tmp_path / "work", **settings), cwd=tmp_path / "work")
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = tmp_path / "work" / "out"
+    assert json.loads((out / "plan" / "plan.json").read_text())["warc"] == \
+        {"format": "zst", "level": 5, "dictionary": None}
+    assert same_copy(out, tmp_path / "gz")
+    for path in outputs(out).values():
+        check_warc_zst(path, open(path.replace(".warc.zst", ".cdxj")).read(), tmp_path)
+    result = run_launcher(launcher_env(tmp_path / "work", **dict(settings, COPY_LEVEL=30)),
+                          cwd=tmp_path / "work")
+    assert result.returncode == 2 and "zst levels are 1 to 22" in result.stderr
