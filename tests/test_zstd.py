@@ -276,7 +276,7 @@ def test_whole_file_zstd_is_refused(corpus, tmp_path):
     (b"\x5d\x2a\x4d\x18\xff\xff\xff\x7f" + b"x" * 100, 0, "dictionaries of more than"),
     (b"\x5d\x2a\x4d\x18\x00\x10\x00\x00" + b"x" * 100, 0, "dictionary frame is truncated"),
     (b"\x5d\x2a\x4d\x18\x18\x00\x00\x00\x37\xa4\x30\xec\x01\x00\x00\x00" + b"garbage!" * 2
-     + zstandard.compress(b"WARC/1.0\r\n"), 0, "not a usable zstd dictionary"),
+     + zstandard.compress(b"no record"), 0, "not a usable zstd dictionary"),
 ])
 def test_not_a_warc_zst(tmp_path, content, offset, reason):
     bad = tmp_path / "bad.warc.zst"
@@ -332,6 +332,28 @@ def test_a_missing_dictionary_ends_the_walk_at_the_first_frame(corpus, tmp_path)
         with pytest.raises(ArchiveError, match="give the dictionary with --zstd-dictionary"):
             next(walk)
         assert fh.tell() <= READ_SIZE < os.path.getsize(path)
+
+
+def test_a_corrupt_dictionary_id_in_the_first_frame_is_not_taken_for_a_wrong_dictionary(
+        corpus, tmp_path):
+    """One frame that names another dictionary may be corrupt: the walk goes on, and gives up
+    only where a second one does too (no frame decompressed)."""
+    zst = corpus["zst"][0]
+    data = bytearray(open(zst, "rb").read())
+    found = ranges(zst)
+    offset = found[0][0]
+    descriptor = data[offset + 4]
+    at = offset + 5 + (0 if descriptor & 0x20 else 1)  # the dictionary id, after the window's
+    assert descriptor & 3  # (the frame names its dictionary)
+    data[at] ^= 0x55
+    bad = tmp_path / "first.warc.zst"
+    bad.write_bytes(data)
+    with open(bad, "rb") as fh:
+        items = list(iter_records(fh, str(bad)))
+    assert [(type(e), e.offset) for e in items if isinstance(e, ArchiveError)] == \
+        [(RecordError, offset)]
+    assert "zstd frame needs dictionary" in items[0].reason
+    assert [(r.offset, r.length) for r in items[1:]] == found[1:]
 
 
 def test_a_frame_with_another_dictionary_among_good_ones(corpus, tmp_path):

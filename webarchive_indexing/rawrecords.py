@@ -221,7 +221,7 @@ def decode_record(data, path, offset, zdict=None):
                                                  "record")
             records.append(b"".join(record.pieces))
     except ArchiveError as exc:  # (split's offsets are in the record's uncompressed bytes)
-        if frames.hopeless:
+        if frames.dictionary_problems:
             raise DictionaryError(f"{path}: offset {offset}: {exc.reason}") from None
         raise ArchiveError(path, offset, exc.reason) from None
     return records[0]

@@ -186,6 +186,10 @@ def _dictionary_id(zdict):
     return zdict.dict_id() if zdict is not None else 0
 
 
+class _Hopeless(Exception):
+    """No frame of the file will decompress: the walk ends (``ZstdFrames.hopeless``)."""
+
+
 class ZstdFrames(GzipMembers):
     """Walks a .warc.zst record by record; reads like a file within one record.
 
@@ -216,9 +220,9 @@ class ZstdFrames(GzipMembers):
         self.frame_end = None  # end offset of the current frame, once decompressed to it
         self.started = None  # output of a frame that starts the next record, read ahead
         self.ahead_error = None  # the problem met reading ahead, for the next record
-        # a dictionary problem (missing, wrong, unusable) met before any frame decompressed:
-        # no other frame will, so there is nowhere to go on (``recover``)
-        self.hopeless = False
+        # dictionary problems (missing, wrong, unusable dictionary) met, and whether any
+        # frame decompressed: see ``hopeless``
+        self.dictionary_problems = 0
         self.decompressed = False
 
     def next_member(self):
@@ -238,26 +242,41 @@ class ZstdFrames(GzipMembers):
         self.start, self.end, self.pos, self.dropped = self.frame_start, None, 0, 0
         return self.start
 
+    @property
+    def hopeless(self):
+        """Whether no frame will decompress: two of them failed for want of the right
+        dictionary, and none has decompressed (one such failure may be a corrupt frame
+        header)."""
+        return self.dictionary_problems >= 2 and not self.decompressed
+
     def recover(self):
         """After a problem with the record at ``start`` (or with what stands there instead of
         a frame), find the next zstd frame after it that decompresses and starts a record
-        (``GzipMembers.recover``): its offset, or None if there is none."""
+        (``GzipMembers.recover``): its offset, or None if there is none (or no frame will
+        decompress: ``hopeless``)."""
         if self.hopeless:
             return None
         self.started = self.ahead_error = None
-        return super().recover()
+        try:
+            return super().recover()
+        except _Hopeless:
+            return None
 
     def _start_again(self):
-        offset = self.next_member()
+        try:
+            offset = self.next_member()
+        except ArchiveError:
+            if self.hopeless:
+                raise _Hopeless from None
+            raise
         while len(self.out) < RECORD_START_MAX and self.frame_end is None:
             self.out += self._decompress(CHUNK)
         if not RECORD_START.match(self.out):
             raise ArchiveError(self.path, offset, "the frame here does not start a record")
 
     def _dictionary_problem(self):
-        """Note a missing, wrong or unusable dictionary: met before any frame decompressed,
-        no other frame will decompress either (``recover`` gives up)."""
-        self.hopeless = not self.decompressed
+        """Note a missing, wrong or unusable dictionary (see ``hopeless``)."""
+        self.dictionary_problems += 1
 
     def next_piece(self):
         """The next output of the file's frames, one frame after the other, records aside;
