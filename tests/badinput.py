@@ -1,5 +1,6 @@
-"""The bad-input corpus: small generated archives (gzipped and uncompressed WARC and ARC),
-damaged in known ways, and the oracle each one's index must satisfy.
+"""The bad-input corpus: small generated archives (gzipped and uncompressed WARC and ARC,
+and a .warc.zst with a dictionary frame), damaged in known ways, and the oracle each one's
+index must satisfy.
 
 Damage: truncations at many points of several records, byte flips anywhere, wrong,
 missing, malformed and huge Content-Lengths (ARC lengths), bytes inserted into header
@@ -7,7 +8,10 @@ lines. Everything is made from seeds: the same cases every run, nothing committe
 
 The oracle (``check``) knows which records the damage touched (``Case.damaged``) and what
 the index of every other one is (the undamaged file's, with offsets moved by what was
-inserted or removed); pywb 2.10's indexer reads each damaged file too:
+inserted or removed); pywb 2.10's indexer reads each damaged file too (it reads no
+.warc.zst: for a record of a .warc.zst whose bytes were changed, pywb's line is that of the
+same record changed alike in the .warc.gz, ``twin_lines``; of other damage to a .warc.zst,
+a cut or a flip, pywb gives no line):
 
 * a record not touched is indexed exactly as in the undamaged file, or, if it is
   missing, a reported problem covers it (the span from a problem's offset to where the
@@ -25,12 +29,16 @@ import random
 import re
 from typing import NamedTuple
 
+import zstandard
+
 from helpers import line_offset, resumed_at
+from webarchive_indexing import zstdwarc
 from webarchive_indexing.corpus import make_corpus, read_manifest
 
-# (format, gzipped): each base file's 14 captures hold every WARC record type, revisits
-# and a response without WARC-Payload-Digest (its payload is hashed)
-BASES = [("warc", True), ("warc", False), ("arc", True), ("arc", False)]
+# (format, compression): each base file's 14 captures hold every WARC record type, revisits
+# and a response without WARC-Payload-Digest (its payload is hashed); the .warc.zst holds the
+# records of the .warc.gz, a frame each, after a dictionary frame
+BASES = [("warc", "gz"), ("warc", None), ("arc", "gz"), ("arc", None), ("warc", "zst")]
 SEED, CAPTURES, MEAN_KB = 31, 14, 2
 # The CDX filename every file is indexed under, so that lines compare across files
 FILENAME = "damaged"
@@ -48,10 +56,24 @@ class Base(NamedTuple):
     path: str
     data: bytes
     records: list     # (offset, length, kind) of each record, as the manifest gives them
-    gz: bool
+    compression: str  # "gz", "zst" or None
     fmt: str
     lines: dict       # offset -> CDXJ line of the undamaged file
     sep: int          # bytes of blank lines after a record that its manifest length holds
+    head: int = 0     # bytes before the first record (a .warc.zst's dictionary frame)
+    zdict: object = None  # a .warc.zst's dictionary
+
+    def unpack(self, data):
+        """A record's bytes, from what the file holds of it."""
+        if self.compression == "zst":
+            return zstandard.ZstdDecompressor(dict_data=self.zdict).decompress(data)
+        return gzip.decompress(data) if self.compression == "gz" else data
+
+    def pack(self, content):
+        """What the file holds of a record whose bytes are ``content``."""
+        if self.compression == "zst":
+            return zstdwarc.compressor(3, self.zdict).compress(content)
+        return gzip.compress(content, 6, mtime=0) if self.compression == "gz" else content
 
 
 class Case(NamedTuple):
@@ -61,21 +83,47 @@ class Case(NamedTuple):
     damaged: frozenset  # offsets (in the damaged file) of the records the damage touched
     zone: tuple         # (start, end): where problems may be reported
     expected: dict      # offset -> line of every record not touched, as it must be indexed
+    twin: str = None    # of a .warc.zst record changed: the .warc.gz case changed alike
 
 
 def make_bases(directory):
     """The undamaged files, each with the lines of its index (``index``: path -> lines)."""
     from webarchive_indexing.cdx import index_file
     bases = []
-    for fmt, gz in BASES:
-        (path,) = make_corpus(os.path.join(directory, f"{fmt}{'.gz' if gz else ''}"), files=1,
-                              captures=CAPTURES, seed=SEED, mean_kb=MEAN_KB, fmt=fmt, gzip=gz)
+    for fmt, compression in BASES:
+        name = f"{fmt}.{compression}" if compression else fmt
+        if compression == "zst":
+            bases.append(_zst_base(directory, bases[0]))
+            continue
+        (path,) = make_corpus(os.path.join(directory, name), files=1, captures=CAPTURES,
+                              seed=SEED, mean_kb=MEAN_KB, fmt=fmt, gzip=compression == "gz")
         records = [(r["offset"], r["length"], r["warc_type"]) for r in read_manifest(path)]
         lines = {line_offset(line): line for line in index_file(path, FILENAME).lines}
-        sep = 0 if gz else 4 if fmt == "warc" else 1
-        bases.append(Base(f"{fmt}{'.gz' if gz else ''}", path, open(path, "rb").read(), records,
-                          gz, fmt, lines, sep))
+        sep = 0 if compression else 4 if fmt == "warc" else 1
+        bases.append(Base(name, path, open(path, "rb").read(), records, compression, fmt,
+                          lines, sep))
     return bases
+
+
+def _zst_base(directory, warc_gz):
+    """The records of the .warc.gz base as a .warc.zst: a dictionary frame (of a dictionary
+    trained on them), then a frame each."""
+    from webarchive_indexing.cdx import index_file
+    contents = [warc_gz.unpack(warc_gz.data[offset:offset + length])
+                for offset, length, _ in warc_gz.records]
+    zdict = zstandard.train_dictionary(4096, contents * 8)
+    base = Base("warc.zst", os.path.join(directory, "warc.zst"), b"", [], "zst", "warc", {}, 0,
+                zdict=zdict)
+    data = zstdwarc.dictionary_frame(zdict)
+    head = len(data)
+    for (_, _, kind), content in zip(warc_gz.records, contents):
+        frame = base.pack(content)
+        base.records.append((len(data), len(frame), kind))
+        data += frame
+    with open(base.path, "wb") as fh:
+        fh.write(data)
+    lines = {line_offset(line): line for line in index_file(base.path, FILENAME).lines}
+    return base._replace(data=data, lines=lines, head=head)
 
 
 def _moved(base, after, shift, before=None):
@@ -107,14 +155,35 @@ def _targets(base):
 
 
 def _rewrite(base, record, change, name):
-    """A case: the record's bytes (inflated, if gzipped) changed by ``change``."""
+    """A case: the record's bytes (decompressed, if compressed) changed by ``change``."""
     offset, length, _ = record
     old = base.data[offset:offset + length]
-    content = change(gzip.decompress(old) if base.gz else old)
-    new = gzip.compress(content, 6, mtime=0) if base.gz else content
+    new = base.pack(change(base.unpack(old)))
     shift = len(new) - len(old)
     return Case(f"{base.name}-{name}", base, base.data[:offset] + new + base.data[offset + length:],
-                frozenset([offset]), (offset, offset + len(new)), _moved(base, offset, shift))
+                frozenset([offset]), (offset, offset + len(new)), _moved(base, offset, shift),
+                "warc.gz-" + name if base.compression == "zst" else None)
+
+
+def _places(case):
+    """Where each record of a case whose one record was rewritten is: (offset, length)."""
+    (damaged,) = case.damaged
+    shift = len(case.data) - len(case.base.data)
+    return [(offset + shift * (offset > damaged), length + shift * (offset == damaged))
+            for offset, length, _ in case.base.records]
+
+
+def twin_lines(case, twin, lines):
+    """pywb's lines of the .warc.gz case ``twin`` (the same records, changed alike), each at
+    the place of its record in the .warc.zst case ``case``."""
+    place = dict(zip((offset for offset, _ in _places(twin)), _places(case)))
+    moved = []
+    for line in lines:
+        if line_offset(line) in place:
+            offset, length = place[line_offset(line)]
+            moved.append(re.sub(r'"length": "-?\d+", "offset": "\d+"',
+                                f'"length": "{length}", "offset": "{offset}"', line))
+    return moved
 
 
 def _with_length(base, value):
@@ -164,8 +233,7 @@ def cases(bases, flips=30):
             for label, value in LENGTHS.items():
                 made.append(_rewrite(base, target, _with_length(base, value),
                                      f"length-{label}-{kind}"))
-            content = base.data[offset:offset + length]
-            content = gzip.decompress(content) if base.gz else content
+            content = base.unpack(base.data[offset:offset + length])
             for at in _header_lines(content, base.fmt):
                 for byte in (b"x", b"\n"):
                     made.append(_rewrite(base, target, lambda c, at=at, byte=byte: c[:at] + byte + c[at:],
@@ -180,7 +248,9 @@ def cases(bases, flips=30):
 
 def _cut(base, cut, name):
     damaged = [r for r in base.records if r[0] < cut < r[0] + r[1] - base.sep]
-    zone = (damaged[0][0], cut) if damaged else (cut, cut)
+    # (a cut in what comes before the records, a .warc.zst's dictionary frame, is a problem
+    # of the file's start)
+    zone = (damaged[0][0], cut) if damaged else (0, cut) if cut <= base.head else (cut, cut)
     return Case(f"{base.name}-{name}", base, base.data[:cut], frozenset(r[0] for r in damaged), zone,
                 _moved(base, -1, 0, before=cut))
 
@@ -188,6 +258,11 @@ def _cut(base, cut, name):
 def _flip(base, position, bit):
     data = bytearray(base.data)
     data[position] ^= bit
+    if position < base.head:
+        # in a .warc.zst's dictionary: any record may be decompressed wrongly (a frame's
+        # checksum tells), or not at all
+        return Case(f"{base.name}-flip-{position}-{bit}", base, bytes(data),
+                    frozenset(r[0] for r in base.records), (0, len(data)), {})
     record = _record_at(base, position)
     touched = [record]
     if position >= record[0] + record[1] - base.sep:
