@@ -3,6 +3,7 @@
     webarchive-index build warcs/ -o out --shards 4
     webarchive-index query out 'example.com/*'
     webarchive-index cdx warcs/example.warc.gz
+    webarchive-index export out -o all.cdxj.gz
     webarchive-index corpus --out corpus --files 2 --captures 500
 
 Exit status: 0 done; 1 failed (nothing published); 2 bad usage; 3 done, but
@@ -19,6 +20,14 @@ INPUT_HELP = ("WARC/ARC files (.warc.gz .warc .arc.gz .arc), directories (search
               "glob patterns, or manifest files listing one archive path per line; files, "
               "manifests and directories may be s3://bucket/key URLs (s3://bucket/prefix/ is "
               "listed like a directory)")
+BUILD_INPUT_HELP = (
+    "archives, and existing indexes to put in the cluster with their lines: flat CDXJ, CDX11 "
+    "or CDX9 files (.cdx .cdxj .cdx.gz .cdxj.gz, Common Crawl's cdx-NNNNN.gz; sorted or not), "
+    "ZipNum clusters (a cluster.idx, or a directory holding one, e.g. a build's output "
+    "directory) and the 2012 Common Crawl URL index (url-index.*); as files, directories "
+    "(searched recursively), glob patterns or manifest files listing one path per line; "
+    "files, manifests and directories may be s3://bucket/key URLs (s3://bucket/prefix/ is "
+    "listed like a directory)")
 
 
 def _positive(text):
@@ -44,10 +53,23 @@ def _add_bool(parser, name, default, help_on, help_off, short=None):
     parser.add_argument(f"--no-{name}", dest=dest, action="store_false", help=help_off)
 
 
-def _add_index_options(parser):
+def _add_index_options(parser, with_index_inputs=False):
     from .cdx import FORMATS
-    parser.add_argument("--cdx-format", choices=FORMATS, default="cdxj",
-                        help="CDXJ (default, as Common Crawl and pywb write it) or classic CDX11/CDX9")
+    if with_index_inputs:
+        parser.add_argument("--cdx-format", choices=FORMATS,
+                            help="the CDX format of the cluster: CDXJ (as Common Crawl and pywb "
+                                 "write it) or classic CDX11/CDX9 (default: the format of the "
+                                 "index inputs, else cdxj); archives are indexed in it, and "
+                                 "index inputs must be in it")
+        parser.add_argument("--legacy-prefix", default="", metavar="KEY",
+                            help="read only the URL keys starting with KEY of 2012 Common Crawl "
+                                 "URL index inputs (their keys are reversed host names: "
+                                 "com.example.www/path:http; com.example takes example.com and "
+                                 "its subdomains); default: every key")
+    else:
+        parser.add_argument("--cdx-format", choices=FORMATS, default="cdxj",
+                            help="CDXJ (default, as Common Crawl and pywb write it) or classic "
+                                 "CDX11/CDX9")
     parser.add_argument("--input-root", action="append", default=[], metavar="DIR",
                         help="make the CDX 'filename' of archives under DIR relative to it "
                              "(directory inputs and manifests are roots already); repeatable")
@@ -98,13 +120,17 @@ def _parser(argv=()):
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     build = sub.add_parser(
-        "build", help="index archives and build a ZipNum cluster",
-        description="Index every archive (one sorted .cdx.gz each), sample split points and "
-                    "write a ZipNum cluster of --shards shards into OUTDIR/cluster.",
-        epilog="Output: OUTDIR/cdx/ (per-archive CDX), OUTDIR/splits.txt and splits.seq, "
+        "build", help="index archives (and add existing indexes) into a ZipNum cluster",
+        description="Index every archive (one sorted .cdx.gz each), read every index input, "
+                    "sample split points and write a ZipNum cluster of --shards shards of all "
+                    "their lines into OUTDIR/cluster.",
+        epilog="Output: OUTDIR/cdx/ (per-archive CDX), OUTDIR/indexes/ (index inputs "
+               "rewritten for the jobs: clusters, legacy indexes, files of several gzip "
+               "members or with malformed lines), OUTDIR/splits.txt and splits.seq, "
                "OUTDIR/cluster/ (cdx-NNNNN.gz, part-NNNNN, cluster.idx, cluster.loc), "
-               "OUTDIR/errors.json when there were problems.")
-    build.add_argument("inputs", nargs="+", metavar="INPUT", help=INPUT_HELP)
+               "OUTDIR/errors.json when there were problems. Malformed lines of index inputs "
+               "are problems as unreadable records are (--on-error).")
+    build.add_argument("inputs", nargs="+", metavar="INPUT", help=BUILD_INPUT_HELP)
     build.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                        help="output directory, or s3://bucket/prefix")
     build.add_argument("--shards", type=_positive, default=1,
@@ -128,7 +154,7 @@ def _parser(argv=()):
               "only progress and the summary (default)", short="-v")
     _add_bool(build, "progress", None, "show progress (default: when stderr is a terminal)",
               "never show progress")
-    _add_index_options(build)
+    _add_index_options(build, with_index_inputs=True)
 
     cdx = sub.add_parser(
         "cdx", help="write the sorted CDX of each archive (no cluster)",
@@ -183,6 +209,25 @@ def _parser(argv=()):
     _add_bool(query, "verbose", False, "print every request made to a remote cluster on stderr",
               "print no requests (default)", short="-v")
 
+    export = sub.add_parser(
+        "export", help="write every line of a cluster as one flat sorted CDX file",
+        description="Stream every line of a ZipNum cluster, in order, into one flat sorted "
+                    "index (for tools that read flat files: OpenWayback, pywb's CDX "
+                    "directories, sort/grep): to stdout, or to FILE, which appears only once "
+                    "complete. A cluster with a malformed line or out of order fails (exit 1).")
+    export.add_argument("location", metavar="CLUSTER",
+                        help="a build's output directory, its cluster/ directory or cluster.idx: "
+                             "a local path, s3://bucket/prefix or http(s)://host/path")
+    export.add_argument("-o", "--output", metavar="FILE",
+                        help="write FILE (local or s3://; gzipped when it ends in .gz) "
+                             "instead of printing")
+    from .export import FORMATS as EXPORT_FORMATS
+    export.add_argument("--format", choices=tuple(EXPORT_FORMATS), default="cdx",
+                        help="cdx (default): the lines as the cluster holds them, CDXJ, or "
+                             "CDX11/CDX9 after their ' CDX ...' header line")
+    _add_bool(export, "progress", None, "show progress (default: when stderr is a terminal)",
+              "never show progress")
+
     finalize = sub.add_parser(
         "finalize", help="check the shards of a cluster job's output and publish its index",
         description="After jobs/zip_cluster.py ran on Hadoop/EMR: check that every shard "
@@ -211,7 +256,8 @@ def _parser(argv=()):
 
 def _print_problems(summary_errors, stream):
     for error in summary_errors[:20]:
-        stream.write(f"error: {error['file']}: offset {error['offset']}: {error['reason']}\n")
+        where = f"line {error['line']}" if "line" in error else f"offset {error['offset']}"
+        stream.write(f"error: {error['file']}: {where}: {error['reason']}\n")
     if len(summary_errors) > 20:
         stream.write(f"error: ... and {len(summary_errors) - 20} more\n")
 
@@ -228,6 +274,8 @@ def _print_summary(summary, stream):
         f"archives: {summary.archives} ({summary.archives_skipped} already indexed), "
         f"{_human(summary.input_bytes)} read\n"
         f"records:  {summary.records} read, {summary.lines} CDX lines\n")
+    if summary.indexes:
+        stream.write(f"indexes:  {summary.indexes} read, {summary.index_lines} CDX lines\n")
     if summary.published:
         stream.write(f"cluster:  {summary.shards} shards, {summary.blocks} blocks, "
                      f"{_human(summary.cluster_bytes)} in {summary.cluster_dir}\n")
@@ -288,7 +336,8 @@ def _build(args):
         return report_build(lambda: build(
             args.inputs, args.output, args.shards, args.lines_per_block, args.cdx_format,
             args.runner, args.on_error, args.skip_existing, args.input_root, args.mrjob_conf,
-            Progress(enabled=args.progress), engine, args.root_index), args.output)
+            Progress(enabled=args.progress), engine, args.root_index, args.legacy_prefix),
+            args.output)
     finally:
         if stop:
             stop()
@@ -300,11 +349,16 @@ def _cdx(args):
     if args.output:
         from .steps import index_archive
     try:
-        archives, missing, _ = expand(args.inputs, args.input_root)
+        found = expand(args.inputs, args.input_root)
     except InputError as exc:
         sys.stderr.write(f"webarchive-index: {exc}\n")
         return EXIT_USAGE
-    errors = [{"file": m, "offset": 0, "reason": "no such file or directory"} for m in missing]
+    if found.indexes:
+        sys.stderr.write(f"webarchive-index cdx: {found.indexes[0].path} is an index, not an "
+                         "archive: cdx indexes archives (build takes indexes as input too)\n")
+        return EXIT_USAGE
+    archives = found.archives
+    errors = [{"file": m, "offset": 0, "reason": "no such file or directory"} for m in found.missing]
     out = sys.stdout
     for archive in archives:
         if errors and args.on_error == "fail":
@@ -365,6 +419,30 @@ def _query(args):
     finally:
         if args.verbose:
             storage.remove_request_listener(show)
+    return EXIT_OK
+
+
+def _export(args):
+    import time
+
+    from .export import ExportFailed, export, open_cluster
+    from .indexinputs import IndexInputError
+    from .pipeline import Progress
+    started = time.monotonic()
+    progress = Progress(enabled=args.progress)
+    try:
+        source = open_cluster(args.location)
+        progress.step(f"exporting {args.location}", count=lambda: source.lines_read,
+                      total=None)
+        done = export(source, args.output, args.format, sys.stdout.buffer)
+    except (ExportFailed, IndexInputError, OSError) as exc:
+        progress.done()
+        written = "" if args.output else " (what was printed is incomplete)"
+        sys.stderr.write(f"webarchive-index export: {exc}{written}\n")
+        return EXIT_FAILED
+    progress.done()
+    sys.stderr.write(f"exported: {done['lines']} lines ({done['format']}) from {args.location} "
+                     f"to {args.output or 'stdout'} in {time.monotonic() - started:.1f} s\n")
     return EXIT_OK
 
 
@@ -694,8 +772,8 @@ def main(argv=None):
     if args.command == "corpus":
         from .corpus import main as corpus_main
         return corpus_main(args.corpus_args)
-    command = {"build": _build, "cdx": _cdx, "query": _query, "finalize": _finalize,
-               "copy": _copy}[args.command]
+    command = {"build": _build, "cdx": _cdx, "query": _query, "export": _export,
+               "finalize": _finalize, "copy": _copy}[args.command]
     try:
         return command(args)
     except BrokenPipeError:

@@ -6,6 +6,7 @@ Layout of the output directory::
 
     out/archives.txt             the archives indexed, one path per line
     out/cdx/<name>.cdx.gz        one sorted CDX per archive (+ .errors.json if it had problems)
+    out/indexes/                 index inputs rewritten for the jobs, if any (see indexprep)
     out/splits.txt, splits.seq   the shards-1 split points, as text and Hadoop SequenceFile
     out/cluster/                 cdx-NNNNN.gz, part-NNNNN, cluster.idx, cluster.loc
     out/errors.json              every problem met, when there were any
@@ -50,7 +51,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from . import storage
-from .inputs import ARCHIVE_EXTENSIONS, cdx_name, expand
+from .indexprep import open_sources, prepare
+from .inputs import ARCHIVE_EXTENSIONS, INDEX_EXTENSIONS, cdx_name, expand
 from .steps import ClusterIncomplete, finalize_cluster
 from .zipnum import shard_name
 
@@ -68,6 +70,8 @@ class Summary:
     out_dir: str
     archives: int = 0
     archives_skipped: int = 0
+    indexes: int = 0
+    index_lines: int = 0
     records: int = 0
     lines: int = 0
     input_bytes: int = 0
@@ -111,14 +115,17 @@ class Progress:
         self._thread = None
 
     def step(self, label, count=None, total=None):
-        """Start showing ``label``; ``count()`` (if given) is polled for ``n/total``."""
+        """Start showing ``label``; ``count()`` (if given) is polled for ``n/total`` (``n``
+        without a total)."""
         self.done()
         self._stop.clear()
         started = time.monotonic()
 
         def draw():
             while True:
-                shown = f"{label}: {count()}/{total}" if count else label
+                shown = label
+                if count:
+                    shown += f": {count()}" + (f"/{total}" if total is not None else "")
                 self.stream.write(f"\r\x1b[K{shown}  {time.monotonic() - started:.0f}s")
                 self.stream.flush()
                 if self._stop.wait(0.5):
@@ -214,30 +221,48 @@ class MrjobSteps:
         return {s["shard"]: s for s in written}
 
 
-def build(inputs, out_dir, shards=1, lines_per_block=3000, cdx_format="cdxj", runner="local",
+def build(inputs, out_dir, shards=1, lines_per_block=3000, cdx_format=None, runner="local",
           on_error="fail", skip_existing=True, input_roots=(), conf_path=None, progress=None,
-          engine=None, root_index=True):
+          engine=None, root_index=True, legacy_prefix=""):
     """Index ``inputs`` and build a ZipNum cluster in ``out_dir``; return a Summary.
 
     The steps run as mrjob jobs with ``runner``, or with ``engine`` (e.g.
     ``spark.SparkSteps``), which gives the same bytes. Raises BuildFailed (with
-    the summary) when ``on_error="fail"`` and any archive had a problem, or when
+    the summary) when ``on_error="fail"`` and any input had a problem, or when
     the cluster could not be completed; nothing is published then. ``root_index``
     publishes ``cluster.root`` beside ``cluster.idx`` (see ``zipnum.root_index``).
+    Index inputs (see ``indexprep``) go into the cluster beside the archives' lines;
+    ``cdx_format`` (None: the index inputs' format, else cdxj) must be theirs, and
+    ``legacy_prefix`` restricts legacy URL indexes to the keys starting with it.
     """
     started = time.monotonic()
     progress = progress or Progress(enabled=False)
     out_dir = storage.abspath(out_dir)
     summary = Summary(out_dir)
-    archives, missing, roots = expand(inputs, input_roots)
+    found = expand(inputs, input_roots)
+    archives, roots = found.archives, found.roots
+    sources, open_errors, cdx_format = open_sources(found.indexes, cdx_format,
+                                                    legacy_prefix.encode("utf-8"))
     summary.errors = [{"file": path, "offset": 0, "reason": "no such file or directory"}
-                      for path in missing]
-    if not archives and not missing:
-        raise BuildFailed(f"no WARC/ARC files ({', '.join(ARCHIVE_EXTENSIONS)}) found in "
+                      for path in found.missing] + open_errors
+    summary.warnings = list(found.warnings)
+    if not archives and not found.indexes and not found.missing:
+        raise BuildFailed(f"no WARC/ARC files ({', '.join(ARCHIVE_EXTENSIONS)}) or indexes "
+                          f"({', '.join(INDEX_EXTENSIONS)}, cluster.idx) found in "
                           f"{' '.join(inputs)}", summary)
     storage.makedirs(out_dir)
     storage.write_atomic(storage.join(out_dir, "archives.txt"),
                          "".join(a.path + "\n" for a in archives).encode("utf-8"))
+    index_files = []
+    if sources:
+        done = []
+        progress.step(f"[1/3] reading {len(sources)} index inputs", count=lambda: len(done),
+                      total=len(sources))
+        index_files, errors, warnings, summary.index_lines = prepare(sources, out_dir, on_error, done)
+        progress.done()
+        summary.indexes = len(sources)
+        summary.errors += errors
+        summary.warnings += warnings
     with engine or MrjobSteps(runner, conf_path) as steps:
         cdx_dir = storage.join(out_dir, "cdx")
         expected = [storage.join(cdx_dir, cdx_name(a.name)) for a in archives]
@@ -257,7 +282,7 @@ def build(inputs, out_dir, shards=1, lines_per_block=3000, cdx_format="cdxj", ru
             raise BuildFailed(f"{len(summary.errors)} problems in the input; no cluster was built "
                               "(use --on-error skip to index what is readable)", summary)
 
-        cdx_files = [s["cdx"] for s in statuses]
+        cdx_files = [s["cdx"] for s in statuses] + index_files
         progress.step(f"[2/3] sampling split points for {shards} shards")
         split_lines = steps.sample(cdx_files, shards, out_dir)
         progress.done()

@@ -228,17 +228,25 @@ class SparkSteps:
                                               self.archives_per_task)
         return statuses
 
+    def _sizes(self, cdx_files):
+        """The sizes of ``cdx_files``: the archives' CDX files first, known from step 1, then
+        the files of index inputs, asked for once."""
+        known = self.sizes or []
+        if len(known) < len(cdx_files):
+            self.sizes = known = known + [storage.size(p) for p in cdx_files[len(known):]]
+        return known
+
     def sample(self, cdx_files, shards, splits_dir):
         return sample_splits(self.sc, cdx_files, shards, splits_dir,
-                             cdx_bytes_per_task=self.cdx_bytes_per_task, sizes=self.sizes)
+                             cdx_bytes_per_task=self.cdx_bytes_per_task, sizes=self._sizes(cdx_files))
 
     def write_cluster(self, cdx_files, split_lines, splits_dir, shards, lines_per_block, cluster_dir):
         return write_cluster(self.sc, cdx_files, split_lines, shards, cluster_dir, lines_per_block,
-                             self.cdx_bytes_per_task, self.sizes)
+                             self.cdx_bytes_per_task, self._sizes(cdx_files))
 
 
 def build_with_spark(sc, inputs, out_dir, shards=1, lines_per_block=LINES_PER_BLOCK,
-                     cdx_format="cdxj", on_error="fail", skip_existing=True, input_roots=(),
+                     cdx_format=None, on_error="fail", skip_existing=True, input_roots=(),
                      progress=None, archives_per_task=1, cdx_bytes_per_task=CDX_BYTES_PER_TASK):
     """``pipeline.build`` with Spark tasks instead of mrjob jobs: the same outputs and Summary."""
     return build(inputs, out_dir, shards, lines_per_block, cdx_format, on_error=on_error,

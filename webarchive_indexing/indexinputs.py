@@ -1,0 +1,416 @@
+"""Existing indexes as input, one class per kind of source behind one interface (as pywb's
+``warcserver/index`` has one per kind of index): flat CDX files (``CdxFile``), ZipNum
+clusters (``ZipNumCluster``) and the 2012 Common Crawl URL index (``legacyindex``).
+
+    source = open_index("sample_archive/cdxj/example.cdxj")
+    source.format               # "cdxj", "cdx11" or "cdx9"
+    for line in source.lines():  # bytes ending in b"\\n", in file order, headers left out
+        ...
+    source.problems             # malformed lines met: [{"file", "line", "reason"}, ...]
+    source.malformed            # how many (problems lists the first MAX_PROBLEMS)
+    source.unsorted             # None, or {"file", "line"}: the first line that sorts before
+                                # the one above it (bytewise, newline included, as ShardWriter)
+    source.lines_read           # lines the last lines() yielded
+
+Lines are bytes, as ``zipnum.ShardWriter`` takes them: valid UTF-8, ``\\r\\n`` made
+``\\n``, a last line without newline given one. ``lines()`` reads the source anew at
+each call and fills the counters as it goes; a source that cannot be read on (a cut
+gzip member, a shard not there) raises ``IndexInputError`` after yielding what came
+before. Sorting is the reader's job: unsorted input is reported, never reordered.
+
+A flat file is CDXJ (``urlkey timestamp {json}``), CDX11 or CDX9 (by its `` CDX``
+header's legend, else by the field count of its lines), plain or gzipped (any number of
+gzip members, whatever its name). A line is malformed when it is not UTF-8, has no
+URL key, a timestamp that is not digits, too few or too many fields for its format, or
+(CDXJ) a JSON block that does not start with ``{`` and end with ``}``; the JSON is not
+parsed (that would cost half the time of merging the lines). A cluster is read shard
+by shard, in the order its index names them, as flat gzipped files; its shards are
+found where pywb finds them (its ``.loc`` file, relative paths resolved against the
+index's directory, else beside the index), but never outside the index's directory.
+"""
+import itertools
+import os
+import re
+
+from isal import isal_zlib
+
+from . import storage
+from .cdx import LEGENDS
+
+FORMATS = ("cdxj",) + tuple(LEGENDS)
+# Field count -> format of a CDX line that is not CDXJ
+FIELD_COUNTS = {len(legend.split()): fmt for fmt, legend in LEGENDS.items()}
+LEGEND_FORMATS = {legend: fmt for fmt, legend in LEGENDS.items()}
+# A well-formed line of each format but for its encoding, matched in one call (``_check``
+# says what is wrong with one that does not match)
+WELL_FORMED = {"cdxj": re.compile(rb"[^ ]+ [0-9]+ \{.*\}\Z"),
+               **{fmt: re.compile(rb"[^ ]+ [0-9]+(?: [^ ]*){%d}\Z" % (len(legend.split()) - 2))
+                  for fmt, legend in LEGENDS.items()}}
+HEADER = re.compile(rb" ?CDX ([^\r\n]*?)\s*\Z")
+# Malformed lines listed per source (all are counted)
+MAX_PROBLEMS = 100
+# Lines read to find the format of a file whose first lines are malformed
+DETECT_LINES = 1000
+# Bytes read, and inflated, at a time: pieces of this size split into lines fastest
+READ_SIZE = 1 << 18
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+class IndexInputError(Exception):
+    """An index input that cannot be read (on): a whole-file problem, not a malformed line."""
+
+    def __init__(self, path, reason, line=0):
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason, self.line = path, reason, line
+
+    def as_dict(self):
+        return {"file": self.path, "line": self.line, "reason": self.reason}
+
+
+def line_format(line):
+    """"cdxj", "cdx11" or "cdx9" for one CDX line (bytes, no newline); None if it is none."""
+    parts = line.split(b" ", 2)
+    if len(parts) < 3 or not parts[0] or not parts[1].isdigit():
+        return None
+    if parts[2].startswith(b"{"):
+        return "cdxj"
+    return FIELD_COUNTS.get(line.count(b" ") + 1)
+
+
+def header_format(line):
+    """The format a `` CDX ...`` header line declares; None if ``line`` is no header;
+    IndexInputError (with the path filled in by the caller) for a legend of another format."""
+    match = HEADER.match(line)
+    if not match:
+        return None
+    legend = match.group(1).decode("utf-8", "replace")
+    if legend not in LEGEND_FORMATS:
+        known = "; ".join(f"{fmt}: {legend}" for fmt, legend in LEGENDS.items())
+        raise ValueError(f"its CDX legend {legend!r} is not one of the formats a cluster is "
+                         f"built of ({known}); convert it first")
+    return LEGEND_FORMATS[legend]
+
+
+def looks_like_cdx(head):
+    """Whether ``head`` (the first bytes of a file, inflated) starts with a CDX line or header."""
+    first = head.split(b"\n", 1)[0].rstrip(b"\r")
+    try:
+        return header_format(first) is not None or line_format(first) is not None
+    except ValueError:
+        return True  # a CDX header of a legend we do not build: say so when it is opened
+
+
+def _check(fmt, line):
+    """Why ``line`` is not a well-formed line of format ``fmt`` (``WELL_FORMED`` says whether
+    it is; this says what is wrong)."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text (byte {exc.start})"
+    if fmt == "cdxj":
+        parts = line.split(b" ", 2)
+        if len(parts) < 3:
+            return "expected 'urlkey timestamp {json}'"
+        if not (parts[2].startswith(b"{") and parts[2].endswith(b"}")):
+            return "its JSON block does not start with '{' and end with '}' (cut short?)"
+    else:
+        parts = line.split(b" ")
+        wanted = len(LEGENDS[fmt].split())
+        if len(parts) != wanted:
+            return f"{len(parts)} fields, not the {wanted} of {fmt} ({LEGENDS[fmt]})"
+    if not parts[0]:
+        return "no URL key"
+    if not parts[1].isdigit():
+        return f"timestamp {parts[1][:40].decode('utf-8', 'replace')!r} is not digits"
+    return f"not a {fmt} line"
+
+
+class Inflated:
+    """The bytes of a file object, gunzipped member after member if it starts like gzip;
+    ``members`` counts the gzip members met so far (0 for a plain file)."""
+
+    def __init__(self, fh, path):
+        self.fh, self.path, self.members = fh, path, 0
+
+    def __iter__(self):
+        data = self.fh.read(READ_SIZE)
+        if not data.startswith(GZIP_MAGIC):
+            while data:
+                yield data
+                data = self.fh.read(READ_SIZE)
+            return
+        read, start = len(data), 0  # bytes read so far; where the current member starts
+        inflater = isal_zlib.decompressobj(31)
+        self.members = 1
+        while True:
+            try:
+                # bounded pieces: splitting them into lines is much faster than huge ones
+                out = inflater.decompress(data, READ_SIZE)
+            except isal_zlib.error as exc:
+                raise IndexInputError(self.path, f"corrupt gzip member at byte {start}: {exc}") from None
+            if out:
+                yield out
+            if inflater.eof:
+                data = inflater.unused_data
+                if not data:
+                    data = self.fh.read(READ_SIZE)
+                    read += len(data)
+                    if not data:
+                        return
+                start = read - len(data)
+                inflater = isal_zlib.decompressobj(31)
+                self.members += 1
+            elif inflater.unconsumed_tail:
+                data = inflater.unconsumed_tail
+            else:
+                data = self.fh.read(READ_SIZE)
+                read += len(data)
+                if not data:
+                    out = inflater.flush()
+                    if out:
+                        yield out
+                    if not inflater.eof:
+                        raise IndexInputError(self.path, f"the gzip member at byte {start} is cut short")
+                    return
+
+
+def split_lines(chunks):
+    """The lines (without ``\\n``) of a stream of chunks."""
+    rest = b""
+    for chunk in chunks:
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        yield from lines
+    if rest:
+        yield rest
+
+
+class IndexSource:
+    """What every kind of index source has; subclasses define ``kind``, ``format`` and
+    ``lines()``, and read their files through ``_checked``."""
+
+    kind = None
+
+    def __init__(self, path, name=None):
+        self.path = path
+        self.name = name or path.rsplit("/", 1)[-1]
+        self._reset()
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.path!r}, format={self.format!r})"
+
+    def _reset(self):
+        self.problems, self.malformed, self.unsorted, self.lines_read = [], 0, None, 0
+        self._last = None
+
+    def _problem(self, where, reason):
+        self.malformed += 1
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append({"file": self.path, **where, "reason": reason})
+
+    def _checked(self, raw_lines, file):
+        """The well-formed lines of ``raw_lines`` (one file of this source), with newlines;
+        malformed ones reported, order watched across the files of the source."""
+        fmt, last, well_formed = self.format, self._last, WELL_FORMED[self.format].match
+        for number, line in enumerate(raw_lines, 1):
+            if line[-1:] == b"\r":
+                line = line[:-1]
+            if well_formed(line) is None or not _utf8(line):
+                if not line or line.isspace():
+                    continue
+                if line.startswith((b" CDX ", b"CDX ")):
+                    try:
+                        declared = header_format(line)
+                    except ValueError as exc:
+                        declared = str(exc)
+                    if declared != fmt:
+                        self._problem({"file": file, "line": number},
+                                      f"a CDX header of another format in a {fmt} index")
+                    continue
+                self._problem({"file": file, "line": number}, _check(fmt, line))
+                continue
+            line += b"\n"
+            if last is not None and line < last and self.unsorted is None:
+                self.unsorted = {"file": file, "line": number}
+            last = line
+            self.lines_read += 1
+            yield line
+        self._last = last
+
+
+def _utf8(line):
+    try:
+        line.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def detect_format(raw_lines, path):
+    """The format of a file from its header or its first well-formed lines; IndexInputError
+    if none of its first ``DETECT_LINES`` lines tells."""
+    for number, line in enumerate(raw_lines, 1):
+        line = line.rstrip(b"\r")
+        try:
+            declared = header_format(line)
+        except ValueError as exc:
+            raise IndexInputError(path, str(exc), number) from None
+        found = declared or line_format(line)
+        if found:
+            return found
+        if number >= DETECT_LINES:
+            break
+    raise IndexInputError(path, "not a CDX or CDXJ index: no line of its start is one "
+                                "('urlkey timestamp {json}', or 11 or 9 fields)")
+
+
+class CdxFile(IndexSource):
+    """A flat CDX, CDX11 or CDX9 file, plain or gzipped, local or remote (``storage``)."""
+
+    kind = "cdx"
+
+    def __init__(self, path, name=None):
+        super().__init__(path, name)
+        self.members = None  # gzip members (0 when plain), known once lines() read the file
+        with storage.open_read(path) as fh:
+            self.format = detect_format(split_lines(Inflated(fh, path)), path)
+
+    def lines(self):
+        self._reset()
+        with storage.open_read(self.path) as fh:
+            stream = Inflated(fh, self.path)
+            yield from self._checked(split_lines(stream), self.path)
+        self.members = stream.members
+
+
+def _inside(path, directory):
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path.startswith(directory.rstrip("/") + "/")
+
+
+def cluster_index(location):
+    """The ``cluster.idx`` of ``location``: a build's output directory, its ``cluster/``
+    directory or an index itself; local, ``s3://`` or ``http(s)://``."""
+    if not storage.is_remote(location):
+        for candidate in (os.path.join(location, "cluster", "cluster.idx"),
+                          os.path.join(location, "cluster.idx"), location):
+            if os.path.isfile(candidate):
+                return candidate
+        raise FileNotFoundError(f"no ZipNum index at {location} (expected a cluster.idx, a "
+                                "directory holding one, or a build's output directory)")
+    if location.endswith((".idx", ".summary")):
+        return location
+    candidates = [storage.join(location, "cluster", "cluster.idx"), storage.join(location, "cluster.idx")]
+    for candidate in candidates:
+        if storage.exists(candidate):
+            return candidate
+    raise FileNotFoundError(f"no ZipNum index at {' or '.join(candidates)}")
+
+
+class ZipNumCluster(IndexSource):
+    """A ZipNum cluster given by its index (``cluster.idx``; pywb's ``.idx``/``.summary``),
+    read shard after shard in the order the index names them."""
+
+    kind = "cluster"
+
+    def __init__(self, path, name=None):
+        super().__init__(path, name)
+        self.shards = self._shards()
+        self.format = None
+        for shard in self.shards:
+            fh, where = self._open(shard)
+            with fh:
+                raw = split_lines(Inflated(fh, where))
+                first = next(raw, None)
+                if first is not None:  # else an empty shard
+                    self.format = detect_format(itertools.chain([first], raw), where)
+                    break
+        if self.format is None:
+            raise IndexInputError(path, "the cluster holds no lines")
+
+    def _shards(self):
+        names = {}
+        try:
+            with storage.open_read(self.path) as fh:
+                for number, line in enumerate(fh, 1):
+                    fields = line.rstrip(b"\r\n").split(b"\t")
+                    if len(fields) < 4 or not fields[2].isdigit() or not fields[3].isdigit():
+                        raise IndexInputError(self.path, "not a ZipNum index line (key, shard, "
+                                              "offset, length)", number)
+                    names.setdefault(fields[1].decode("utf-8", "replace"), None)
+        except FileNotFoundError:
+            raise IndexInputError(self.path, "no such file") from None
+        return list(names)
+
+    def _candidates(self, shard):
+        """Where to look for ``shard``, in order, and the locations refused (outside the
+        cluster's directory)."""
+        from .inputs import safe_path
+        directory = self.path.rsplit("/", 1)[0] if "/" in self.path else "."
+        if storage.is_remote(self.path):
+            if safe_path(shard) != shard or "://" in shard:
+                return [], [shard]
+            return [storage.join(directory, shard)], []
+        candidates, refused = [], []
+        for location in self._locations().get(shard, []):
+            path = location[len("file://"):] if location.startswith("file://") else location
+            path = os.path.join(directory, path)
+            if "://" in path or not _inside(path, directory):
+                refused.append(location)
+            else:
+                candidates.append(path)
+        beside = os.path.join(directory, shard)
+        (candidates if _inside(beside, directory) else refused).append(beside)
+        return candidates, refused
+
+    def _locations(self):
+        if not hasattr(self, "_loc"):
+            self._loc = {}
+            loc = os.path.splitext(self.path)[0] + ".loc"
+            if os.path.isfile(loc):
+                with open(loc, encoding="utf-8", errors="replace") as fh:
+                    for line in fh:
+                        fields = line.rstrip("\r\n").split("\t")
+                        if len(fields) >= 2:
+                            self._loc[fields[0]] = fields[1:]
+        return self._loc
+
+    def _open(self, shard):
+        candidates, refused = self._candidates(shard)
+        for path in candidates:
+            try:
+                return storage.open_read(path), path
+            except FileNotFoundError:
+                continue
+        why = f"not found at {', '.join(candidates)}" if candidates else "not found"
+        if refused:
+            why += (f"; not read at {', '.join(refused)}, outside the cluster's directory "
+                    "(a cluster's index and .loc never point readers elsewhere here)")
+        raise IndexInputError(self.path, f"shard {shard!r}: {why}")
+
+    def lines(self):
+        self._reset()
+        for shard in self.shards:
+            fh, where = self._open(shard)
+            with fh:
+                yield from self._checked(split_lines(Inflated(fh, where)), where)
+
+
+def open_index(path, name=None, kind=None):
+    """The source for an index input: ``kind`` "cdx", "cluster" or "legacy" (as
+    ``inputs.kind_of`` tells, which is asked when not given). IndexInputError if it
+    cannot be read or is no index; a legacy index's ``format`` is "cdxj" until set."""
+    if kind is None:
+        from .inputs import kind_of
+        kind = kind_of(path)
+    try:
+        if kind == "cluster":
+            return ZipNumCluster(path, name)
+        if kind == "legacy":
+            from .legacyindex import LegacyIndex
+            return LegacyIndex(path, name)
+        return CdxFile(path, name)
+    except FileNotFoundError:
+        raise IndexInputError(path, "no such file") from None
+    except OSError as exc:
+        raise IndexInputError(path, f"cannot read: {exc}") from None
