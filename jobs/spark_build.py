@@ -26,7 +26,7 @@ def parser():
                     "a ZipNum cluster of --shards shards into OUTDIR/cluster, as Spark jobs.",
         epilog="Exit status: 0 done, 1 failed (nothing published), 2 bad usage, "
                "3 done but some input could not be indexed.")
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help=cli.INPUT_HELP)
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help=cli.BUILD_INPUT_HELP)
     p.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="output directory")
     p.add_argument("--shards", type=cli._positive, default=1,
                    help="shards in the cluster (default 1; Common Crawl uses 300)")
@@ -43,7 +43,7 @@ def parser():
     cli._add_bool(p, "verbose", False, "Spark's INFO log", "Spark's errors only (default)", short="-v")
     cli._add_bool(p, "progress", None, "show progress (default: when stderr is a terminal)",
                   "never show progress")
-    cli._add_index_options(p)
+    cli._add_index_options(p, with_index_inputs=True)
     return p
 
 
@@ -58,7 +58,7 @@ def main(argv=None):
         return cli.report_build(lambda: build_with_spark(
             sc, args.inputs, args.output, args.shards, args.lines_per_block, args.cdx_format,
             args.on_error, args.skip_existing, args.input_root, Progress(enabled=args.progress),
-            args.archives_per_task, args.cdx_bytes_per_task), args.output)
+            args.archives_per_task, args.cdx_bytes_per_task, args.legacy_prefix), args.output)
     finally:
         if made_here:
             sc.stop()

@@ -88,6 +88,19 @@ def test_inline_local_and_spark_write_the_same_cluster(mixed, tmp_path, spark):
                 (tmp_path / "spark" / "cluster" / name).read_bytes(), name
 
 
+def test_spark_entry_script_takes_index_inputs(tmp_path, spark, capsys):
+    """jobs/spark_build.py: CDX11 inputs and an archive beside them make a CDX11 cluster,
+    as build does (--cdx-format defaults to the inputs' there too)."""
+    from webarchive_indexing.jobs import spark_build
+    shutil.copy(os.path.join(REAL, "nla+outbackcdx__test2.cdx"), tmp_path / "test2.cdx")
+    shutil.copy(WARCS[3], tmp_path / "test1.warc.gz")
+    out = tmp_path / "out"
+    assert spark_build.main([str(tmp_path), "-o", str(out), "--no-progress"]) == 0
+    assert "indexes:  1 read, 3 CDX lines" in capsys.readouterr().err
+    assert shard_lines(out) == sorted(text_lines(pywb_cdx(WARCS[3], "cdx11", filename="test1.warc.gz"))
+                                      + text_lines(open(tmp_path / "test2.cdx").read()))
+
+
 def test_one_cluster_holds_one_format(tmp_path, capsys):
     (tmp_path / "a.cdxj").write_text(pywb_cdx(WARCS[1]))
     (tmp_path / "b.cdx").write_text(pywb_cdx(WARCS[0], "cdx11"))

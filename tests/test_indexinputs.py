@@ -264,6 +264,8 @@ def test_inputs_are_told_apart(tmp_path):
     assert [a.name for a in found.archives] == ["noext", "a.warc.gz"]
     assert [(i.name, i.kind) for i in found.indexes] == [
         ("c", "cdx"), ("d", "cdx"), ("b.cdxj", "cdx"), ("cluster/cluster.idx", "cluster")]
+    assert [i.name for i in expand([str(tmp_path / "*.cdx*"), str(build / "*" / "*.idx")]).indexes] == [
+        "b.cdxj", "cluster.idx"]
     # a directory search finds archives, flat indexes and clusters, each cluster once
     found = expand([str(tmp_path)])
     assert [a.name for a in found.archives] == ["a.warc.gz"]

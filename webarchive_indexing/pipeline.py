@@ -266,7 +266,9 @@ def build(inputs, out_dir, shards=1, lines_per_block=3000, cdx_format=None, runn
     with engine or MrjobSteps(runner, conf_path) as steps:
         cdx_dir = storage.join(out_dir, "cdx")
         expected = [storage.join(cdx_dir, cdx_name(a.name)) for a in archives]
-        progress.step(f"[1/3] indexing {len(archives)} archives", **_progress_count(out_dir, expected))
+        if archives or not sources:
+            progress.step(f"[1/3] indexing {len(archives)} archives",
+                          **_progress_count(out_dir, expected))
         statuses = steps.index(archives, cdx_dir, roots, cdx_format, skip_existing)
         progress.done()
         for status in statuses:

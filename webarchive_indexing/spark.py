@@ -247,11 +247,13 @@ class SparkSteps:
 
 def build_with_spark(sc, inputs, out_dir, shards=1, lines_per_block=LINES_PER_BLOCK,
                      cdx_format=None, on_error="fail", skip_existing=True, input_roots=(),
-                     progress=None, archives_per_task=1, cdx_bytes_per_task=CDX_BYTES_PER_TASK):
+                     progress=None, archives_per_task=1, cdx_bytes_per_task=CDX_BYTES_PER_TASK,
+                     legacy_prefix=""):
     """``pipeline.build`` with Spark tasks instead of mrjob jobs: the same outputs and Summary."""
     return build(inputs, out_dir, shards, lines_per_block, cdx_format, on_error=on_error,
                  skip_existing=skip_existing, input_roots=input_roots, progress=progress,
-                 engine=SparkSteps(sc, archives_per_task, cdx_bytes_per_task))
+                 engine=SparkSteps(sc, archives_per_task, cdx_bytes_per_task),
+                 legacy_prefix=legacy_prefix)
 
 
 def spark_context(master=None, verbose=False):
