@@ -290,7 +290,8 @@ def test_hostile_s3_keys_and_indexes_on_s3(s3, tmp_path, capsys):
     out = tmp_path / "out"
     code = cli.main(["build", bucket + "/crawl/", bucket + "/old/cluster.idx", "-o", str(out),
                      "--runner", "inline", "--no-progress"])
-    assert code == cli.EXIT_OK, capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_OK, err
     assert tree(out / "cdx") == ["abs/b.cdx.gz", "c%5C..%5Cd.cdx.gz", "ok/e.cdx.gz",
                                  "x/%2E%2E/%2E%2E/%2E%2E/%2E%2E/var/www/a.cdx.gz"]
     names = {json.loads(l.split(b" ", 2)[2])["filename"] for l in shard_lines(out)}
@@ -298,7 +299,15 @@ def test_hostile_s3_keys_and_indexes_on_s3(s3, tmp_path, capsys):
                      "ok/e.warc.gz"}
     warned = json.load(open(out / "errors.json"))["warnings"]
     assert sum("is not a plain relative path" in w["message"] for w in warned) == 3
+    assert (f"warning: {bucket}/crawl/x/../../../../var/www/a.warc.gz: offset 0: its name "
+            "'x/../../../../var/www/a.warc.gz' is not a plain relative path: its CDX is written "
+            "to cdx/x/%2E%2E/%2E%2E/%2E%2E/%2E%2E/var/www/a.cdx.gz") in err
     assert len(shard_lines(out)) == 4 * 2 + 19 + len(lines)
+    # export reads a cluster on S3 and writes to S3
+    assert cli.main(["export", bucket + "/old/cluster.idx"]) == cli.EXIT_OK
+    assert capsys.readouterr().out.encode() == b"".join(lines)
+    assert cli.main(["export", str(out), "-o", bucket + "/flat/all.cdxj.gz"]) == cli.EXIT_OK
+    assert gzip.decompress(storage.read_bytes(bucket + "/flat/all.cdxj.gz")) == b"".join(shard_lines(out))
 
 
 def test_the_commands_of_docs_indexes_md_run_as_written(tmp_path, monkeypatch, capsys):

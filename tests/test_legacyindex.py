@@ -165,6 +165,8 @@ def test_prefix_search_reads_few_blocks(index, tmp_path):
         server.requests.clear()
         whole = list(LegacyIndex(server.url + "/" + path.name).lines())
         assert whole == list(LegacyIndex(str(path)).lines())
+        # the header, then the data blocks in ranges of 64 blocks, none past the end
+        assert len(server.requests) == 2
     for prefix in (b"a", b"zz", b"com.example/page/0199", b"uk.co.bbc.news/page/0194?q=2:http"):
         found = [line for line in LegacyIndex(str(path), prefix=prefix).lines()]
         assert found == [expected_line(k, loc) for k, loc in items if k.startswith(prefix)]

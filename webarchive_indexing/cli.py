@@ -21,8 +21,8 @@ INPUT_HELP = ("WARC/ARC files (.warc.gz .warc .arc.gz .arc), directories (search
               "manifests and directories may be s3://bucket/key URLs (s3://bucket/prefix/ is "
               "listed like a directory)")
 BUILD_INPUT_HELP = (
-    "archives, and existing indexes to put in the cluster with their lines: flat CDXJ, CDX11 "
-    "or CDX9 files (.cdx .cdxj .cdx.gz .cdxj.gz, Common Crawl's cdx-NNNNN.gz; sorted or not), "
+    "WARC/ARC files (.warc.gz .warc .arc.gz .arc), and existing indexes whose lines go into "
+    "the cluster with the archives': flat CDXJ, CDX11 or CDX9 files (.cdx .cdxj .cdx.gz .cdxj.gz, Common Crawl's cdx-NNNNN.gz; sorted or not), "
     "ZipNum clusters (a cluster.idx, or a directory holding one, e.g. a build's output "
     "directory) and the 2012 Common Crawl URL index (url-index.*); as files, directories "
     "(searched recursively), glob patterns or manifest files listing one path per line; "
@@ -254,12 +254,20 @@ def _parser(argv=()):
     return parser
 
 
-def _print_problems(summary_errors, stream):
+def _where(problem):
+    return f"line {problem['line']}" if "line" in problem else f"offset {problem['offset']}"
+
+
+def _print_problems(summary_errors, stream, warnings=()):
+    """The first 20 errors, and the first 5 warnings (all are in errors.json)."""
     for error in summary_errors[:20]:
-        where = f"line {error['line']}" if "line" in error else f"offset {error['offset']}"
-        stream.write(f"error: {error['file']}: {where}: {error['reason']}\n")
+        stream.write(f"error: {error['file']}: {_where(error)}: {error['reason']}\n")
     if len(summary_errors) > 20:
         stream.write(f"error: ... and {len(summary_errors) - 20} more\n")
+    for warning in warnings[:5]:
+        stream.write(f"warning: {warning['file']}: {_where(warning)}: {warning['message']}\n")
+    if len(warnings) > 5:
+        stream.write(f"warning: ... and {len(warnings) - 5} more\n")
 
 
 def _human(size):
@@ -294,11 +302,11 @@ def report_build(run, output):
         sys.stderr.write(f"webarchive-index: {exc}\n")
         return EXIT_USAGE
     except BuildFailed as exc:
-        _print_problems(exc.summary.errors, sys.stderr)
+        _print_problems(exc.summary.errors, sys.stderr, exc.summary.warnings)
         _print_summary(exc.summary, sys.stderr)
         sys.stderr.write(f"webarchive-index: {exc}\n")
         return EXIT_FAILED
-    _print_problems(summary.errors, sys.stderr)
+    _print_problems(summary.errors, sys.stderr, summary.warnings)
     _print_summary(summary, sys.stderr)
     sys.stderr.write(f"\nquery it:  webarchive-index query {output} '{_example_pattern(summary)}'"
                      " --limit 10\n")
@@ -374,7 +382,7 @@ def _cdx(args):
             break
         out.write(header_line(args.cdx_format))
         out.writelines(result.lines)
-    _print_problems(errors, sys.stderr)
+    _print_problems(errors, sys.stderr, found.warnings)
     if errors:
         return EXIT_FAILED if args.on_error == "fail" else EXIT_PARTIAL
     return EXIT_OK

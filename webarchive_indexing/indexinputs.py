@@ -283,6 +283,18 @@ class CdxFile(IndexSource):
         self.members = stream.members
 
 
+def _read_loc(path):
+    """``shard -> [location, ...]`` of a ``.loc`` file; {} when there is none."""
+    locations = {}
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                fields = line.rstrip("\r\n").split("\t")
+                if len(fields) >= 2:
+                    locations[fields[0]] = fields[1:]
+    return locations
+
+
 def _inside(path, directory):
     path, directory = os.path.realpath(path), os.path.realpath(directory)
     return path.startswith(directory.rstrip("/") + "/")
@@ -315,6 +327,10 @@ class ZipNumCluster(IndexSource):
 
     def __init__(self, path, name=None):
         super().__init__(path, name)
+        self.remote = storage.is_remote(path)
+        self.directory = path.rsplit("/", 1)[0] if self.remote else os.path.dirname(os.path.abspath(path))
+        # a remote cluster's shards are read beside its index, as query reads them
+        self.locations = {} if self.remote else _read_loc(os.path.splitext(path)[0] + ".loc")
         self.shards = self._shards()
         self.format = None
         for shard in self.shards:
@@ -346,34 +362,17 @@ class ZipNumCluster(IndexSource):
         """Where to look for ``shard``, in order, and the locations refused (outside the
         cluster's directory)."""
         from .inputs import safe_path
-        directory = self.path.rsplit("/", 1)[0] if "/" in self.path else "."
-        if storage.is_remote(self.path):
+        if self.remote:
             if safe_path(shard) != shard or "://" in shard:
                 return [], [shard]
-            return [storage.join(directory, shard)], []
+            return [storage.join(self.directory, shard)], []
         candidates, refused = [], []
-        for location in self._locations().get(shard, []):
+        for location in self.locations.get(shard, []) + [shard]:
             path = location[len("file://"):] if location.startswith("file://") else location
-            path = os.path.join(directory, path)
-            if "://" in path or not _inside(path, directory):
-                refused.append(location)
-            else:
-                candidates.append(path)
-        beside = os.path.join(directory, shard)
-        (candidates if _inside(beside, directory) else refused).append(beside)
+            path = os.path.join(self.directory, path)
+            inside = "://" not in path and _inside(path, self.directory)
+            (candidates if inside else refused).append(path if inside else location)
         return candidates, refused
-
-    def _locations(self):
-        if not hasattr(self, "_loc"):
-            self._loc = {}
-            loc = os.path.splitext(self.path)[0] + ".loc"
-            if os.path.isfile(loc):
-                with open(loc, encoding="utf-8", errors="replace") as fh:
-                    for line in fh:
-                        fields = line.rstrip("\r\n").split("\t")
-                        if len(fields) >= 2:
-                            self._loc[fields[0]] = fields[1:]
-        return self._loc
 
     def _open(self, shard):
         candidates, refused = self._candidates(shard)

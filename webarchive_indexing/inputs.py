@@ -34,6 +34,7 @@ import gzip
 import io
 import os
 import re
+import zlib
 from collections import namedtuple
 
 from . import storage
@@ -138,9 +139,9 @@ def _sniff(path):
         head = fh.read(4096)
         size = os.fstat(fh.fileno()).st_size
     if head.startswith(b"\x1f\x8b"):
-        try:
-            inflated = gzip.GzipFile(fileobj=io.BytesIO(head)).read1(4096)
-        except (OSError, EOFError):
+        try:  # what the first bytes inflate to (a cut stream gives what it can)
+            inflated = zlib.decompressobj(31).decompress(head)
+        except zlib.error:
             inflated = b""
         return "cdx" if looks_like_cdx(inflated) else "archive"
     if head.startswith(ARCHIVE_MAGIC):

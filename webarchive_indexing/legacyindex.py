@@ -122,10 +122,12 @@ class LegacyIndex(IndexSource):
     def items(self):
         """``(key, location, offset)`` of every item (from ``prefix`` on while keys start
         with it): the key as bytes, the 5 numbers of its location, its offset in the file."""
-        first = self.find(self.prefix) if self.prefix else self.count
-        number = first
-        while True:
-            blocks = self._blocks(number, READ_BLOCKS)
+        number = self.find(self.prefix) if self.prefix else self.count
+        # the blocks the file holds, when its size is known (no read past its end then)
+        total = None if self.size is None else -(-(self.size - HEADER.size) // self.block_size)
+        while total is None or number < total:
+            wanted = READ_BLOCKS if total is None else min(READ_BLOCKS, total - number)
+            blocks = self._blocks(number, wanted)
             for block in blocks:
                 offset = HEADER.size + number * self.block_size
                 pos = 0
@@ -142,7 +144,7 @@ class LegacyIndex(IndexSource):
                         yield key, LOCATION.unpack_from(block, end + 1), offset + pos
                     pos = end + 1 + LOCATION.size
                 number += 1
-            if len(blocks) < READ_BLOCKS:
+            if len(blocks) < wanted:
                 return
 
     def _raw_lines(self):
