@@ -16,7 +16,10 @@ from test_indexinputs import common_crawl_lines
 from test_pipeline import cluster_lines
 from webarchive_indexing import cli, storage, zipnum
 from webarchive_indexing.jobs.index_warcs import IndexWarcsJob
-from webarchive_indexing.pipeline import BuildFailed, build, run_job
+from webarchive_indexing.build import BuildFailed, build
+from webarchive_indexing.engines.mrjob_engine import run_job
+from webarchive_indexing.indexinputs import open_index
+from webarchive_indexing.options import BuildOptions
 from webarchive_indexing.steps import index_archive
 
 WARCS = [os.path.join(REAL, name) for name in (
@@ -78,10 +81,10 @@ def test_archives_and_every_kind_of_index(mixed, tmp_path, runner, capsys):
 
 
 def test_inline_local_and_spark_write_the_same_cluster(mixed, tmp_path, spark):
-    from webarchive_indexing.spark import SparkSteps
     inputs, _ = mixed
-    build(inputs, str(tmp_path / "inline"), shards=2, lines_per_block=5, runner="inline")
-    build(inputs, str(tmp_path / "spark"), shards=2, lines_per_block=5, engine=SparkSteps(spark))
+    build(inputs, str(tmp_path / "inline"), BuildOptions(shards=2, lines_per_block=5, runner="inline"))
+    build(inputs, str(tmp_path / "spark"), BuildOptions(shards=2, lines_per_block=5, runner="spark",
+                                                        spark_context=spark))
     for name in os.listdir(tmp_path / "inline" / "cluster"):
         if name != "cluster.loc":
             assert (tmp_path / "inline" / "cluster" / name).read_bytes() == \
@@ -99,6 +102,34 @@ def test_spark_entry_script_takes_index_inputs(tmp_path, spark, capsys):
     assert "indexes:  1 read, 3 CDX lines" in capsys.readouterr().err
     assert shard_lines(out) == sorted(text_lines(pywb_cdx(WARCS[3], "cdx11", filename="test1.warc.gz"))
                                       + text_lines(open(tmp_path / "test2.cdx").read()))
+
+
+@pytest.mark.parametrize("runner", ["inline", "local", "spark"])
+def test_every_engine_puts_the_readers_lines_in_the_cluster(tmp_path, runner, request):
+    """What a cluster holds of an index input is what indexinputs reads of it, on every
+    engine: a file whose every line the jobs' readers take as the reader does goes to them
+    as it is (CRLF, a line ending in two CRs, non-ASCII UTF-8, blank lines); one with lines
+    they would take otherwise (not UTF-8: latin-1 for them; a cut JSON block, a CR inside,
+    a key holding white space, by Unicode's rules too) is rewritten without those."""
+    lines = text_lines(pywb_cdx(WARCS[0]))
+    odd = (lines[0].replace(b"\n", b"\r\n") + lines[1].replace(b"\n", b"\r\r\n") + b"\n  \n"
+           + 'com,example)/café 20200101000000 {"url": "http://example.com/café"}\n'.encode()
+           + b"".join(lines[2:]) + lines[5])
+    (tmp_path / "odd.cdxj").write_bytes(odd)
+    (tmp_path / "bad.cdxj").write_bytes(b"".join(lines[:3]) + b"".join(
+        b"com,example)/%s 20200101000000 {}\n" % weird
+        for weird in (b"caf\xe9", b"tab\there", b"nbsp\xc2\xa0x", b"cr\rx", b"cut {\"url\": \"x")))
+    sources = [open_index(str(tmp_path / name)) for name in ("odd.cdxj", "bad.cdxj")]
+    expected = sorted(line + b"\n" for source in sources for line in source.lines())
+    assert [s.malformed for s in sources] == [0, 5] and len(expected) == 19 + 2 + 3
+    options = BuildOptions(runner=runner, on_error="skip", shards=2, lines_per_block=4)
+    if runner == "spark":
+        options.spark_context = request.getfixturevalue("spark")
+    summary = build([str(tmp_path / "odd.cdxj"), str(tmp_path / "bad.cdxj")], str(tmp_path / "out"),
+                    options)
+    assert summary.index_lines == len(expected) and len(summary.errors) == 5
+    assert shard_lines(tmp_path / "out") == expected
+    assert os.listdir(tmp_path / "out" / "indexes") == ["00001-bad.cdx.gz"]
 
 
 def test_one_cluster_holds_one_format(tmp_path, capsys):
@@ -170,16 +201,16 @@ def test_a_cut_index_keeps_what_came_before_with_skip(tmp_path, capsys):
 def test_duplicates_are_kept_and_unsorted_input_sorted(tmp_path):
     lines = text_lines(pywb_cdx(WARCS[0]))
     (tmp_path / "a.cdxj").write_bytes(b"".join(reversed(lines)) + lines[0] + lines[0])
-    summary = build([str(tmp_path / "a.cdxj")], str(tmp_path / "out"), runner="inline")
+    summary = build([str(tmp_path / "a.cdxj")], str(tmp_path / "out"), BuildOptions(runner="inline"))
     assert shard_lines(tmp_path / "out") == sorted(lines + [lines[0], lines[0]])
     assert summary.index_lines == 21 and summary.warnings[0]["line"] == 2
 
 
 def test_a_build_output_as_input_and_a_rebuild_with_more_shards(mixed, tmp_path):
     inputs, expected = mixed
-    build(inputs, str(tmp_path / "first"), shards=1, runner="inline")
-    summary = build([str(tmp_path / "first")], str(tmp_path / "second"), shards=4,
-                    lines_per_block=3, runner="inline")
+    build(inputs, str(tmp_path / "first"), BuildOptions(shards=1, runner="inline"))
+    summary = build([str(tmp_path / "first")], str(tmp_path / "second"),
+                    BuildOptions(shards=4, lines_per_block=3, runner="inline"))
     assert summary.indexes == 1 and summary.index_lines == len(expected)
     assert shard_lines(tmp_path / "second") == expected
 
@@ -187,7 +218,7 @@ def test_a_build_output_as_input_and_a_rebuild_with_more_shards(mixed, tmp_path)
 def test_nothing_to_build_names_indexes_too(tmp_path):
     (tmp_path / "notes").mkdir()
     with pytest.raises(BuildFailed, match=r"no WARC/ARC files .* or indexes \(.cdx, .cdxj, .cdx.gz, .cdxj.gz, cluster.idx\) found"):
-        build([str(tmp_path / "notes")], str(tmp_path / "out"), runner="inline")
+        build([str(tmp_path / "notes")], str(tmp_path / "out"), BuildOptions(runner="inline"))
 
 
 def test_cdx_command_says_an_index_is_no_archive(tmp_path, capsys):

@@ -29,7 +29,8 @@ CC_RECORDS = os.path.join(REAL, "cocrawler+cdx_toolkit__test_basics.jsonl")
 
 
 def read(source):
-    return list(source.lines())
+    """The lines of ``source`` with their newlines (as files hold them)."""
+    return [line + b"\n" for line in source.lines()]
 
 
 def common_crawl_lines():
@@ -271,3 +272,84 @@ def test_inputs_are_told_apart(tmp_path):
     assert [a.name for a in found.archives] == ["a.warc.gz"]
     assert [(i.name, i.kind) for i in found.indexes] == [
         ("b.cdxj", "cdx"), ("out/cluster/cluster.idx", "cluster")]
+
+
+# -- chunks: the engines' reading API ----------------------------------------------------------
+
+def test_chunks_are_lists_of_lines_without_newlines_of_bounded_size(tmp_path):
+    lines = sorted(common_crawl_lines() * 40)  # 400 lines of ~500 bytes, duplicates kept
+    path = tmp_path / "cdx-00000.gz"
+    path.write_bytes(b"".join(zipnum.gzip_block(lines[i:i + 30]) for i in range(0, 400, 30)))
+    source = open_index(str(path))
+    chunks = list(source.chunks(size=4096))
+    assert [line for chunk in chunks for line in chunk] == [l.rstrip(b"\n") for l in lines]
+    # about 4096 bytes each: the pieces read gathered up to 4096 or more, cut after a line
+    longest = max(map(len, lines))
+    sizes = [sum(len(line) + 1 for line in chunk) for chunk in chunks]
+    assert min(sizes[:-1]) > 4096 - longest and max(sizes) <= 2 * 4096 and len(chunks) > 20
+    assert source.lines_read == 400 and source.members == 14
+    # read again, in one chunk: the same, the counters afresh
+    assert list(source.chunks(size=1 << 20)) == [[l.rstrip(b"\n") for l in lines]]
+    # small gzip members (cdxj-indexer -c writes one per few lines) make chunks of the size
+    path.write_bytes(b"".join(zipnum.gzip_block(lines[i:i + 2]) for i in range(0, 400, 2)))
+    chunks = list(source.chunks(size=8192))
+    assert source.members == 200 and 10 < len(chunks) < 40
+    assert source.lines_read == 400 and source.unsorted is None
+
+
+def test_order_is_that_of_lines_without_their_newline(tmp_path):
+    """'... g\\t' then '... g': in order with newlines (\\t < \\n), not without them, which
+    is how a cluster sorts (the second is a prefix of the first)."""
+    first, second = b"k 1 a b c d e f g\t", b"k 1 a b c d e f g"
+    assert first + b"\n" < second + b"\n" and second < first
+    path = tmp_path / "tab.cdx"
+    path.write_bytes(b" CDX N b a m s k r V g\n" + first + b"\n" + second + b"\n")
+    source = open_index(str(path))
+    assert list(source.lines()) == [first, second]
+    assert source.unsorted == {"file": str(path), "line": 3}
+
+
+def test_unsorted_is_known_once_its_chunk_is_read(tmp_path):
+    lines = [b"a%05d 20200101000000 {}" % i for i in range(2000)]
+    lines[1500], lines[1501] = lines[1501], lines[1500]
+    (tmp_path / "a.cdxj").write_bytes(b"\n".join(lines) + b"\n")
+    source = open_index(str(tmp_path / "a.cdxj"))
+    seen = 0
+    for chunk in source.chunks(size=4096):
+        seen += len(chunk)
+        assert (source.unsorted is not None) == (seen >= 1502)
+    assert source.unsorted["line"] == 1502
+
+
+def test_each_chunk_checked_at_once_is_what_line_by_line_checking_keeps(tmp_path):
+    """Chunks of every size give the same lines and problems as chunks of one line (each
+    line checked on its own), for lines of every kind: well-formed, ASCII or not, CRLF,
+    malformed in each way, headers, blank; cut anywhere."""
+    import random
+    good = [l.rstrip(b"\n") for l in sorted(common_crawl_lines())]
+    kinds = good + [
+        b'com,example)/caf\xc3\xa9 20200101000000 {"url": "http://example.com/caf\xc3\xa9"}',
+        b"com,example)/a 20200101000000 {}\r", b"com,example)/a 20200101000000 {}\r\r",
+        b"com,ex\tample)/ 20200101000000 {}", b"com,ex\xc2\xa0ample)/ 20200101000000 {}",
+        b"com,ex\x1fample)/ 20200101000000 {}", b"com,example)/ 2020\r0101 {}",
+        b"com,example)/ 20200101000000 {}\rx}", b"com,example)/ 2020x {}",
+        b" 20200101000000 {}", b"com,example)/ 20200101000000 {", b"\xff\xfe 1 {}",
+        b"", b"  ", b" CDX N b a m s k r M S V g", b"com,example)/ 20200101000000",
+    ]
+    random.seed(5)
+    data = b"\n".join(random.choice(kinds) for _ in range(3000))
+    (tmp_path / "mixed.cdxj").write_bytes(good[0] + b"\n" + data)
+    source = open_index(str(tmp_path / "mixed.cdxj"))
+    one_by_one = [line for chunk in source.chunks(size=1) for line in chunk]
+    expected = (one_by_one, source.problems, source.malformed, source.unsorted)
+    assert 0 < source.malformed < 3000 - len(one_by_one) and source.unsorted is not None
+    for size in (7, 300, 4096, 1 << 16, 1 << 20):
+        got = [line for chunk in source.chunks(size=size) for line in chunk]
+        assert (got, source.problems, source.malformed, source.unsorted) == expected, size
+    # every line kept is one the jobs' readers keep, as they keep it
+    from webarchive_indexing.cdxline import is_cdx_line
+    assert all(is_cdx_line(line.decode("utf-8")) and b"\r" not in line for line in one_by_one)
+    reasons = {p["reason"].split(" (")[0] for p in source.problems}
+    assert {"white space in its URL key", "not UTF-8 text", "a carriage return",
+            "timestamp '2020x' is not digits", "no URL key",
+            "a CDX header of another format in a cdxj index"} <= reasons

@@ -106,7 +106,7 @@ def expected_line(key, location):
     fields = {"url": url, "length": str(size), "offset": str(offset),
               "filename": f"common-crawl/parse-output/segment/{segment}/{date}_{partition}.arc.gz"}
     ts = time.strftime("%Y%m%d%H%M%S", time.gmtime(date // 1000))
-    return f"{url_key(url)} {ts} {json.dumps(fields)}\n".encode()
+    return f"{url_key(url)} {ts} {json.dumps(fields)}".encode()
 
 
 @pytest.fixture
@@ -136,7 +136,7 @@ def test_whole_index_as_cdx_lines(index):
     assert lines[0] == (b'com,example)/page/0001?q=1 20120906052211 {"url": '
                         b'"http://www.example.com/page/0001?q=1", "length": "501", "offset": "1000", '
                         b'"filename": "common-crawl/parse-output/segment/1346876860783/'
-                        b'1346908931836_2001.arc.gz"}\n')
+                        b'1346908931836_2001.arc.gz"}')
     # index order is not SURT order: reported, for the build to sort
     assert source.unsorted is not None and source.problems == []
     assert source.lines_read == 200
@@ -149,7 +149,7 @@ def test_cdx11_lines_say_what_is_not_there(index):
     assert items[0][0] == b"com.example.www/page/0001?q=1:http"
     assert first == ("com,example)/page/0001?q=1 20120906052211 http://www.example.com/page/0001?q=1 "
                      "- - - - - 501 1000 common-crawl/parse-output/segment/1346876860783/"
-                     "1346908931836_2001.arc.gz\n")
+                     "1346908931836_2001.arc.gz")
 
 
 def test_prefix_search_reads_few_blocks(index, tmp_path):
@@ -209,7 +209,7 @@ def test_build_a_cluster_from_the_legacy_index(index, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "indexes:  1 read, 200 CDX lines" in err
     assert cli.main(["export", str(out)]) == cli.EXIT_OK
-    assert capsys.readouterr().out.encode().splitlines(True) == sorted(
+    assert capsys.readouterr().out.encode().splitlines() == sorted(
         expected_line(k, loc) for k, loc in items)
     found = pywb_lookup(out / "cluster" / "cluster.idx", "ask.metafilter.com", "host")
     assert len(found) == 40

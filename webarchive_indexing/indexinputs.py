@@ -4,29 +4,41 @@ clusters (``ZipNumCluster``) and the 2012 Common Crawl URL index (``legacyindex`
 
     source = open_index("sample_archive/cdxj/example.cdxj")
     source.format               # "cdxj", "cdx11" or "cdx9"
-    for line in source.lines():  # bytes ending in b"\\n", in file order, headers left out
+    for chunk in source.chunks():  # lists of lines: bytes, no newline, in file order
         ...
+    source.lines()              # the same lines one at a time
     source.problems             # malformed lines met: [{"file", "line", "reason"}, ...]
     source.malformed            # how many (problems lists the first MAX_PROBLEMS)
     source.unsorted             # None, or {"file", "line"}: the first line that sorts before
-                                # the one above it (bytewise, newline included, as ShardWriter)
-    source.lines_read           # lines the last lines() yielded
+                                # the one above it (bytewise, without newlines, as clusters
+                                # sort), set as soon as the chunk holding it is read
+    source.lines_read           # lines the last reading yielded
 
-Lines are bytes, as ``zipnum.ShardWriter`` takes them: valid UTF-8, ``\\r\\n`` made
-``\\n``, a last line without newline given one. ``lines()`` reads the source anew at
-each call and fills the counters as it goes; a source that cannot be read on (a cut
-gzip member, a shard not there) raises ``IndexInputError`` after yielding what came
-before. Sorting is the reader's job: unsorted input is reported, never reordered.
+**The lines of a source are what goes into a cluster, whatever engine builds it**: its
+well-formed lines, UTF-8, in file order, without their newline; headers, blank lines
+and malformed lines left out (malformed ones reported). Every engine reads index inputs
+through ``chunks()``, or reads files that ``indexprep`` checked give exactly these lines
+to the jobs' own line readers (else it hands them a rewritten file of these lines).
 
 A flat file is CDXJ (``urlkey timestamp {json}``), CDX11 or CDX9 (by its `` CDX``
 header's legend, else by the field count of its lines), plain or gzipped (any number of
-gzip members, whatever its name). A line is malformed when it is not UTF-8, has no
-URL key, a timestamp that is not digits, too few or too many fields for its format, or
-(CDXJ) a JSON block that does not start with ``{`` and end with ``}``; the JSON is not
-parsed (that would cost half the time of merging the lines). A cluster is read shard
-by shard, in the order its index names them, as flat gzipped files; its shards are
-found where pywb finds them (its ``.loc`` file, relative paths resolved against the
-index's directory, else beside the index), but never outside the index's directory.
+gzip members, whatever its name). Lines end at ``\\n``; trailing ``\\r`` are dropped (as the
+jobs' readers drop them). A line is malformed when it is not UTF-8, has no URL key or
+one holding white space (the jobs' readers would drop it), a timestamp that is not
+digits, too few or too many fields for its format, a carriage return inside (Hadoop's
+line reader would end the line there), or (CDXJ) a JSON block that does not start with
+``{`` and end with ``}``; the JSON is not parsed (that would cost half the time of
+merging the lines). A chunk of well-formed ASCII lines is checked with one regular
+expression match, and its order with one sort of an already sorted list, both in C; a
+chunk with anything else is checked line by line.
+
+``chunks()`` reads the source anew at each call and fills the counters as it goes; a
+source that cannot be read on (a cut gzip member, a shard not there) raises
+``IndexInputError`` after yielding what came before. Sorting is the reader's job:
+unsorted input is reported, never reordered. A cluster is read shard by shard, in the
+order its index names them, as flat gzipped files; its shards are found where pywb
+finds them (its ``.loc`` file, relative paths resolved against the index's directory,
+else beside the index), but never outside the index's directory.
 """
 import itertools
 import os
@@ -35,24 +47,31 @@ import re
 from isal import isal_zlib
 
 from . import storage
-from .cdx import LEGENDS
+from .cdxline import FORMATS, LEGENDS, is_cdx_line
 
-FORMATS = ("cdxj",) + tuple(LEGENDS)
+# The classic formats a cluster is built of, and their legends
+CLASSIC = {fmt: LEGENDS[fmt] for fmt in FORMATS if fmt in LEGENDS}
 # Field count -> format of a CDX line that is not CDXJ
-FIELD_COUNTS = {len(legend.split()): fmt for fmt, legend in LEGENDS.items()}
-LEGEND_FORMATS = {legend: fmt for fmt, legend in LEGENDS.items()}
-# A well-formed line of each format but for its encoding, matched in one call (``_check``
-# says what is wrong with one that does not match)
-WELL_FORMED = {"cdxj": re.compile(rb"[^ ]+ [0-9]+ \{.*\}\Z"),
-               **{fmt: re.compile(rb"[^ ]+ [0-9]+(?: [^ ]*){%d}\Z" % (len(legend.split()) - 2))
-                  for fmt, legend in LEGENDS.items()}}
+FIELD_COUNTS = {len(legend.split()): fmt for fmt, legend in CLASSIC.items()}
+LEGEND_FORMATS = {legend: fmt for fmt, legend in CLASSIC.items()}
+# A URL key: no white space as ``cdxline.is_cdx_line`` sees it in ASCII (str's \s holds
+# \x1c-\x1f too); a non-ASCII line is asked ``is_cdx_line`` itself
+_KEY = rb"[^\s\x1c-\x1f]+"
+# The rest of a well-formed line of each format after its key and timestamp
+_REST = {"cdxj": rb" \{[^\n]*\}",
+         **{fmt: rb"(?: [^ \n]*){%d}" % (len(legend.split()) - 2) for fmt, legend in CLASSIC.items()}}
+# One well-formed line (no newline), and a whole chunk of them, each ending in \n
+WELL_FORMED = {fmt: re.compile(_KEY + rb" [0-9]+" + rest + rb"\Z") for fmt, rest in _REST.items()}
+ALL_WELL_FORMED = {fmt: re.compile(rb"(?:" + _KEY + rb" [0-9]+" + rest + rb"\n)*")
+                   for fmt, rest in _REST.items()}
 HEADER = re.compile(rb" ?CDX ([^\r\n]*?)\s*\Z")
 # Malformed lines listed per source (all are counted)
 MAX_PROBLEMS = 100
 # Lines read to find the format of a file whose first lines are malformed
 DETECT_LINES = 1000
-# Bytes read, and inflated, at a time: pieces of this size split into lines fastest
-READ_SIZE = 1 << 18
+# Bytes inflated at a time, and about the size of a chunk of lines: pieces of this size
+# split into lines fastest
+CHUNK_BYTES = 1 << 18
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -79,13 +98,13 @@ def line_format(line):
 
 def header_format(line):
     """The format a `` CDX ...`` header line declares; None if ``line`` is no header;
-    IndexInputError (with the path filled in by the caller) for a legend of another format."""
+    ValueError for a legend of another format."""
     match = HEADER.match(line)
     if not match:
         return None
     legend = match.group(1).decode("utf-8", "replace")
     if legend not in LEGEND_FORMATS:
-        known = "; ".join(f"{fmt}: {legend}" for fmt, legend in LEGENDS.items())
+        known = "; ".join(f"{fmt}: {legend}" for fmt, legend in CLASSIC.items())
         raise ValueError(f"its CDX legend {legend!r} is not one of the formats a cluster is "
                          f"built of ({known}); convert it first")
     return LEGEND_FORMATS[legend]
@@ -100,13 +119,25 @@ def looks_like_cdx(head):
         return True  # a CDX header of a legend we do not build: say so when it is opened
 
 
-def _check(fmt, line):
-    """Why ``line`` is not a well-formed line of format ``fmt`` (``WELL_FORMED`` says whether
-    it is; this says what is wrong)."""
+def _utf8(data):
+    """``data`` as text, or None if it is not UTF-8."""
     try:
-        line.decode("utf-8")
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _check(fmt, line):
+    """Why ``line`` (trailing ``\\r`` dropped) is not a well-formed line of format ``fmt``;
+    None if it is one."""
+    try:
+        text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
         return f"not UTF-8 text (byte {exc.start})"
+    if b"\r" in line:
+        return "a carriage return (CR) inside the line: Hadoop's line reader would end it there"
+    if WELL_FORMED[fmt].match(line) is not None and (line.isascii() or is_cdx_line(text)):
+        return None
     if fmt == "cdxj":
         parts = line.split(b" ", 2)
         if len(parts) < 3:
@@ -115,29 +146,31 @@ def _check(fmt, line):
             return "its JSON block does not start with '{' and end with '}' (cut short?)"
     else:
         parts = line.split(b" ")
-        wanted = len(LEGENDS[fmt].split())
+        wanted = len(CLASSIC[fmt].split())
         if len(parts) != wanted:
-            return f"{len(parts)} fields, not the {wanted} of {fmt} ({LEGENDS[fmt]})"
+            return f"{len(parts)} fields, not the {wanted} of {fmt} ({CLASSIC[fmt]})"
     if not parts[0]:
         return "no URL key"
     if not parts[1].isdigit():
         return f"timestamp {parts[1][:40].decode('utf-8', 'replace')!r} is not digits"
-    return f"not a {fmt} line"
+    return "white space in its URL key"
 
 
 class Inflated:
-    """The bytes of a file object, gunzipped member after member if it starts like gzip;
-    ``members`` counts the gzip members met so far (0 for a plain file)."""
+    """The bytes of a file object in pieces of at most ``size`` bytes, gunzipped member
+    after member if it starts like gzip; ``members`` counts the gzip members met so far
+    (0 for a plain file)."""
 
-    def __init__(self, fh, path):
-        self.fh, self.path, self.members = fh, path, 0
+    def __init__(self, fh, path, size=CHUNK_BYTES):
+        self.fh, self.path, self.size, self.members = fh, path, size, 0
 
     def __iter__(self):
-        data = self.fh.read(READ_SIZE)
+        size = self.size
+        data = self.fh.read(size)
         if not data.startswith(GZIP_MAGIC):
             while data:
                 yield data
-                data = self.fh.read(READ_SIZE)
+                data = self.fh.read(size)
             return
         read, start = len(data), 0  # bytes read so far; where the current member starts
         inflater = isal_zlib.decompressobj(31)
@@ -145,7 +178,7 @@ class Inflated:
         while True:
             try:
                 # bounded pieces: splitting them into lines is much faster than huge ones
-                out = inflater.decompress(data, READ_SIZE)
+                out = inflater.decompress(data, size)
             except isal_zlib.error as exc:
                 raise IndexInputError(self.path, f"corrupt gzip member at byte {start}: {exc}") from None
             if out:
@@ -153,7 +186,7 @@ class Inflated:
             if inflater.eof:
                 data = inflater.unused_data
                 if not data:
-                    data = self.fh.read(READ_SIZE)
+                    data = self.fh.read(size)
                     read += len(data)
                     if not data:
                         return
@@ -163,7 +196,7 @@ class Inflated:
             elif inflater.unconsumed_tail:
                 data = inflater.unconsumed_tail
             else:
-                data = self.fh.read(READ_SIZE)
+                data = self.fh.read(size)
                 read += len(data)
                 if not data:
                     out = inflater.flush()
@@ -174,20 +207,45 @@ class Inflated:
                     return
 
 
-def split_lines(chunks):
-    """The lines (without ``\\n``) of a stream of chunks."""
-    rest = b""
-    for chunk in chunks:
-        lines = (rest + chunk).split(b"\n")
-        rest = lines.pop()
+def whole_lines(pieces, size=CHUNK_BYTES):
+    """The bytes of a stream of pieces in parts of whole lines, each ending in ``\\n`` (one
+    is added to a last line without), of at least ``size`` bytes but the last (or a line
+    longer alone): small pieces (small gzip members) are put together. When the stream
+    fails, the whole lines before the failure come first."""
+    pending, length = [], 0
+    try:
+        for piece in pieces:
+            pending.append(piece)
+            length += len(piece)
+            if length < size:
+                continue
+            data = b"".join(pending) if len(pending) > 1 else piece
+            cut = data.rfind(b"\n") + 1
+            pending, length = [data[cut:]], len(data) - cut
+            if cut:
+                yield data if cut == len(data) else data[:cut]
+    except IndexInputError:
+        data = b"".join(pending)
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            yield data[:cut]
+        raise
+    data = b"".join(pending)
+    if data:
+        yield data if data.endswith(b"\n") else data + b"\n"
+
+
+def split_lines(pieces):
+    """The lines (without ``\\n``) of a stream of pieces."""
+    for data in whole_lines(pieces):
+        lines = data.split(b"\n")
+        lines.pop()
         yield from lines
-    if rest:
-        yield rest
 
 
 class IndexSource:
     """What every kind of index source has; subclasses define ``kind``, ``format`` and
-    ``lines()``, and read their files through ``_checked``."""
+    ``_files(size)``: the files of the source in order, as ``(path, pieces)``."""
 
     kind = None
 
@@ -208,42 +266,82 @@ class IndexSource:
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append({"file": self.path, **where, "reason": reason})
 
-    def _checked(self, raw_lines, file):
-        """The well-formed lines of ``raw_lines`` (one file of this source), with newlines;
-        malformed ones reported, order watched across the files of the source."""
-        fmt, last, well_formed = self.format, self._last, WELL_FORMED[self.format].match
-        for number, line in enumerate(raw_lines, 1):
+    def chunks(self, size=CHUNK_BYTES):
+        """The well-formed lines of the source (bytes, no newline), in file order, in lists
+        of about ``size`` bytes; malformed ones reported, order watched (see the module)."""
+        self._reset()
+        for path, pieces in self._files(size):
+            number = 0  # lines of the file before the chunk
+            for data in whole_lines(pieces, size):
+                lines = data.split(b"\n")
+                lines.pop()
+                chunk = self._checked(data, lines, path, number)
+                number += len(lines)
+                if chunk:
+                    yield chunk
+
+    def lines(self):
+        """The lines of ``chunks()`` one at a time."""
+        for chunk in self.chunks():
+            yield from chunk
+
+    def write(self, out):
+        """Write every line (with its newline) to the binary stream ``out``."""
+        for chunk in self.chunks():
+            out.write(b"\n".join(chunk) + b"\n")
+
+    def _checked(self, data, lines, path, number):
+        """The well-formed lines of ``lines`` (``data`` split at ``\\n``, lines ``number + 1``
+        on of ``path``), counted and their order watched."""
+        if (b"\r" in data or ALL_WELL_FORMED[self.format].fullmatch(data) is None
+                or not (data.isascii() or _utf8(data) is not None and is_cdx_line_all(lines))):
+            lines, numbers = self._sifted(lines, path, number)
+        else:
+            numbers = None
+        if not lines:
+            return lines
+        if self.unsorted is None:
+            if self._last is not None and lines[0] < self._last:
+                self._unsorted(path, numbers[0] if numbers else number + 1)
+            elif lines != sorted(lines):
+                first = next(i for i in range(1, len(lines)) if lines[i] < lines[i - 1])
+                self._unsorted(path, numbers[first] if numbers else number + first + 1)
+        self._last = lines[-1]
+        self.lines_read += len(lines)
+        return lines
+
+    def _unsorted(self, path, line):
+        self.unsorted = {"file": path, "line": line}
+
+    def _sifted(self, lines, path, number):
+        """The well-formed ones of ``lines`` and their line numbers, one line at a time."""
+        fmt, kept, numbers = self.format, [], []
+        for number, line in enumerate(lines, number + 1):
             if line[-1:] == b"\r":
-                line = line[:-1]
-            if well_formed(line) is None or not _utf8(line):
-                if not line or line.isspace():
-                    continue
-                if line.startswith((b" CDX ", b"CDX ")):
-                    try:
-                        declared = header_format(line)
-                    except ValueError as exc:
-                        declared = str(exc)
-                    if declared != fmt:
-                        self._problem({"file": file, "line": number},
-                                      f"a CDX header of another format in a {fmt} index")
-                    continue
-                self._problem({"file": file, "line": number}, _check(fmt, line))
+                line = line.rstrip(b"\r")
+            why = _check(fmt, line)
+            if why is None:
+                kept.append(line)
+                numbers.append(number)
                 continue
-            line += b"\n"
-            if last is not None and line < last and self.unsorted is None:
-                self.unsorted = {"file": file, "line": number}
-            last = line
-            self.lines_read += 1
-            yield line
-        self._last = last
+            if not line or line.isspace():
+                continue
+            if line.startswith((b" CDX ", b"CDX ")):
+                try:
+                    declared = header_format(line)
+                except ValueError as exc:
+                    declared = str(exc)
+                if declared != fmt:
+                    self._problem({"file": path, "line": number},
+                                  f"a CDX header of another format in a {fmt} index")
+                continue
+            self._problem({"file": path, "line": number}, why)
+        return kept, numbers
 
 
-def _utf8(line):
-    try:
-        line.decode("utf-8")
-        return True
-    except UnicodeDecodeError:
-        return False
+def is_cdx_line_all(lines):
+    """Whether every one of ``lines`` (UTF-8 bytes) is a line the jobs' readers keep."""
+    return all(is_cdx_line(line.decode("utf-8")) for line in lines)
 
 
 def detect_format(raw_lines, path):
@@ -271,15 +369,14 @@ class CdxFile(IndexSource):
 
     def __init__(self, path, name=None):
         super().__init__(path, name)
-        self.members = None  # gzip members (0 when plain), known once lines() read the file
+        self.members = None  # gzip members (0 when plain), known once chunks() read the file
         with storage.open_read(path) as fh:
             self.format = detect_format(split_lines(Inflated(fh, path)), path)
 
-    def lines(self):
-        self._reset()
+    def _files(self, size):
         with storage.open_read(self.path) as fh:
-            stream = Inflated(fh, self.path)
-            yield from self._checked(split_lines(stream), self.path)
+            stream = Inflated(fh, self.path, size)
+            yield self.path, stream
         self.members = stream.members
 
 
@@ -303,7 +400,7 @@ def _inside(path, directory):
 def cluster_index(location):
     """The ``cluster.idx`` of ``location``: a build's output directory, its ``cluster/``
     directory or an index itself; local, ``s3://`` or ``http(s)://``."""
-    if not storage.is_remote(location):
+    if storage.is_local(location):
         for candidate in (os.path.join(location, "cluster", "cluster.idx"),
                           os.path.join(location, "cluster.idx"), location):
             if os.path.isfile(candidate):
@@ -327,8 +424,8 @@ class ZipNumCluster(IndexSource):
 
     def __init__(self, path, name=None):
         super().__init__(path, name)
-        self.remote = storage.is_remote(path)
-        self.directory = path.rsplit("/", 1)[0] if self.remote else os.path.dirname(os.path.abspath(path))
+        self.remote = not storage.is_local(path)
+        self.directory = storage.dirname(storage.abspath(path))
         # a remote cluster's shards are read beside its index, as query reads them
         self.locations = {} if self.remote else _read_loc(os.path.splitext(path)[0] + ".loc")
         self.shards = self._shards()
@@ -363,15 +460,17 @@ class ZipNumCluster(IndexSource):
         cluster's directory)."""
         from .inputs import safe_path
         if self.remote:
-            if safe_path(shard) != shard or "://" in shard:
+            if safe_path(shard) != shard or not storage.is_local(shard):
                 return [], [shard]
             return [storage.join(self.directory, shard)], []
         candidates, refused = [], []
         for location in self.locations.get(shard, []) + [shard]:
-            path = location[len("file://"):] if location.startswith("file://") else location
-            path = os.path.join(self.directory, path)
-            inside = "://" not in path and _inside(path, self.directory)
-            (candidates if inside else refused).append(path if inside else location)
+            path = storage.local_path(location)
+            path = path and os.path.join(self.directory, path)
+            if path and _inside(path, self.directory):
+                candidates.append(path)
+            else:
+                refused.append(location)
         return candidates, refused
 
     def _open(self, shard):
@@ -387,12 +486,11 @@ class ZipNumCluster(IndexSource):
                     "(a cluster's index and .loc never point readers elsewhere here)")
         raise IndexInputError(self.path, f"shard {shard!r}: {why}")
 
-    def lines(self):
-        self._reset()
+    def _files(self, size):
         for shard in self.shards:
             fh, where = self._open(shard)
             with fh:
-                yield from self._checked(split_lines(Inflated(fh, where)), where)
+                yield where, Inflated(fh, where, size)
 
 
 def open_index(path, name=None, kind=None):

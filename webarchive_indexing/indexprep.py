@@ -1,11 +1,15 @@
 """Index inputs of ``build`` made ready for its jobs (mrjob's runners, Spark).
 
-The sample and cluster jobs read CDX lines from files, leave out what is not a CDX
-line (headers, blank lines) and sort every line themselves. A flat CDX file goes to
-them as it is when they read all of it right: every line well-formed, and either plain
-or one gzip member with a name ending in ``.gz`` (mrjob's inline and local runners pick
-decompression by the name and read only the first member of a gzip file). Anything else
-is rewritten first, its well-formed lines in order as one gzip member, into
+What goes into the cluster of an index input is the lines its source gives
+(``indexinputs``: well-formed, UTF-8, trailing ``\\r`` dropped), whatever the engine.
+The sample and cluster jobs read CDX files with their own line readers, which keep
+every line starting like a CDX line (``cdxline.is_cdx_line``), decode other bytes than
+UTF-8 as latin-1, and sort every line themselves. A flat CDX file therefore goes to
+them as it is only when those readers get exactly the source's lines from it: no
+malformed line (so no line that is not UTF-8), and either plain or one gzip member
+with a name ending in ``.gz`` (mrjob's inline and local runners pick decompression by
+the name and read only the first member of a gzip file). Anything else is rewritten
+first, the source's lines in order as one gzip member, into
 ``OUTDIR/indexes/NNNNN-<name>.cdx.gz`` (numbered by input, so names never collide):
 clusters, legacy indexes, files of several gzip members, and, with ``--on-error skip``,
 files with malformed lines. With ``--on-error fail`` a malformed line fails the build
@@ -64,8 +68,9 @@ def open_sources(indexes, requested=None, legacy_prefix=b""):
     return sources, errors, cluster_format(sources, requested)
 
 
-def _as_is(source):
-    """Whether the jobs read ``source`` (read once) whole and right as it is."""
+def as_is(source):
+    """Whether the jobs' line readers get exactly the lines of ``source`` (read once) from
+    its file as it is."""
     gzipped = source.path.endswith(".gz")
     return source.kind == "cdx" and not source.malformed and (
         (source.members == 0 and not gzipped) or (source.members == 1 and gzipped))
@@ -77,8 +82,7 @@ def _rewrite(source, target):
     with storage.open_atomic(target) as raw:
         with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as out:
             try:
-                for line in source.lines():
-                    out.write(line)
+                source.write(out)
             except (IndexInputError, OSError) as exc:
                 return exc
     return None
@@ -104,11 +108,11 @@ def prepare(sources, out_dir, on_error="fail", done=None):
         failed = None
         if source.kind == "cdx":
             try:
-                for _ in source.lines():
+                for _ in source.chunks():
                     pass
             except (IndexInputError, OSError) as exc:
                 failed = exc
-        if failed is None and _as_is(source):
+        if failed is None and as_is(source):
             files.append(source.path)
         elif on_error == "skip" or (failed is None and not source.malformed):
             # (with --on-error fail a flat file with problems is not rewritten: the build

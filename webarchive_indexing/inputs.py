@@ -57,8 +57,9 @@ CDX_SUFFIX = ".cdx.gz"
 # Characters a CDX path never holds as they are: control characters and backslashes
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f\\]")
 
-# An archive to index: its path, and its name in the index (``relative_name``)
-Archive = namedtuple("Archive", "path name")
+# An archive to index: its path, its name in the index (``relative_name``), and the root
+# that name is relative to (None for a base name)
+Archive = namedtuple("Archive", "path name root", defaults=(None,))
 # An existing index to read: its path, its name, and its kind ("cdx", "cluster", "legacy")
 Index = namedtuple("Index", "path name kind")
 # What ``expand`` found: archives and indexes in input order, the inputs that named
@@ -72,12 +73,21 @@ class InputError(ValueError):
 
 def relative_name(path, roots):
     """The name of ``path`` in the index: relative to the longest root holding it, else its base name."""
+    return _name_under(path, _holding_root(path, roots))
+
+
+def _name_under(path, root):
+    return path[len(root.rstrip("/")) + 1:] if root else path.rsplit("/", 1)[-1]
+
+
+def _holding_root(path, roots):
+    """The longest of ``roots`` that holds ``path``, or None."""
     best = None
     for root in roots:
         prefix = root.rstrip("/") + "/"
-        if path.startswith(prefix) and (best is None or len(prefix) > len(best)):
-            best = prefix
-    return path[len(best):] if best else path.rsplit("/", 1)[-1]
+        if path.startswith(prefix) and (best is None or len(prefix) > len(best.rstrip("/")) + 1):
+            best = root
+    return best
 
 
 def safe_path(name):
@@ -127,7 +137,7 @@ def kind_of(path):
         return "legacy"
     if path.endswith(MANIFEST_EXTENSIONS):
         return "manifest"
-    if "://" in path:
+    if not storage.is_local(path):
         return None
     return _sniff(path)
 
@@ -157,8 +167,7 @@ def read_manifest(path):
     Local lines are normalized (``../x`` is the manifest directory's sibling); lines of
     a remote manifest are joined to its prefix as they are (an S3 key is what it says).
     """
-    remote = storage.is_remote(path)
-    base = path.rsplit("/", 1)[0] if remote else os.path.dirname(os.path.abspath(path))
+    base = storage.dirname(storage.abspath(path))
     paths = []
     with storage.open_read(path) as raw:
         text = (gzip.open(raw, "rt", encoding="utf-8") if path.endswith(".gz")
@@ -167,8 +176,10 @@ def read_manifest(path):
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
-            if "://" not in line:
-                line = storage.join(base, line) if remote else os.path.normpath(os.path.join(base, line))
+            if storage.is_local(line):
+                line = storage.resolve(base, line)
+                if storage.is_local(line):
+                    line = os.path.normpath(line)
             paths.append(line)
     return base, paths
 
@@ -203,7 +214,7 @@ def _listed(paths, missing):
     named like nothing else is an archive, as manifests always listed archives."""
     found = []
     for path in paths:
-        if "://" not in path and not os.path.exists(path):
+        if storage.is_local(path) and not os.path.exists(path):
             missing.append(path)
             continue
         kind = kind_of(path) if not os.path.isdir(path) else None
@@ -212,8 +223,8 @@ def _listed(paths, missing):
 
 
 def _expand_remote(url, roots, missing):
-    """(kind, path) of what a remote INPUT names: itself, what its manifest lists, or what
-    is under it (an S3 prefix, a Hadoop directory)."""
+    """(kind, path) of what a URI INPUT names: itself, what its manifest lists, or what is
+    under it (an S3 prefix, a Hadoop directory)."""
     kind = kind_of(url)
     if kind == "manifest":
         base, listed = read_manifest(url)
@@ -221,8 +232,6 @@ def _expand_remote(url, roots, missing):
         return _listed(listed, missing)
     if kind is not None:
         return [(kind, url)]
-    if storage.is_http(url):  # no listing over HTTP
-        return [("archive", url)]
     roots.append(url.rstrip("/"))
     return _walk(url)
 
@@ -254,14 +263,11 @@ def expand(inputs, roots=()):
     ``missing`` lists inputs that name nothing; the caller decides whether that is
     fatal. Raises InputError when two archives would be indexed into one CDX file.
     """
-    roots = [os.path.abspath(r) if "://" not in r else r for r in roots]
+    roots = [storage.abspath(r) for r in roots]
     found, missing = [], []
     for item in inputs:
-        if "://" not in item:
+        if storage.is_local(item):
             found.extend(_expand_local(item, roots, missing))
-            continue
-        if not storage.is_remote(item):  # a scheme only the task's own readers know
-            found.append(("archive", item))
             continue
         try:
             named = _expand_remote(item, roots, missing)
@@ -274,7 +280,8 @@ def expand(inputs, roots=()):
         found.extend(named)
     archives, indexes, warnings, seen = [], [], [], {}
     for path, kind in dict((path, kind) for kind, path in found).items():
-        name = relative_name(path, roots)
+        root = _holding_root(path, roots)
+        name = _name_under(path, root)
         if kind != "archive":
             indexes.append(Index(path, name, kind))
             continue
@@ -288,5 +295,5 @@ def expand(inputs, roots=()):
             warnings.append({"file": path, "offset": 0, "message":
                              f"its name {name!r} is not a plain relative path: its CDX is "
                              f"written to cdx/{target} (the CDX filename field keeps the name)"})
-        archives.append(Archive(path, name))
+        archives.append(Archive(path, name, root))
     return Found(archives, indexes, missing, roots, warnings)

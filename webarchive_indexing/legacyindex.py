@@ -148,11 +148,14 @@ class LegacyIndex(IndexSource):
                 return
 
     def _raw_lines(self):
-        from .cdx import format_line, url_key
+        from .cdx import url_key
+        from .cdxline import format_line
         for key, (segment, date, partition, arc_offset, length), offset in self.items():
             try:
-                # a space would end the URL field of a CDX11 line: escaped, as pywb does
-                url = key_url(key.decode("utf-8")).replace(" ", "%20")
+                # a space would end the URL field of a CDX11 line, a line end the line:
+                # escaped, as pywb escapes a space
+                url = key_url(key.decode("utf-8"))
+                url = url.replace(" ", "%20").replace("\n", "%0A").replace("\r", "%0D")
                 timestamp = time.strftime("%Y%m%d%H%M%S", time.gmtime(date // 1000))
                 if len(timestamp) != 14:
                     raise ValueError(f"its ARC file date {date} is no time of the years 1000-9999")
@@ -162,8 +165,16 @@ class LegacyIndex(IndexSource):
             except Exception as exc:  # surt and gmtime raise assorted errors on odd values
                 self._problem({"offset": offset}, f"item {key[:200]!r}: {exc}")
                 continue
-            yield format_line(fields, self.format).encode("utf-8").rstrip(b"\n")
+            yield format_line(fields, self.format).encode("utf-8")
 
-    def lines(self):
-        self._reset()
-        yield from self._checked(self._raw_lines(), self.path)
+    def _files(self, size):
+        def pieces():
+            batch, length = [], 0
+            for line in self._raw_lines():
+                batch.append(line)
+                length += len(line)
+                if length >= size:
+                    yield b"".join(batch)
+                    batch, length = [], 0
+            yield b"".join(batch)
+        yield self.path, pieces()
