@@ -54,16 +54,16 @@ CLASSIC = {fmt: LEGENDS[fmt] for fmt in FORMATS if fmt in LEGENDS}
 # Field count -> format of a CDX line that is not CDXJ
 FIELD_COUNTS = {len(legend.split()): fmt for fmt, legend in CLASSIC.items()}
 LEGEND_FORMATS = {legend: fmt for fmt, legend in CLASSIC.items()}
-# A URL key: no white space as ``cdxline.is_cdx_line`` sees it in ASCII (str's \s holds
-# \x1c-\x1f too); a non-ASCII line is asked ``is_cdx_line`` itself
-_KEY = rb"[^\s\x1c-\x1f]+"
-# The rest of a well-formed line of each format after its key and timestamp
-_REST = {"cdxj": rb" \{[^\n]*\}",
-         **{fmt: rb"(?: [^ \n]*){%d}" % (len(legend.split()) - 2) for fmt, legend in CLASSIC.items()}}
+# A URL key and a timestamp: the key holds no white space as ``cdxline.is_cdx_line`` sees
+# it in ASCII (str's \s holds \x1c-\x1f too; a non-ASCII line is asked ``is_cdx_line``)
+_HEAD = rb"[^\s\x1c-\x1f]++ [0-9]++"
+# The rest of a well-formed line of each format after its key and timestamp (possessive:
+# nothing is tried again, which saves a tenth of the time of a chunk)
+_REST = {"cdxj": rb" \{[^\n]*+(?<=\})",
+         **{fmt: rb"(?: [^ \n]*+){%d}" % (len(legend.split()) - 2) for fmt, legend in CLASSIC.items()}}
 # One well-formed line (no newline), and a whole chunk of them, each ending in \n
-WELL_FORMED = {fmt: re.compile(_KEY + rb" [0-9]+" + rest + rb"\Z") for fmt, rest in _REST.items()}
-ALL_WELL_FORMED = {fmt: re.compile(rb"(?:" + _KEY + rb" [0-9]+" + rest + rb"\n)*")
-                   for fmt, rest in _REST.items()}
+WELL_FORMED = {fmt: re.compile(_HEAD + rest + rb"\Z") for fmt, rest in _REST.items()}
+ALL_WELL_FORMED = {fmt: re.compile(rb"(?:" + _HEAD + rest + rb"\n)*+") for fmt, rest in _REST.items()}
 HEADER = re.compile(rb" ?CDX ([^\r\n]*?)\s*\Z")
 # Malformed lines listed per source (all are counted)
 MAX_PROBLEMS = 100
