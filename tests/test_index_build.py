@@ -244,6 +244,20 @@ def test_export_refuses_an_unsorted_cluster(tmp_path, capsys):
     assert "no ZipNum index at" in capsys.readouterr().err
 
 
+def test_export_into_a_pipe_that_closes_early(tmp_path):
+    """export | head: the reader stopping is no failure (exit 0, no message)."""
+    import subprocess
+    import sys
+    lines = [b"com,example)/%06d 20200101000000 {}\n" % i for i in range(20000)]
+    zipnum.write_cluster(lines, str(tmp_path / "c"), [], 100)
+    run = subprocess.run(f"set -o pipefail; {shlex.quote(sys.executable)} -m webarchive_indexing.cli export "
+                         f"{shlex.quote(str(tmp_path / 'c'))} --no-progress | head -1",
+                         shell=True, capture_output=True, executable="/bin/bash",
+                         env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert run.stdout == lines[0] and run.returncode == 0
+    assert b"Broken pipe" not in run.stderr and b"Traceback" not in run.stderr
+
+
 # -- names from input that become paths (issue 16.1) ------------------------------------------
 
 def tree(path):

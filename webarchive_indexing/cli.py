@@ -308,6 +308,8 @@ def _export(args):
     from .indexinputs import IndexInputError
     try:
         done = export(o.ExportOptions.from_args(args), sys.stdout.buffer)
+    except BrokenPipeError:  # a reader that stopped (| head): as every command, not a failure
+        raise
     except (ExportFailed, IndexInputError, OSError) as exc:
         written = "" if args.output else " (what was printed is incomplete)"
         sys.stderr.write(f"webarchive-index export: {exc}{written}\n")
