@@ -9,7 +9,7 @@ import pytest
 import rangeserver
 import s3server
 from test_query import LINES, N, QUERIES, brute
-from webarchive_indexing import query, storage
+from webarchive_indexing import idxfile, query, storage
 from webarchive_indexing.cli import main
 from webarchive_indexing.query import Cluster, open_cluster, search_range
 from webarchive_indexing.zipnum import write_cluster
@@ -40,7 +40,7 @@ def runs_of(cluster_dir, url, match_type):
     cluster = Cluster(cluster_dir / "cluster")
     reads = []
     real = cluster._read
-    cluster._read = lambda run: reads.append(run) or real(run)
+    cluster._read = lambda shard, offset, length: reads.append(offset) or real(shard, offset, length)
     list(cluster.lookup(url, match_type))
     return len(reads)
 
@@ -96,7 +96,7 @@ def test_without_root_the_index_is_binary_searched(cluster_dir, tmp_path, monkey
     site = tmp_path / "site"
     write_cluster(LINES, site, SPLITS, lines_per_block=20, root_slice_bytes=600)
     (site / "cluster.root").unlink()
-    monkeypatch.setattr(query, "PAGE_BYTES", 1024)
+    monkeypatch.setattr(idxfile, "PAGE_BYTES", 1024)
     pages = -(-(site / "cluster.idx").stat().st_size // 1024)
     with rangeserver.serving(site) as server:
         for url, mt in QUERIES[::4]:
