@@ -8,6 +8,7 @@ import random
 import pytest
 from pywb.warcserver.index.cdxobject import CDXException, CDXObject
 from pywb.warcserver.index.cdxops import process_cdx
+from pywb.utils.memento import MementoUtils
 from pywb.warcserver.index.query import CDXQuery
 
 from helpers import pywb_page, pywb_page_info, pywb_params
@@ -189,6 +190,10 @@ def pywb_processed(lines, output, filters=(), from_ts=None, to_ts=None, limit=No
         return [cdx.to_json().encode() for cdx in cdxs]
     if output == "cdx11":
         return [cdx.to_text(list(cdxapi.CDX11_FIELDS)).encode() for cdx in cdxs]
+    if output == "text":
+        return [cdx.to_text().encode() for cdx in cdxs]
+    if output == "link":
+        return [link.encode() for link in MementoUtils.make_timemap(cdxs, {})]
     return [cdx.to_cdxj().encode() if not line_is_cdxj(cdx) else cdx.to_text().encode() for cdx in cdxs]
 
 

@@ -31,6 +31,16 @@ def _positive(text):
     return value
 
 
+def _nonzero(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number other than 0, got {text!r}")
+    return value
+
+
 def _non_negative(text):
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {text!r}")
@@ -158,7 +168,7 @@ def _parser(argv=()):
                             "a local path, s3://bucket/prefix or http(s)://host/path")
     query.add_argument("url", metavar="URL")
     query.add_argument("--match-type", choices=("exact", "prefix", "host", "domain"),
-                       default="exact", help="how URL matches, unless it has a wildcard "
+                       help="how URL matches, unless it has a wildcard "
                                              "(default exact)")
     query.add_argument("--from", dest="from_ts", metavar="TS",
                        help="captures at or after timestamp TS (1-14 digits: 2024, 20240131...)")
@@ -167,19 +177,41 @@ def _parser(argv=()):
     query.add_argument("--filter", action="append", default=[], metavar="[!][=|~]FIELD:VALUE",
                        help="keep captures whose FIELD (url, mime, status, digest, filename...) "
                             "contains VALUE, equals it (=) or matches the regex (~); repeatable")
-    query.add_argument("--limit", type=_positive, help="print at most this many lines")
-    query.add_argument("--output", choices=("cdxj", "json", "cdx11"), default="cdxj",
+    query.add_argument("--limit", type=_nonzero, metavar="N",
+                       help="print at most N lines; -N: the last N (-1: the newest)")
+    query.add_argument("--output", choices=("cdxj", "json", "cdx11", "text", "link"), default="cdxj",
                        help="cdxj (default; the lines as stored in a CDXJ cluster), json (one "
-                            "object per line) or cdx11 (classic 11-field CDX)")
+                            "object per line), cdx11 (classic 11-field CDX), text (as stored, "
+                            "or the --fl fields space-separated) or link (a Memento TimeMap)")
+    query.add_argument("--fl", "--fields", dest="fields", metavar="FIELD,...",
+                       help="only these fields, in this order (e.g. timestamp,url,status)")
+    query.add_argument("--sort", choices=("reverse", "closest"),
+                       help="reverse: last first; closest: nearest to --closest first")
+    query.add_argument("--closest", metavar="TS",
+                       help="with --sort closest (implied): the timestamp to be near")
+    query.add_argument("--collapse", metavar="FIELD[:N]",
+                       help="drop a line whose FIELD (or its first N characters) equals the "
+                            "previous line's: digest, timestamp:8 (one a day), urlkey")
     query.add_argument("--page", type=_non_negative, metavar="N",
                        help="only page N (from 0) of the result, in pages of --page-size blocks "
                             "of cluster.idx, as pywb's page= (without: every page)")
     query.add_argument("--page-size", type=_positive, metavar="BLOCKS",
-                       help="blocks per page with --page or --show-num-pages (default 10, "
-                            "as pywb)")
+                       help="blocks per page with --page, --show-num-pages or "
+                            "--show-paged-index (default 10, as pywb)")
     _add_bool(query, "show-num-pages", False,
               "print only the page count as pywb's showNumPages does: "
               '{"pages": ..., "pageSize": ..., "blocks": ...}', "print the lines (default)")
+    _add_bool(query, "show-paged-index", False,
+              "print the cluster.idx lines of the result's blocks (of --page N, else all)",
+              "print the lines (default)")
+    _add_bool(query, "count", False,
+              'print only the exact number of matching captures: {"captures": N} (without '
+              "filters it reads only the blocks at the ends of the range)", "print the lines (default)")
+    _add_bool(query, "show-resume-key", False,
+              "after --limit lines, if there are more: a blank line and a key (json: a "
+              '{"resumeKey": ...} line) from which --resume-key goes on', "no resume key (default)")
+    query.add_argument("--resume-key", metavar="KEY",
+                       help="go on after the line a --show-resume-key answer ended with")
     _add_bool(query, "verbose", False, "print every request made to a remote cluster on stderr",
               "print no requests (default)", short="-v")
 
@@ -326,22 +358,40 @@ def _cdx(args):
     return EXIT_OK
 
 
+# query's options by the CDX API parameter each mirrors, for messages
+QUERY_OPTIONS = {"url": "URL", "matchType": "--match-type", "from": "--from", "to": "--to",
+                 "filter": "--filter", "limit": "--limit", "output": "--output", "fl": "--fl",
+                 "sort": "--sort", "closest": "--closest", "collapse": "--collapse",
+                 "pageSize": "--page-size", "page": "--page", "showNumPages": "--show-num-pages",
+                 "showPagedIndex": "--show-paged-index", "showNumCaptures": "--count",
+                 "showResumeKey": "--show-resume-key", "resumeKey": "--resume-key"}
+
+
+def _option_message(exc):
+    """A BadParameter's message in the words of query's options (parameters named as
+    ``name=`` or in camelCase; plain words such as 'from' stay)."""
+    import re
+    names = "|".join(sorted(QUERY_OPTIONS, key=len, reverse=True))
+    camel = "|".join(name for name in QUERY_OPTIONS if name != name.lower())
+    text = re.sub(rf"\b({names})=[A-Z]*|\b({camel})\b",
+                  lambda m: QUERY_OPTIONS[m.group(1) or m.group(2)], exc.message)
+    return f"{QUERY_OPTIONS.get(exc.param, exc.param)}: {text}"
+
+
 def _query(args):
-    from . import cdxapi, storage
-    from .query import DEFAULT_PAGE_SIZE, open_cluster, search_range
+    from . import storage
+    from .cdxapi import BadParameter, CdxRequest
+    from .collection import Collection
     try:
-        if args.page is not None and args.show_num_pages:
-            raise ValueError("--page and --show-num-pages exclude each other: ask for the count first")
-        if args.page_size and args.page is None and not args.show_num_pages:
-            raise ValueError("--page-size goes with --page N or --show-num-pages")
-        start, end = (key.encode() for key in search_range(args.url, args.match_type))
-        filters = [cdxapi.parse_filter(spec) for spec in args.filter]
-        cdxapi.check_timestamp(args.from_ts, "--from")
-        cdxapi.check_timestamp(args.to_ts, "--to")
-    except ValueError as exc:
-        sys.stderr.write(f"webarchive-index query: {exc}\n")
+        request = CdxRequest(
+            args.url, args.match_type, args.from_ts, args.to_ts, args.filter, args.limit,
+            args.output, args.fields.split(",") if args.fields else None,
+            args.sort or ("closest" if args.closest else None), args.closest, args.collapse,
+            args.page, args.page_size, args.show_num_pages, args.show_paged_index,
+            args.show_resume_key, args.resume_key, args.count)
+    except BadParameter as exc:
+        sys.stderr.write(f"webarchive-index query: {_option_message(exc)}\n")
         return EXIT_USAGE
-    page_size = args.page_size or DEFAULT_PAGE_SIZE
 
     def show(method, url, byte_range):
         shown = f" bytes={byte_range[0]}-{byte_range[1]}" if byte_range else ""
@@ -350,15 +400,11 @@ def _query(args):
     if args.verbose:
         storage.add_request_listener(show)
     try:
-        cluster = open_cluster(args.location)
-        out = sys.stdout.buffer
-        if args.show_num_pages:
-            out.write((json.dumps(cluster.page_info(start, end, page_size)) + "\n").encode())
-            return EXIT_OK
-        lines = (cluster.page(start, end, args.page, page_size) if args.page is not None
-                 else cluster.lookup_range(start, end))
-        out.writelines(cdxapi.process(lines, filters, args.from_ts, args.to_ts, args.limit,
-                                      args.output))
+        _, body = Collection.open(args.location, [args.location]).answer(request)
+        sys.stdout.buffer.writelines(body)
+    except BadParameter as exc:  # a page that is not there
+        sys.stderr.write(f"webarchive-index query: {exc.message}\n")
+        return EXIT_FAILED
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"webarchive-index query: {exc}\n")
         return EXIT_FAILED
