@@ -215,6 +215,34 @@ def _parser(argv=()):
     _add_bool(query, "verbose", False, "print every request made to a remote cluster on stderr",
               "print no requests (default)", short="-v")
 
+    serve = sub.add_parser(
+        "serve", help="serve clusters over HTTP with the CDX API (pywb's, Common Crawl's)",
+        description="Answer the CDX API (the parameters of query, named as pywb, the Wayback "
+                    "Machine and Common Crawl name them) at /NAME/cdx and /NAME-index, list the "
+                    "collections at /collinfo.json, and offer a search page at /. Answers "
+                    "stream; errors are pywb's {\"message\": ...} with status 400 (a bad "
+                    "parameter), 404, 500 (a damaged cluster), 502 (one that cannot be read) or "
+                    "503 (over --timeout). Stop with SIGTERM or Ctrl-C: requests in flight finish.",
+        epilog="Example: webarchive-index serve cc=out/cluster all=crawl1/,crawl2/ --port 8080; "
+               "then curl 'http://127.0.0.1:8080/cc/cdx?url=*.example.com&output=json&limit=5'")
+    serve.add_argument("collections", nargs="+", metavar="NAME=CLUSTER[,CLUSTER...]",
+                       help="a collection and its cluster(s) (as query takes them: local, "
+                            "s3:// or http(s)://); several clusters are merged in key order")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default 127.0.0.1: this machine only; "
+                            "0.0.0.0 for every interface)")
+    serve.add_argument("--port", type=_non_negative, default=8080, help="port (default 8080; 0: any free one)")
+    serve.add_argument("--workers", type=_positive, help="processes answering (default: one per core)")
+    serve.add_argument("--cache-mb", type=_positive, default=64,
+                       help="MiB of inflated blocks each worker keeps for later lookups (default 64)")
+    serve.add_argument("--timeout", type=_positive, default=120, metavar="SECONDS",
+                       help="longest a request may take (default 120)")
+    serve.add_argument("--max-limit", type=_positive, default=1_000_000, metavar="N",
+                       help="largest limit (or -limit) a request may ask (default 1000000)")
+    serve.add_argument("--access-log", metavar="PATH",
+                       help="append the access log to PATH (default: stderr)")
+    _add_bool(serve, "log", True, "write an access log (default)", "write no access log")
+
     finalize = sub.add_parser(
         "finalize", help="check the shards of a cluster job's output and publish its index",
         description="After jobs/zip_cluster.py ran on Hadoop/EMR: check that every shard "
@@ -412,6 +440,37 @@ def _query(args):
         if args.verbose:
             storage.remove_request_listener(show)
     return EXIT_OK
+
+
+def _serve(args):
+    import logging
+    from .cdxapi import Limits
+    from .serve import DEFAULT_LIMITS, serve
+    logging.basicConfig(format="webarchive-index serve: %(message)s", level=logging.WARNING)
+    limits = Limits(args.max_limit, DEFAULT_LIMITS.page_size, DEFAULT_LIMITS.regex,
+                    DEFAULT_LIMITS.filters, DEFAULT_LIMITS.url, args.timeout)
+
+    def ready(url, collections):
+        for name, collection in collections.items():
+            sys.stderr.write(f"serving {name} ({len(collection.clusters)} cluster"
+                             f"{'s' if len(collection.clusters) > 1 else ''}) at {url}/{name}/cdx\n")
+        sys.stderr.write(f"search page {url}/ ; stop with Ctrl-C or SIGTERM\n")
+        sys.stderr.flush()
+
+    log = None
+    try:
+        log = open(args.access_log, "a", encoding="utf-8") if args.access_log and args.log else None
+        return serve(args.collections, args.host, args.port, args.workers, args.cache_mb, limits,
+                     (log or sys.stderr) if args.log else None, ready)
+    except ValueError as exc:
+        sys.stderr.write(f"webarchive-index serve: {exc}\n")
+        return EXIT_USAGE
+    except OSError as exc:
+        sys.stderr.write(f"webarchive-index serve: {exc}\n")
+        return EXIT_FAILED
+    finally:
+        if log:
+            log.close()
 
 
 def _finalize(args):
@@ -740,8 +799,8 @@ def main(argv=None):
     if args.command == "corpus":
         from .corpus import main as corpus_main
         return corpus_main(args.corpus_args)
-    command = {"build": _build, "cdx": _cdx, "query": _query, "finalize": _finalize,
-               "copy": _copy}[args.command]
+    command = {"build": _build, "cdx": _cdx, "query": _query, "serve": _serve,
+               "finalize": _finalize, "copy": _copy}[args.command]
     try:
         return command(args)
     except BrokenPipeError:
