@@ -37,6 +37,9 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=7", "pywb==2.10.0", "cdxj-indexer==1.5.0", "pyspark>=3.5",
+                 # serve's real clients, and its search page driven in Chromium (Debian's
+                 # chromium and chromium-driver, installed by .ci/run)
+                 "cdx_toolkit", "selenium",
                  # a local S3 API server for the S3 tests
                  "moto[server]",
                  # pywb 2.10 imports cgi, removed from the standard library in 3.13

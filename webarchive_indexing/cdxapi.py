@@ -56,8 +56,8 @@ ALIASES = {"u": "url", "original": "url", "statuscode": "status", "s": "status",
 class BadParameter(ValueError):
     """A parameter that cannot be answered; ``param`` is its API name (``limit``)."""
 
-    def __init__(self, param, message):
-        super().__init__(f"{param}: {message}")
+    def __init__(self, param, message, named=True):
+        super().__init__(f"{param}: {message}" if named else message)
         self.param = param
         self.message = message
 

@@ -171,14 +171,14 @@ class Collection:
             if page < pages + count:
                 return cluster, page - pages
             pages += count
-        raise BadParameter("page", f"Page {page} invalid: First Page is 0, Last Page is {pages - 1}")
+        raise BadParameter("page", f"Page {page} invalid: First Page is 0, Last Page is {pages - 1}", named=False)
 
     def _page(self, request):
         cluster, page = self._locate_page(request)
         try:
             return cluster.page(*request.range, page, self._page_size(request))
         except ValueError as exc:
-            raise BadParameter("page", str(exc)) from None
+            raise BadParameter("page", str(exc), named=False) from None
 
     def _paged_index(self, request):
         if request.page is not None:
@@ -186,7 +186,7 @@ class Collection:
             try:
                 lines = cluster.page_index(*request.range, page, self._page_size(request))
             except ValueError as exc:
-                raise BadParameter("page", str(exc)) from None
+                raise BadParameter("page", str(exc), named=False) from None
         else:
             lines = itertools.chain.from_iterable(c.idx.scan(*request.range) for c in self.clusters)
         for line in lines:

@@ -128,16 +128,27 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send_answer(self, collection, params):
         deadline = self.started + self.limits.seconds if self.limits.seconds else None
+        # the start of the answer is made before the status is sent: errors there (most
+        # of them: bad parameters, an unreadable index, a damaged first block) get theirs
+        pending, size = [], 0
         try:
             request = CdxRequest.from_query(params, self.limits)
             content_type, body = collection.answer(request, deadline)
             body = iter(body)
-            first = next(body, b"")
+            for chunk in body:
+                pending.append(chunk)
+                size += len(chunk)
+                if size >= CHUNK_BYTES:
+                    break
+            else:
+                body = None
         except BadParameter as exc:
             return self._send_error(400, str(exc))
         except Exception as exc:
             return self._send_error(*self._failure(exc))
-        self._send_stream(content_type, first, body)
+        if body is None:
+            return self._send_whole(200, content_type, b"".join(pending))
+        self._send_stream(content_type, pending, body)
 
     def _failure(self, exc):
         """The status and message of an error met while answering."""
@@ -151,10 +162,10 @@ class Handler(BaseHTTPRequestHandler):
         log.error("%s failed:\n%s", self.path, redact(traceback.format_exc()))
         return 500, f"Internal Error: {exc}"
 
-    def _send_stream(self, content_type, first, body):
+    def _send_stream(self, content_type, pending, body):
         gzipped = "gzip" in self.headers.get("Accept-Encoding", "")
         self.send_response(200)
-        self.send_header("Content-Type", f"{content_type}; charset=utf-8")
+        self.send_header("Content-Type", _with_charset(content_type))
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Access-Control-Allow-Origin", "*")
         if gzipped:
@@ -163,7 +174,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.status = 200
         compress = zlib.compressobj(6, zlib.DEFLATED, 31) if gzipped else None
-        pending, size = [first], len(first)
+        size = sum(map(len, pending))
         try:
             for chunk in body:
                 pending.append(chunk)
@@ -195,7 +206,7 @@ class Handler(BaseHTTPRequestHandler):
             data = gzip.compress(data, 6, mtime=0)
             headers = [*headers, ("Content-Encoding", "gzip"), ("Vary", "Accept-Encoding")]
         self.send_response(status)
-        self.send_header("Content-Type", f"{content_type}; charset=utf-8")
+        self.send_header("Content-Type", _with_charset(content_type))
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Access-Control-Allow-Origin", "*")
         for name, value in headers:
@@ -274,6 +285,11 @@ class Handler(BaseHTTPRequestHandler):
         if self.access_log is not None:
             with self.log_lock:
                 self.access_log.write(f"{self.client_address[0]} - - {redact(format % args)}\n")
+
+
+def _with_charset(content_type):
+    # as pywb labels them: its CDX lines (text/x-cdxj, text/x-ndjson...) bare
+    return content_type + "; charset=utf-8" if content_type in ("application/json", "text/html") else content_type
 
 
 PAGE_HEAD = """<!DOCTYPE html>
