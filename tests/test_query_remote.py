@@ -149,3 +149,21 @@ def test_s3_cluster_in_three_requests(s3, cluster_dir, capsysbinary):
     assert main(["query", bucket + "/out", "*.example.org", "--output", "cdx11"]) == 0
     out, _ = capsysbinary.readouterr()
     assert len(out.splitlines()) == len(brute(*search_range("example.org", "domain")))
+
+
+@pytest.mark.parametrize("shard", ["../secret.gz", "../../secret.gz", "/secret.gz", "//127.0.0.1/secret.gz",
+                                   "http://127.0.0.1:{port}/secret.gz", "s3://bucket/secret.gz", "a/../../secret.gz"])
+def test_remote_shard_names_outside_the_cluster_are_never_fetched(tmp_path, shard):
+    """A remote cluster.idx naming a shard elsewhere (another path, host or scheme) is
+    refused: nothing outside the cluster's own location is requested."""
+    site = tmp_path / "site"
+    write_cluster(LINES, site / "indexes" / "cluster", [], lines_per_block=20)
+    (site / "secret.gz").write_bytes((site / "indexes" / "cluster" / "cdx-00000.gz").read_bytes())
+    with rangeserver.serving(site) as server:
+        idx = site / "indexes" / "cluster" / "cluster.idx"
+        port = server.url.rsplit(":", 1)[1]
+        idx.write_bytes(idx.read_bytes().replace(b"\tcdx-00000.gz\t", f"\t{shard.format(port=port)}\t".encode()))
+        (site / "indexes" / "cluster" / "cluster.root").unlink()
+        with pytest.raises(query.DamagedCluster, match="is not a file below the cluster's directory"):
+            list(open_cluster(server.url + "/indexes").lookup("com", "domain"))
+        assert not any("secret" in path for _, path, _ in server.requests)
