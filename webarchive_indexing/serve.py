@@ -81,6 +81,9 @@ def redact(text):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "webarchive-index"
+    # headers and body go out in separate writes: without this a keep-alive client waits
+    # for the delayed ACK (40 ms) before the body
+    disable_nagle_algorithm = True
     # set on the subclass make_server makes
     collections = {}
     limits = DEFAULT_LIMITS
