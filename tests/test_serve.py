@@ -342,3 +342,18 @@ def test_a_remote_cluster_served_with_bounded_caches(cluster_dir, tmp_path):
             assert cache._bytes <= 200_000
             servers.get(base + "/r/cdx", url="*.com")
             assert 0 < cache._bytes <= 200_000
+
+
+def test_readme_serve_commands(tmp_path):
+    """The README's serve and curl commands, as written (the port adapted)."""
+    for name, lines in (("out", LINES), ("crawl-1", LINES[::2]), ("crawl-2", LINES[1::2])):
+        write_cluster(lines, tmp_path / name / "cluster", [lines[len(lines) // 2]], lines_per_block=9)
+    with servers.command(["cc=out/cluster", "all=crawl-1/cluster,crawl-2/cluster"], cwd=tmp_path) as (base, _):
+        port = base.rsplit(":", 1)[1]
+        curl = subprocess.run(["curl", "-s", f"http://127.0.0.1:{port}/cc/cdx?url=*.example.com&output=json&limit=5"],
+                              capture_output=True, check=True).stdout
+        rows = [json.loads(line) for line in curl.splitlines()]
+        start, end = (k.encode() for k in search_range("*.example.com"))
+        assert len(rows) == 5 and rows[0]["urlkey"] == next(l for l in LINES if start <= l < end).split(b" ")[0].decode()
+        everything = servers.get(base + "/all/cdx", url="*.example.com")[2]
+        assert everything == b"".join(line for line in LINES if start <= line < end)
