@@ -368,6 +368,9 @@ def serve(specs, host="127.0.0.1", port=8080, workers=None, cache_mb=64, limits=
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(128)
+    # workers wake together when a connection comes: those that lose the race to accept
+    # it must not wait in accept() (where a stop would never reach them)
+    sock.setblocking(False)
     bound = sock.getsockname()
     url = f"http://{'[%s]' % bound[0] if family == socket.AF_INET6 else bound[0]}:{bound[1]}"
     if ready:
