@@ -28,6 +28,8 @@ setup(
         "warcio>=1.7.4",
         "surt>=0.3.1",
         "isal>=1.6",
+        # CDX API filters' regular expressions: Python's re, with a time limit on a match
+        "regex",
         "mrjob>=0.7.4",
         # s3:// inputs and outputs
         "boto3",

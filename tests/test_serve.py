@@ -357,3 +357,20 @@ def test_readme_serve_commands(tmp_path):
         assert len(rows) == 5 and rows[0]["urlkey"] == next(l for l in LINES if start <= l < end).split(b" ")[0].decode()
         everything = servers.get(base + "/all/cdx", url="*.example.com")[2]
         assert everything == b"".join(line for line in LINES if start <= line < end)
+
+
+def test_a_regular_expression_that_never_ends_is_stopped(cluster_dir):
+    """A filter that backtracks without end is stopped at the request's time limit; the
+    server goes on answering."""
+    limits = Limits(limit=1000, page_size=100, regex=100, filters=5, url=1000, seconds=1)
+    with servers.ours({"c": Collection("c", [Cluster(cluster_dir)])}, limits=limits) as base:
+        began = time.monotonic()
+        status, _, body = servers.get(base + "/c/cdx", url="*.com", filter=r"~url:(\w|\W|.)+x$")
+        assert status == 503 and "took longer than 1 s" in json.loads(body)["message"]
+        assert time.monotonic() - began < 10
+        assert servers.get(base + "/c/cdx", url="example.org/")[0] == 200
+    for huge in ("~url:a{99999999999}", "~url:(" * 1000 + ")" * 1000):
+        status = Limits(regex=10**5)
+        with pytest.raises(Exception, match="bad regular expression|filter"):
+            from webarchive_indexing.cdxapi import CdxRequest
+            CdxRequest("example.com", filters=[huge], limits=status)

@@ -22,6 +22,7 @@ table; here ``s`` is the status code, as in the CDX legend.
 import base64
 import json
 import re
+import time
 import zlib
 from urllib.parse import quote
 
@@ -29,7 +30,7 @@ from warcio.timeutils import PAD_14_DOWN, PAD_14_UP, pad_timestamp, timestamp_to
 
 from .query import MATCH_TYPES, search_range
 
-__all__ = ["OUTPUTS", "CdxRequest", "Limits", "BadParameter", "Capture", "parse_filter",
+__all__ = ["OUTPUTS", "CdxRequest", "Limits", "BadParameter", "RequestTimeout", "Capture", "parse_filter",
            "check_timestamp", "process", "fields_of", "formatter", "resume_key", "parse_resume_key"]
 
 # cdxj: the lines as stored (CDX lines made CDXJ); text: as stored, or fl's fields
@@ -51,6 +52,10 @@ CDX_LEGENDS = {len(legend): legend for legend in (
 ALIASES = {"u": "url", "original": "url", "statuscode": "status", "s": "status",
            "mimetype": "mime", "m": "mime", "l": "length", "o": "offset", "d": "digest",
            "t": "timestamp", "k": "urlkey", "f": "filename"}
+
+
+class RequestTimeout(TimeoutError):
+    """A request that took longer than its deadline."""
 
 
 class BadParameter(ValueError):
@@ -288,6 +293,10 @@ def fields_of(line: bytes) -> dict:
 
 
 class _Filter:
+    # a request's deadline, set by whoever runs it: a regular expression that backtracks
+    # without end (``(a+)+$``) is stopped there, not after it
+    deadline = None
+
     def __init__(self, spec):
         text = spec
         self.invert = text.startswith("!")
@@ -297,9 +306,11 @@ class _Filter:
         field, colon, value = text.partition(":")
         self.field, self.value = (ALIASES.get(field, field), value) if colon else ("", text)
         if self.mode == "~":
+            # the regex module: Python's re, with a time limit on a match
+            import regex
             try:
-                self.regex = re.compile(self.value)
-            except (re.error, OverflowError, RecursionError) as exc:
+                self.regex = regex.compile(self.value, regex.VERSION0)
+            except (regex.error, OverflowError, RecursionError) as exc:
                 raise ValueError(f"bad regular expression in filter {spec!r}: {exc}") from None
 
     def __call__(self, line, fields):
@@ -307,7 +318,11 @@ class _Filter:
         if self.mode == "=":
             matched = value == self.value
         elif self.mode == "~":
-            matched = self.regex.match(value) is not None
+            timeout = None if self.deadline is None else max(self.deadline - time.monotonic(), 0.001)
+            try:
+                matched = self.regex.match(value, timeout=timeout) is not None
+            except TimeoutError:
+                raise RequestTimeout("the request took too long") from None
         else:
             matched = self.value in value
         return matched != self.invert

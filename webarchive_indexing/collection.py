@@ -18,19 +18,15 @@ import time
 
 from warcio.timeutils import sec_to_timestamp, timestamp_to_sec
 
-from .cdxapi import (CONTENT_TYPES, BadParameter, Capture, collapsed, formatter, resume_key,
-                     selected, timemap)
+from .cdxapi import (CONTENT_TYPES, BadParameter, Capture, RequestTimeout, collapsed, formatter,
+                     resume_key, selected, timemap)
 from .query import DEFAULT_PAGE_SIZE, open_cluster
 
-__all__ = ["Collection", "RequestTimeout"]
+__all__ = ["Collection"]
 
 JSON = "application/json"
 # lines between two looks at the clock of a request with a deadline
 CLOCK_EVERY = 256
-
-
-class RequestTimeout(TimeoutError):
-    """A request that took longer than its deadline."""
 
 
 class Collection:
@@ -48,6 +44,8 @@ class Collection:
         """``(content type, body)`` for ``request``: body yields bytes, lazily. Errors in
         the request (BadParameter) and in reading come from the body's first chunk, or
         later for what only shows further in (a damaged block)."""
+        for predicate in request.filters:
+            predicate.deadline = deadline
         if request.show_num_pages:
             return JSON, self._json(self._num_pages(request))
         if request.show_num_captures:

@@ -37,8 +37,8 @@ import urllib.parse
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from .cdxapi import BadParameter, CdxRequest, Limits
-from .collection import Collection, RequestTimeout
+from .cdxapi import BadParameter, CdxRequest, Limits, RequestTimeout
+from .collection import Collection
 from .idxfile import DamagedCluster
 from .query import MATCH_TYPES, BlockCache
 
