@@ -138,10 +138,11 @@ class CdxRequest:
             sort = "reverse"
         if sort is None and one("closest"):
             sort = "closest"  # pywb sorts by closeness whenever closest= is given
-        return cls(url, one("matchType"), one("from"), one("to"), params.get("filter", []),
-                   number("limit"), one("output", "cdxj"), fields.split(",") if fields else None,
-                   sort, one("closest"), one("collapse"), number("page"), number("pageSize"),
-                   resume_key=one("resumeKey"), limits=limits, **flags)
+        return cls(url, match_type=one("matchType"), from_ts=one("from"), to_ts=one("to"),
+                   filters=params.get("filter", []), limit=number("limit"),
+                   output=one("output", "cdxj"), fields=fields.split(",") if fields else None,
+                   sort=sort, closest=one("closest"), collapse=one("collapse"), page=number("page"),
+                   page_size=number("pageSize"), resume_key=one("resumeKey"), limits=limits, **flags)
 
     def _check(self, limits):
         if self.match_type is not None and self.match_type not in MATCH_TYPES:

@@ -412,11 +412,14 @@ def _query(args):
     from .collection import Collection
     try:
         request = CdxRequest(
-            args.url, args.match_type, args.from_ts, args.to_ts, args.filter, args.limit,
-            args.output, args.fields.split(",") if args.fields else None,
-            args.sort or ("closest" if args.closest else None), args.closest, args.collapse,
-            args.page, args.page_size, args.show_num_pages, args.show_paged_index,
-            args.show_resume_key, args.resume_key, args.count)
+            args.url, match_type=args.match_type, from_ts=args.from_ts, to_ts=args.to_ts,
+            filters=args.filter, limit=args.limit, output=args.output,
+            fields=args.fields.split(",") if args.fields else None,
+            sort=args.sort or ("closest" if args.closest else None), closest=args.closest,
+            collapse=args.collapse, page=args.page, page_size=args.page_size,
+            show_num_pages=args.show_num_pages, show_paged_index=args.show_paged_index,
+            show_resume_key=args.show_resume_key, resume_key=args.resume_key,
+            show_num_captures=args.count)
     except BadParameter as exc:
         sys.stderr.write(f"webarchive-index query: {_option_message(exc)}\n")
         return EXIT_USAGE
