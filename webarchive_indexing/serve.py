@@ -225,8 +225,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _collinfo(self):
         base = f"http://{self.headers.get('Host') or '%s:%d' % self.server.server_address[:2]}"
-        return [{"id": name, "name": name, "timegate": f"{base}/{name}/",
-                 "cdx-api": f"{base}/{name}-index"} for name in self.collections]
+        # Common Crawl's entries also name a "timegate", its replay: there is none here
+        return [{"id": name, "name": name, "cdx-api": f"{base}/{name}-index"} for name in self.collections]
 
     def _send_page(self, params):
         def one(name, default=""):
