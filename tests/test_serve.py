@@ -381,3 +381,29 @@ def test_a_regular_expression_that_never_ends_is_stopped(cluster_dir):
         with pytest.raises(Exception, match="bad regular expression|filter"):
             from webarchive_indexing.cdxapi import CdxRequest
             CdxRequest("example.com", filters=[huge], limits=status)
+
+
+def test_serve_workers_read_a_cluster_on_s3(cluster_dir):
+    """The command's workers serving a cluster on S3 (moto's server), opened before they
+    were forked: many requests at once all answer right."""
+    import s3server
+    from webarchive_indexing import storage
+    with s3server.running():
+        bucket = s3server.new_bucket()
+        for name in os.listdir(cluster_dir):
+            if name != "cluster.loc":
+                storage.write_atomic(f"{bucket}/index/cluster/{name}", (cluster_dir / name).read_bytes())
+        with servers.command([f"s3={bucket}/index", "--workers", "2", "--cache-mb", "1"]) as (base, _):
+            queries = ["*.example.com", "example.org/", "*.com", "foo.net/*", "*.de", "*.uk"] * 4
+            results = {}
+
+            def fetch(n):
+                results[n] = servers.get(base + "/s3/cdx", url=queries[n])
+
+            threads = [threading.Thread(target=fetch, args=(n,)) for n in range(len(queries))]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            for n, url in enumerate(queries):
+                assert results[n][0] == 200 and results[n][2] == b"".join(Cluster(cluster_dir).lookup(url)), url
