@@ -2,7 +2,9 @@
 over the clusters' lines: sort=reverse, sort=closest, limit=-N, collapse, resume keys, exact
 counts, fl in every output, pages of a collection; pywb's own operations as the reference
 for filters and from/to."""
+import argparse
 import json
+import os
 import random
 import urllib.parse
 
@@ -12,7 +14,8 @@ from pywb.warcserver.index.cdxops import cdx_clamp, cdx_filter
 from warcio.timeutils import timestamp_to_sec
 
 from test_query import LINES, QUERIES
-from webarchive_indexing.cdxapi import BadParameter, CdxRequest, Limits, parse_resume_key
+from webarchive_indexing import options
+from webarchive_indexing.cdxapi import BadParameter, Capture, CdxRequest, Limits, parse_resume_key, resume_key
 from webarchive_indexing.cli import main
 from webarchive_indexing.collection import Collection
 from webarchive_indexing.query import Cluster, search_range
@@ -256,6 +259,53 @@ def test_query_command_has_the_api(tmp_path, capsysbinary):
     assert run("example.com/same", "--output", "link", "--limit", "2")[1].count(b'rel="memento"') == 2
     for bad, message in [(["--limit", "0"], "--limit"), (["--page-size", "2"], "--page-size: goes with --page"),
                          (["--limit", "-2", "--show-resume-key"], "--limit:"), (["--collapse", ":3"], "--collapse:"),
-                         (["--resume-key", "zzz"], "--resume-key:"), (["--sort", "closest"], "--closest:")]:
+                         (["--resume-key", "zzz"], "--resume-key:"),
+                         (["--sort", "closest"], "--closest: --sort closest needs --closest TIMESTAMP")]:
         status, out, err = run("example.com/same", *bad)
         assert status == 2 and out == b"" and message in err, (bad, err)
+
+
+def test_query_options_and_api_parameters_are_one_table():
+    # each option of query that mirrors a CDX API parameter makes the same request from
+    # its flag as serve makes from the parameter: both come from options.CDX_API
+    parser = argparse.ArgumentParser()
+    options.add(parser, *options.CDX_API)
+    key = resume_key(Capture(CROWD[0]))
+    cases = [
+        (["--match-type", "prefix"], {"matchType": "prefix"}), (["--from", "2020"], {"from": "2020"}),
+        (["--to", "2021"], {"to": "2021"}),
+        (["--filter", "=status:200", "--filter", "!mime:png"], {"filter": ["=status:200", "!mime:png"]}),
+        (["--limit", "-3"], {"limit": "-3"}), (["--output", "json"], {"output": "json"}),
+        (["--fl", "url,s"], {"fl": "url,s"}), (["--fields", "timestamp"], {"fields": "timestamp"}),
+        (["--sort", "reverse"], {"sort": "reverse"}), (["--closest", "2020"], {"closest": "2020"}),
+        (["--collapse", "timestamp:8"], {"collapse": "timestamp:8"}),
+        (["--page", "1", "--page-size", "3"], {"page": "1", "pageSize": "3"}),
+        (["--show-num-pages"], {"showNumPages": "true"}), (["--show-paged-index"], {"showPagedIndex": "true"}),
+        (["--count"], {"showNumCaptures": "true"}), (["--show-resume-key"], {"showResumeKey": "true"}),
+        (["--resume-key", key], {"resumeKey": key}),
+    ]
+    named = {param for _, params in cases for param in params} | {"url"}
+    assert named == {param for option in options.CDX_API for param in option.params}
+    plain = _state(CdxRequest("example.com/same"))
+    for argv, params in cases:
+        from_args = CdxRequest.from_args(parser.parse_args(["example.com/same", *argv]))
+        from_query = CdxRequest.from_query({"url": ["example.com/same"], **{
+            name: value if isinstance(value, list) else [value] for name, value in params.items()}})
+        assert _state(from_args) == _state(from_query) != plain, argv
+
+
+def _state(request):
+    return {name: value for name, value in vars(request).items() if name != "predicates"}
+
+
+def test_the_readmes_python_lookup_prints_what_query_prints(tmp_path, capsys, monkeypatch):
+    with open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8") as readme:
+        text = readme.read()
+    code = text.split("From Python, a lookup is one call", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    write_cluster(ALL, tmp_path / "out" / "cluster", [ALL[len(ALL) // 2]], lines_per_block=7)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert main(["query", "out", "*.example.com", "--filter", "=status:200", "--limit", "5",
+                 "--output", "json"]) == 0
+    assert printed == capsys.readouterr().out and len(printed.splitlines()) == 5

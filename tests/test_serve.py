@@ -14,11 +14,12 @@ from warcio.archiveiterator import ArchiveIterator
 import servers
 from test_cdxapi import ALL
 from test_query import LINES
+from webarchive_indexing.build import build
 from webarchive_indexing.cdxapi import Limits
 from webarchive_indexing.cli import main
 from webarchive_indexing.collection import Collection
 from webarchive_indexing.corpus import make_corpus
-from webarchive_indexing.pipeline import build
+from webarchive_indexing.options import BuildOptions
 from webarchive_indexing.query import Cluster, search_range
 from webarchive_indexing.serve import DEFAULT_LIMITS, open_collections, redact
 from webarchive_indexing.zipnum import write_cluster
@@ -226,7 +227,7 @@ def test_cdx_toolkit_iterates_through_serve(cluster_dir, capsysbinary):
 def corpus_cluster(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("corpus")
     make_corpus(tmp / "warcs", files=2, captures=40, seed=3, mean_kb=4, hosts=5)
-    build([str(tmp / "warcs")], str(tmp / "out"), shards=2, lines_per_block=5, runner="inline")
+    build([str(tmp / "warcs")], str(tmp / "out"), BuildOptions(shards=2, lines_per_block=5, runner="inline"))
     return tmp
 
 
@@ -295,7 +296,8 @@ def test_search_page_in_a_headless_browser(cluster_dir, tmp_path, monkeypatch):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import Select, WebDriverWait
     if not os.path.exists("/usr/bin/chromedriver"):
         if os.environ.get("CI"):
             pytest.fail("Debian's chromium and chromium-driver are missing: .ci/run installs them")
@@ -316,6 +318,9 @@ def test_search_page_in_a_headless_browser(cluster_dir, tmp_path, monkeypatch):
             browser.find_element(By.NAME, "url").send_keys("example.com/")
             Select(browser.find_element(By.NAME, "matchType")).select_by_visible_text("host")
             browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+            # a click does not wait for the page it loads (get does): the results' summary
+            # is on that page only
+            WebDriverWait(browser, 60).until(expected_conditions.presence_of_element_located((By.ID, "summary")))
             rows = browser.find_elements(By.CSS_SELECTOR, "#captures tbody tr")
             expected = [json.loads(line) for line in servers.get(base + "/ours/cdx", url="example.com/", matchType="host",
                                                                   output="json")[2].splitlines()]

@@ -3,8 +3,9 @@ pywb does it (``filter``, ``from``/``to``, ``limit``, ``fl``, the output formats
 the Wayback Machine does what pywb lacks (``collapse``, ``limit=-N``, resume keys).
 
 ``CdxRequest`` holds the parameters of one request, from an HTTP query string
-(``CdxRequest.from_query``) or from ``query``'s options; ``collection.answer`` runs it
-over one or more clusters. ``process`` is the line-by-line part on its own:
+(``CdxRequest.from_query``) or from ``query``'s options (``CdxRequest.from_args``): the
+options of ``options.CDX_API``, each naming the parameter it mirrors. ``collection``
+answers it over one or more clusters. ``process`` is the line-by-line part on its own:
 
     lines = cluster.lookup("example.com/*")
     for out in process(lines, filters=["=status:200", "!~mime:image/"], from_ts="2023",
@@ -24,34 +25,22 @@ import json
 import re
 import time
 import zlib
-from urllib.parse import quote
 
 from warcio.timeutils import PAD_14_DOWN, PAD_14_UP, pad_timestamp, timestamp_to_http_date
 
-from .query import MATCH_TYPES, search_range
+from . import options
+from .cdxline import ALIASES, NAMES, fields_of
+from .query import search_range
 
 __all__ = ["OUTPUTS", "CdxRequest", "Limits", "BadParameter", "RequestTimeout", "Capture", "parse_filter",
            "check_timestamp", "process", "fields_of", "formatter", "resume_key", "parse_resume_key"]
 
-# cdxj: the lines as stored (CDX lines made CDXJ); text: as stored, or fl's fields
-# space-separated; json: one object a line; cdx11: classic CDX; link: a Memento TimeMap
-OUTPUTS = ("cdxj", "json", "cdx11", "text", "link")
+OUTPUTS = options.QUERY_OUTPUTS
 CONTENT_TYPES = {"cdxj": "text/x-cdxj", "json": "text/x-ndjson", "cdx11": "text/plain",
                  "text": "text/plain", "link": "application/link-format"}
 
-CDX11_FIELDS = ("urlkey", "timestamp", "url", "mime", "status", "digest", "redirect",
-                "robotflags", "length", "offset", "filename")
-# pywb's field legends of space-separated CDX lines, by field count
-CDX_LEGENDS = {len(legend): legend for legend in (
-    ("urlkey", "timestamp", "url", "mime", "status", "digest", "length"),
-    CDX11_FIELDS,
-    ("urlkey", "timestamp", "url", "mime", "status", "digest", "redirect", "robotflags",
-     "offset", "filename"),
-    ("urlkey", "timestamp", "url", "mime", "status", "digest", "redirect", "offset", "filename"),
-)}
-ALIASES = {"u": "url", "original": "url", "statuscode": "status", "s": "status",
-           "mimetype": "mime", "m": "mime", "l": "length", "o": "offset", "d": "digest",
-           "t": "timestamp", "k": "urlkey", "f": "filename"}
+# The fields of the cdx11 output
+CDX11_FIELDS = NAMES["cdx11"]
 
 
 class RequestTimeout(TimeoutError):
@@ -65,6 +54,21 @@ class BadParameter(ValueError):
         super().__init__(f"{param}: {message}" if named else message)
         self.param = param
         self.message = message
+        self.named = named
+
+    def in_options(self):
+        """The message in the words of ``query``'s options: ``--limit`` for ``limit``,
+        ``--page N`` for ``page=N``, ``--sort closest`` for ``sort=closest``."""
+        names = {param: option.name for option in CdxRequest.OPTIONS for param in option.params}
+        words = "|".join(sorted(names, key=len, reverse=True))
+        camel = "|".join(name for name in names if name != name.lower())
+
+        def option(match):
+            if match.group(1):
+                return " ".join(filter(None, (names[match.group(1)], match.group(2))))
+            return names[match.group(3)]
+        text = re.sub(rf"\b({words})=(-?\w*)|\b({camel})\b", option, self.message)
+        return f"{names.get(self.param, self.param)}: {text}" if self.named else text
 
 
 class Limits:
@@ -82,26 +86,22 @@ UNBOUNDED = Limits()
 HELD_LINES = 100_000
 
 
-class CdxRequest:
-    """One request's parameters, checked (``BadParameter`` naming the first bad one)."""
+class CdxRequest(options.Options):
+    """One request's parameters, checked (``BadParameter`` naming the first bad one): the
+    options of ``options.CDX_API`` as attributes named by their destinations (``from_ts``,
+    ``filters``, ``show_num_captures``...), and the key range (``start``, ``end``)."""
 
-    BOOLEANS = {"showNumPages": "show_num_pages", "showPagedIndex": "show_paged_index",
-                "showResumeKey": "show_resume_key", "showNumCaptures": "show_num_captures"}
+    OPTIONS = options.CDX_API
 
-    def __init__(self, url, match_type=None, from_ts=None, to_ts=None, filters=(), limit=None,
-                 output="cdxj", fields=None, sort=None, closest=None, collapse=None, page=None,
-                 page_size=None, show_num_pages=False, show_paged_index=False,
-                 show_resume_key=False, resume_key=None, show_num_captures=False,
-                 limits=UNBOUNDED):
-        self.url, self.match_type, self.output = url, match_type, output
-        self.from_ts, self.to_ts, self.limit = from_ts, to_ts, limit
-        self.filter_specs = list(filters)
-        self.fields = [ALIASES.get(f, f) for f in fields] if fields else None
-        self.sort, self.closest, self.page, self.page_size = sort, closest, page, page_size
-        self.show_num_pages, self.show_paged_index = show_num_pages, show_paged_index
-        self.show_resume_key, self.show_num_captures = show_resume_key, show_num_captures
-        self.resume = parse_resume_key(resume_key) if resume_key else None
-        self.collapse = _parse_collapse(collapse) if collapse else None
+    def __init__(self, url=None, *, limits=UNBOUNDED, **values):
+        super().__init__(url=url, **values)
+        if isinstance(self.fields, str):
+            self.fields = self.fields.split(",")
+        self.fields = [ALIASES.get(f, f) for f in self.fields] if self.fields else None
+        if self.sort is None and self.closest:
+            self.sort = "closest"  # pywb sorts by closeness whenever closest= is given
+        self.resume = parse_resume_key(self.resume_key) if self.resume_key else None
+        self.collapse = _parse_collapse(self.collapse) if self.collapse else None
         self._check(limits)
 
     @classmethod
@@ -109,45 +109,31 @@ class CdxRequest:
         """The request of a parsed query string (``{name: [values]}``, as
         ``urllib.parse.parse_qs`` gives it), named as pywb's and the Wayback Machine's
         CDX servers name them; parameters it does not know are ignored, as they do."""
-        def one(name, default=None):
-            values = params.get(name)
-            return values[-1] if values else default
-
-        def number(name):
-            text = one(name)
-            if text is None:
-                return None
-            try:
-                return int(text)
-            except ValueError:
-                raise BadParameter(name, f"expected a whole number, got {text!r}") from None
-
-        url = one("url")
-        if not url:
-            raise BadParameter("url", "missing: give url=example.com/path, url=example.com/* "
-                                      "or url=*.example.com")
-        flags = {}
-        for name, attr in cls.BOOLEANS.items():
-            text = one(name, "false").lower()
-            if text not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
-                raise BadParameter(name, f"expected true or false, got {text!r}")
-            flags[attr] = text in ("true", "1", "yes", "on")
-        fields = one("fl") or one("fields")
-        sort = one("sort")
-        if sort is None and one("reverse", "").lower() in ("true", "1"):
-            sort = "reverse"
-        if sort is None and one("closest"):
-            sort = "closest"  # pywb sorts by closeness whenever closest= is given
-        return cls(url, match_type=one("matchType"), from_ts=one("from"), to_ts=one("to"),
-                   filters=params.get("filter", []), limit=number("limit"),
-                   output=one("output", "cdxj"), fields=fields.split(",") if fields else None,
-                   sort=sort, closest=one("closest"), collapse=one("collapse"), page=number("page"),
-                   page_size=number("pageSize"), resume_key=one("resumeKey"), limits=limits, **flags)
+        values = {}
+        for option in cls.OPTIONS:
+            name = next((param for param in option.params if params.get(param)), None)
+            if name is None:
+                continue
+            given = params[name]
+            if isinstance(option, options.Flag):
+                values[option.dest] = _boolean(name, given[-1])
+            elif option.kwargs.get("action") == "append":
+                values[option.dest] = list(given)
+            elif "type" in option.kwargs:
+                values[option.dest] = _number(name, given[-1])
+            else:
+                values[option.dest] = given[-1]
+        if values.get("sort") is None and _boolean("reverse", (params.get("reverse") or ["0"])[-1]):
+            values["sort"] = "reverse"  # pywb's older spelling
+        return cls(limits=limits, **values)
 
     def _check(self, limits):
-        if self.match_type is not None and self.match_type not in MATCH_TYPES:
+        if not self.url:
+            raise BadParameter("url", "missing: give url=example.com/path, url=example.com/* "
+                                      "or url=*.example.com")
+        if self.match_type is not None and self.match_type not in options.MATCH_TYPES:
             raise BadParameter("matchType", f"unknown match type {self.match_type!r}: "
-                                            f"expected one of {', '.join(MATCH_TYPES)}")
+                                            f"expected one of {', '.join(options.MATCH_TYPES)}")
         if limits.url and len(self.url) > limits.url:
             raise BadParameter("url", f"longer than {limits.url} characters")
         try:
@@ -162,15 +148,15 @@ class CdxRequest:
                 check_timestamp(value, name)
             except ValueError as exc:
                 raise BadParameter(name, str(exc)) from None
-        if limits.filters is not None and len(self.filter_specs) > limits.filters:
+        if limits.filters is not None and len(self.filters) > limits.filters:
             raise BadParameter("filter", f"more than {limits.filters} filters")
-        self.filters = []
-        for spec in self.filter_specs:
+        self.predicates = []
+        for spec in self.filters:
             if limits.regex and "~" in spec[:3] and len(spec) > limits.regex:
                 raise BadParameter("filter", f"a regular expression longer than {limits.regex} "
                                              f"characters: {spec[:60]!r}...")
             try:
-                self.filters.append(parse_filter(spec))
+                self.predicates.append(parse_filter(spec))
             except ValueError as exc:
                 raise BadParameter("filter", str(exc)) from None
         self._check_numbers(limits)
@@ -235,6 +221,20 @@ class CdxRequest:
         return self.start, self.end
 
 
+def _boolean(name, text):
+    text = text.lower()
+    if text not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+        raise BadParameter(name, f"expected true or false, got {text!r}")
+    return text in ("true", "1", "yes", "on")
+
+
+def _number(name, text):
+    try:
+        return int(text)
+    except ValueError:
+        raise BadParameter(name, f"expected a whole number, got {text!r}") from None
+
+
 def _parse_collapse(spec):
     field, colon, length = spec.partition(":")
     if not field or (colon and not length.isdigit()) or (colon and int(length) < 1):
@@ -267,30 +267,6 @@ class Capture:
             if len(parts) == 3:
                 return parts[name == "timestamp"].decode("utf-8", "replace")
         return str(self.fields.get(name, ""))
-
-
-def fields_of(line: bytes) -> dict:
-    """The fields of a CDXJ or classic CDX line, named and valued as pywb's CDXObject
-    names them (all values text; a non-ASCII ``url`` percent-encoded)."""
-    line = line.rstrip()
-    parts = line.split(b" ", 2)
-    if len(parts) == 3 and parts[2].startswith(b"{"):
-        fields = {"urlkey": parts[0].decode("utf-8"), "timestamp": parts[1].decode("utf-8")}
-        record = json.loads(parts[2])
-        if isinstance(record.get("status"), int):
-            record["status"] = str(record["status"])
-        for name, value in record.items():
-            name = ALIASES.get(name, name)
-            if name == "url" and not value.isascii():
-                value = quote(value.encode("utf-8"), safe=":/")
-            fields[name] = value
-        return fields
-    values = line.decode("utf-8").split(" ")
-    legend = CDX_LEGENDS.get(len(values))
-    if legend is None:
-        raise ValueError(f"not a CDXJ line nor a CDX line of a known format "
-                         f"({len(values)} fields): {line[:200]!r}")
-    return dict(zip(legend, values))
 
 
 class _Filter:

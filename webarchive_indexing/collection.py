@@ -10,6 +10,9 @@ first cluster, then those of the next: each line is on exactly one page.
     content_type, body = collection.answer(request)
     for chunk in body:
         sys.stdout.buffer.write(chunk)
+
+    # what webarchive-index query prints
+    sys.stdout.buffer.writelines(query("out/", CdxRequest("*.example.com", limit=5)))
 """
 import heapq
 import itertools
@@ -22,14 +25,24 @@ from .cdxapi import (CONTENT_TYPES, BadParameter, Capture, RequestTimeout, colla
                      resume_key, selected, timemap)
 from .query import DEFAULT_PAGE_SIZE, open_cluster
 
-__all__ = ["Collection"]
+__all__ = ["Collection", "query"]
 
 JSON = "application/json"
 # lines between two looks at the clock of a request with a deadline
 CLOCK_EVERY = 256
 
 
+def query(location, request, cache=None):
+    """The answer to ``request`` (a ``CdxRequest``) from the cluster at ``location`` (as
+    ``query.open_cluster`` takes it), as ``webarchive-index query`` prints it: bytes,
+    lazily. The cluster's index is opened now: OSError (``DamagedCluster`` too) if it
+    cannot be read; BadParameter, OSError or ValueError later, from the body."""
+    return Collection.open(location, [location], cache).answer(request)[1]
+
+
 class Collection:
+    """Clusters searched as one index (``name``: what a server calls it)."""
+
     def __init__(self, name, clusters):
         self.name = name
         self.clusters = list(clusters)
@@ -44,7 +57,7 @@ class Collection:
         """``(content type, body)`` for ``request``: body yields bytes, lazily. Errors in
         the request (BadParameter) and in reading come from the body's first chunk, or
         later for what only shows further in (a damaged block)."""
-        for predicate in request.filters:
+        for predicate in request.predicates:
             predicate.deadline = deadline
         if request.show_num_pages:
             return JSON, self._json(self._num_pages(request))
@@ -80,7 +93,7 @@ class Collection:
 
     def _selected(self, request, reverse=False, deadline=None):
         captures = selected(self.lines(request.start, request.end, reverse, request.resume, deadline),
-                            request.filters, request.from_ts, request.to_ts)
+                            request.predicates, request.from_ts, request.to_ts)
         if request.collapse:
             after = Capture(request.resume[0]) if request.resume and not reverse else None
             captures = collapsed(captures, request.collapse, backwards=reverse, after=after)
@@ -89,7 +102,7 @@ class Collection:
     def _captures(self, request, deadline):
         write = formatter(request.output, request.fields)
         if request.page is not None:
-            captures = selected(map(Capture, self._page(request)), request.filters,
+            captures = selected(map(Capture, self._page(request)), request.predicates,
                                 request.from_ts, request.to_ts)
             yield from map(write, itertools.islice(captures, request.limit))
             return
@@ -127,10 +140,10 @@ class Collection:
             # the target's own timestamp (closest=2015 is the end of 2015, as pywb reads it):
             # captures at or after it sort after it, those before it before
             pivot = start + b" " + sec_to_timestamp(target).encode()
-            later = selected(self.lines(pivot, end, deadline=deadline), request.filters,
+            later = selected(self.lines(pivot, end, deadline=deadline), request.predicates,
                              request.from_ts, request.to_ts)
             earlier = selected(self.lines(start, pivot, reverse=True, deadline=deadline),
-                               request.filters, request.from_ts, request.to_ts)
+                               request.predicates, request.from_ts, request.to_ts)
             # backwards, captures of one second come last first: put them back in order
             earlier = itertools.chain.from_iterable(
                 reversed(list(same)) for _, same in itertools.groupby(earlier, lambda c: c.value("timestamp")))
@@ -142,7 +155,7 @@ class Collection:
         return (capture for _, capture in ranked)
 
     def _count(self, request, deadline):
-        if request.filters or request.from_ts or request.to_ts or request.collapse:
+        if request.predicates or request.from_ts or request.to_ts or request.collapse:
             return sum(1 for _ in self._selected(request, deadline=deadline))
         return sum(cluster.count_range(*request.range) for cluster in self.clusters)
 
@@ -182,21 +195,21 @@ class Collection:
         if request.page is not None:
             cluster, page = self._locate_page(request)
             try:
-                lines = cluster.page_index(*request.range, page, self._page_size(request))
+                pages = [(cluster, cluster.page_index(*request.range, page, self._page_size(request)))]
             except ValueError as exc:
                 raise BadParameter("page", str(exc), named=False) from None
         else:
-            lines = itertools.chain.from_iterable(c.idx.scan(*request.range) for c in self.clusters)
-        for line in lines:
-            if request.output != "json":
-                yield line + b"\n"
-                continue
-            key, shard, offset, length, lineno = (line.split(b"\t") + [None])[:5]
-            fields = {"urlkey": key.decode(), "part": shard.decode(), "offset": int(offset),
-                      "length": int(length)}
-            if lineno:
-                fields["lineno"] = int(lineno)
-            yield (json.dumps(fields) + "\n").encode()
+            pages = [(cluster, cluster.idx.scan(*request.range)) for cluster in self.clusters]
+        for cluster, lines in pages:
+            for line in lines:
+                if request.output != "json":
+                    yield line + b"\n"
+                    continue
+                key, shard, offset, length, lineno = cluster.idx.check_line(line, "a line")
+                fields = {"urlkey": key.decode(), "part": shard, "offset": offset, "length": length}
+                if lineno is not None:
+                    fields["lineno"] = lineno
+                yield (json.dumps(fields) + "\n").encode()
 
     @staticmethod
     def _json(make):

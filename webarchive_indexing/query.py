@@ -124,7 +124,7 @@ def open_cluster(location, max_blocks_per_read=MAX_BLOCKS_PER_READ, cache=None):
     ``cluster`` itself (each place tried costs a request).
     """
     location = os.fspath(location)
-    if not storage.is_remote(location):
+    if storage.is_local(location):
         if os.path.isdir(os.path.join(location, "cluster")):
             location = os.path.join(location, "cluster")
         if os.path.isdir(location):
@@ -207,9 +207,9 @@ class Cluster:
         self.idx = idx
         self.max_blocks_per_read = max_blocks_per_read
         self.cache = cache
-        self.shard_dir = idx.path.rsplit("/", 1)[0] if storage.is_remote(idx.path) else os.path.dirname(idx.path)
+        self.shard_dir = storage.dirname(idx.path)
         loc_path = os.path.splitext(idx.path)[0] + ".loc"
-        is_local_loc = not storage.is_remote(idx.path) and os.path.isfile(loc_path)
+        is_local_loc = storage.is_local(idx.path) and os.path.isfile(loc_path)
         self.locations = _read_loc(loc_path, self.shard_dir) if is_local_loc else {}
         self._lines_per_block = None
 
@@ -332,7 +332,7 @@ class Cluster:
         """Paths (local, or URLs) to try for ``shard``, in order."""
         if shard in self.locations:
             return self.locations[shard]
-        return [_resolve(self.shard_dir, _shard_name(shard, self.idx.path))]
+        return [storage.resolve(self.shard_dir, _shard_name(shard, self.idx.path))]
 
     def _entries(self, idx_lines, end=None, reverse=False):
         """The index lines parsed, each checked against the one before: block numbers
@@ -472,9 +472,9 @@ def _read_loc(path, base):
             _shard_name(fields[0], f"{path} line {number}")
             paths = []
             for location in fields[1:]:
-                local = location[len("file://"):] if location.startswith("file://") else location
-                resolved = os.path.realpath(os.path.join(base, local))
-                if "://" in local or not resolved.startswith(inside):
+                local = storage.local_path(location)  # None for a URI
+                resolved = local and os.path.realpath(os.path.join(base, local))
+                if not resolved or not resolved.startswith(inside):
                     log.warning("%s line %d: ignoring %r, which is not below the cluster's "
                                 "directory %s (shards are read only there); looking for %s "
                                 "beside the index", path, number, location, base, fields[0])
@@ -484,6 +484,3 @@ def _read_loc(path, base):
             locations[fields[0]] = paths + ([default] if default not in paths else [])
     return locations
 
-
-def _resolve(base, name):
-    return storage.join(base, name) if storage.is_remote(base) else os.path.join(base, name)

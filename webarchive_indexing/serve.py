@@ -15,6 +15,8 @@ the parameter, as pywb answers; a cluster that cannot be read ``502``, a damaged
 damaged block further in) ends the response without its last chunk, so that a client
 sees it incomplete, and is logged.
 
+    serve(options.ServeOptions(collections=["cc=out/cluster"], port=8080))
+
 Workers: ``workers`` processes (all cores by default) share the listening socket, each
 answering with threads, each with its own bounded caches (``cache_mb`` MiB of inflated
 blocks, plus ``idxfile.CACHE_BYTES`` of index per cluster). SIGTERM (or Ctrl-C) stops
@@ -40,13 +42,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from .cdxapi import BadParameter, CdxRequest, Limits, RequestTimeout
 from .collection import Collection
 from .idxfile import DamagedCluster
-from .query import MATCH_TYPES, BlockCache
+from .options import DEFAULT_MAX_LIMIT, DEFAULT_TIMEOUT, MATCH_TYPES
+from .query import BlockCache
 
 __all__ = ["open_collections", "make_server", "serve", "DEFAULT_LIMITS"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LIMITS = Limits(limit=1_000_000, page_size=1000, regex=1000, filters=20, url=8000, seconds=120)
+DEFAULT_LIMITS = Limits(limit=DEFAULT_MAX_LIMIT, page_size=1000, regex=1000, filters=20, url=8000,
+                        seconds=DEFAULT_TIMEOUT)
 # bytes an answer gathers before it writes a chunk
 CHUNK_BYTES = 64 * 1024
 # rows the search page shows (its JSON link has them all)
@@ -251,7 +255,7 @@ class Handler(BaseHTTPRequestHandler):
         if coll not in self.collections:
             return f'<p class="error">No collection {html.escape(coll)}.</p>'
         try:
-            request = CdxRequest(url, match_type, limit=PAGE_ROWS + 1, output="json", limits=self.limits)
+            request = CdxRequest(url, match_type=match_type, limit=PAGE_ROWS + 1, output="json", limits=self.limits)
             _, body = self.collections[coll].answer(request, time.monotonic() + (self.limits.seconds or 60))
             rows = [json.loads(line) for line in body]
         except BadParameter as exc:
@@ -356,17 +360,29 @@ def make_server(collections, host="127.0.0.1", port=8080, limits=DEFAULT_LIMITS,
     return server
 
 
-def serve(specs, host="127.0.0.1", port=8080, workers=None, cache_mb=64, limits=DEFAULT_LIMITS,
-          access_log=sys.stderr, ready=None):
-    """Serve the collections of ``specs`` until SIGTERM or SIGINT; ``ready(url)`` is called
-    once the socket listens. Opens every collection first, so that a bad one stops here."""
-    workers = workers or os.cpu_count() or 1
-    cache = BlockCache(cache_mb * 1024 * 1024)
-    collections = open_collections(specs, cache)
+def serve(options, ready=None):
+    """Serve the collections of ``options`` (``options.ServeOptions``) until SIGTERM or
+    SIGINT; ``ready(url, collections)`` is called once the socket listens. Opens every
+    collection first, so that a bad one stops here (ValueError for a bad spec, OSError
+    for a cluster or log that cannot be opened)."""
+    limits = Limits(options.max_limit, DEFAULT_LIMITS.page_size, DEFAULT_LIMITS.regex,
+                    DEFAULT_LIMITS.filters, DEFAULT_LIMITS.url, options.timeout)
+    if not options.log:
+        return _serve(options, limits, None, ready)
+    if not options.access_log:
+        return _serve(options, limits, sys.stderr, ready)
+    with open(options.access_log, "a", encoding="utf-8") as access_log:
+        return _serve(options, limits, access_log, ready)
+
+
+def _serve(options, limits, access_log, ready):
+    host, workers = options.host, options.workers or os.cpu_count() or 1
+    cache = BlockCache(options.cache_mb * 1024 * 1024)
+    collections = open_collections(options.collections, cache)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    sock.bind((host, options.port))
     sock.listen(128)
     # workers wake together when a connection comes: those that lose the race to accept
     # it must not wait in accept() (where a stop would never reach them)
