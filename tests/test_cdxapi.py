@@ -103,6 +103,11 @@ def test_reverse_and_last_n(collection, limit):
             # the last N of the reversed answer: the first N, last first
             assert lines_of(ask(collection, url=url, matchType=mt, sort="reverse", limit=-limit)) == expected[:limit][::-1]
     assert lines_of(ask(collection, url="example.com/same", limit=-1)) == brute("example.com/same")[-1:]
+    # pywb's older spelling, reverse=..., true unless empty, 0, false, f or off (pywb's to_bool)
+    for value, backwards in [("true", True), ("1", True), ("maybe", True), ("off", False), ("F", False), ("", False)]:
+        expected = brute("example.com/same")
+        assert lines_of(ask(collection, url="example.com/same", reverse=value)) == (
+            expected[::-1] if backwards else expected), value
 
 
 @pytest.mark.parametrize("spec", ["digest", "timestamp:8", "urlkey", "status", "timestamp:4", "d"])

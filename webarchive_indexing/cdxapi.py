@@ -123,8 +123,9 @@ class CdxRequest(options.Options):
                 values[option.dest] = _number(name, given[-1])
             else:
                 values[option.dest] = given[-1]
-        if values.get("sort") is None and _boolean("reverse", (params.get("reverse") or ["0"])[-1]):
-            values["sort"] = "reverse"  # pywb's older spelling
+        reverse = (params.get("reverse") or [""])[-1].lower()
+        if values.get("sort") is None and reverse not in ("", "0", "false", "f", "off"):
+            values["sort"] = "reverse"  # pywb's older spelling, read as pywb's to_bool reads it
         return cls(limits=limits, **values)
 
     def _check(self, limits):
