@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: demo test bench bench-zstd clean clean-venv
+.PHONY: demo test bench bench-zstd bench-serve clean clean-venv
 
 $(BIN)/webarchive-index: setup.py webarchive_indexing/_members.c
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,9 @@ bench: $(BIN)/webarchive-index
 bench-zstd: $(BIN)/webarchive-index
 	$(BIN)/pip install --quiet -e '.[test,bench]'
 	$(BIN)/python bench/zstd.py
+
+bench-serve: $(BIN)/webarchive-index
+	$(BIN)/python bench/serve.py
 
 clean:
 	rm -rf demo-out bench/out

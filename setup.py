@@ -31,6 +31,8 @@ setup(
         "isal>=1.6",
         # .warc.zst (reading, recompress, zstd-dict)
         "zstandard>=0.22",
+        # CDX API filters' regular expressions: Python's re, with a time limit on a match
+        "regex",
         "mrjob>=0.7.4",
         # s3:// inputs and outputs
         "boto3",
@@ -40,6 +42,9 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=7", "pywb==2.10.0", "cdxj-indexer==1.5.0", "pyspark>=3.5",
+                 # serve's real clients, and its search page driven in Chromium (Debian's
+                 # chromium and chromium-driver, installed by .ci/run)
+                 "cdx_toolkit", "selenium",
                  # a local S3 API server for the S3 tests
                  "moto[server]",
                  # an independent reader and writer of .warc.zst

@@ -5,6 +5,7 @@ import gzip
 import os
 import re
 import shlex
+import shutil
 import subprocess
 
 import pytest
@@ -192,6 +193,18 @@ def test_recompress_usage_errors(crawl, tmp_path, capsys, args, message):
     assert cli.main(["recompress", *inputs, *args]) == cli.EXIT_USAGE
     assert message in capsys.readouterr().err
     assert os.listdir(tmp_path) == []
+
+
+def test_inputs_that_would_meet_in_one_output_are_refused(crawl, tmp_path, capsys):
+    root, paths = crawl
+    os.mkdir(tmp_path / "in")
+    shutil.copy(paths[0], tmp_path / "in" / "x.warc.gz")
+    (tmp_path / "in" / "x.warc").write_bytes(uncompressed(paths[0]))
+    assert cli.main(["recompress", str(tmp_path / "in"), "-o", str(tmp_path / "out")]) \
+        == cli.EXIT_USAGE
+    assert "would both be recompressed into " + str(tmp_path / "out" / "x.warc.zst") \
+        in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "out")
 
 
 def test_zstd_dict_on_too_little(tmp_path, capsys):

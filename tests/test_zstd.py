@@ -20,6 +20,7 @@ from warcio.archiveiterator import ArchiveIterator
 from helpers import REAL, fields_but_place, line_offset, resumed_at, uncompressed, warcs
 from webarchive_indexing import cli, zstdwarc
 from webarchive_indexing.cdx import index_file
+from webarchive_indexing.inputs import cdx_name
 from webarchive_indexing.build import build
 from webarchive_indexing.options import BuildOptions, ZstdDictOptions
 from webarchive_indexing.rawrecords import open_records, read_record
@@ -397,7 +398,7 @@ def test_build_from_warc_zst_equals_build_from_warc_gz(corpus, tmp_path):
                                                         runner=runner, skip_existing=False))
         assert cluster_fields(zst_out) == cluster_fields(gz_out)
         assert sorted(os.listdir(zst_out / "cdx")) == sorted(
-            n.replace(".warc.gz", ".cdx.gz") for n in os.listdir(gz_dir))
+            cdx_name(n.replace(".warc.gz", ".warc.zst")) for n in os.listdir(gz_dir))
 
 
 def cluster_fields(out):
@@ -482,7 +483,7 @@ def test_index_job_launcher_takes_a_dictionary_kept_apart(corpus, tmp_path):
                     PYTHON=sys.executable, INDEX_ARGS=["--zstd-dictionary", corpus["dict"]])
     result = run("runindexwarcs.sh", script_env(env), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    lines = gzip.decompress((tmp_path / "cdx" / "a.cdx.gz").read_bytes()).decode().splitlines()
+    lines = gzip.decompress((tmp_path / "cdx" / cdx_name("a.warc.zst")).read_bytes()).decode().splitlines()
     assert lines and fields_but_place(lines) == fields_but_place(index_file(corpus["gz"][0]).lines)
 
 

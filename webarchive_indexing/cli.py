@@ -2,7 +2,9 @@
 
     webarchive-index build warcs/ -o out --shards 4
     webarchive-index query out 'example.com/*'
+    webarchive-index serve cc=out --port 8080
     webarchive-index cdx warcs/example.warc.gz
+    webarchive-index export out -o all.cdxj.gz
     webarchive-index corpus --out corpus --files 2 --captures 500
     webarchive-index zstd-dict warcs/ -o crawl.dict
     webarchive-index recompress warcs/example.warc.gz -o example.warc.zst --dictionary crawl.dict
@@ -76,13 +78,18 @@ def _parser(command=None):
 def _build_parser(sub, help_line):
     build = sub.add_parser(
         "build", help=help_line,
-        description="Index every archive (one sorted .cdx.gz each), sample split points and "
-                    "write a ZipNum cluster of --shards shards into OUTDIR/cluster.",
-        epilog="Output: OUTDIR/cdx/ (per-archive CDX), OUTDIR/splits.txt and splits.seq, "
+        description="Index every archive (one sorted .cdx.gz each), read every index input, "
+                    "sample split points and write a ZipNum cluster of --shards shards of all "
+                    "their lines into OUTDIR/cluster.",
+        epilog="Output: OUTDIR/cdx/ (per-archive CDX), OUTDIR/indexes/ (index inputs "
+               "rewritten for the jobs: clusters, legacy indexes, files of several gzip "
+               "members or with malformed lines), OUTDIR/splits.txt and splits.seq, "
                "OUTDIR/cluster/ (cdx-NNNNN.gz, part-NNNNN, cluster.idx, cluster.loc), "
-               "OUTDIR/errors.json when there were problems.")
-    o.add(build, o.INPUTS, o.OUTDIR, o.SHARDS, o.LINES_PER_BLOCK, o.RUNNER, o.SPARK_MASTER,
-          o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF, o.VERBOSE, o.PROGRESS, *o.INDEXING)
+               "OUTDIR/errors.json when there were problems. Malformed lines of index inputs "
+               "are problems as unreadable records are (--on-error).")
+    o.add(build, o.BUILD_INPUTS, o.OUTDIR, o.SHARDS, o.LINES_PER_BLOCK, o.RUNNER,
+          o.SPARK_MASTER, o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF, o.VERBOSE, o.PROGRESS,
+          *o.BUILD_INDEXING)
 
 
 def _cdx_parser(sub, help_line):
@@ -109,11 +116,35 @@ def _query_parser(sub, help_line):
         epilog="URL patterns as in the Common Crawl and pywb APIs: 'example.com/path*' is a "
                "prefix query, '*.example.com' a domain query. Filters as pywb's: "
                "'mime:html' (contains), '=status:200' (equals), '~url:.*\\.pdf$' (regex "
-               "from the start), a leading '!' inverts; repeat --filter to require all.")
-    o.add(query, o.CLUSTER, o.URL, o.MATCH_TYPE, o.FROM, o.TO, o.FILTER, o.LIMIT,
-          o.QUERY_OUTPUT, o.PAGE, o.PAGE_SIZE, o.SHOW_NUM_PAGES,
+               "from the start), a leading '!' inverts; repeat --filter to require all. "
+               "The options are the CDX API's parameters, as serve takes them: " +
+               ", ".join(f"{option.name} = {'/'.join(option.params)}" for option in o.CDX_API)
+               + ".")
+    o.add(query, o.CLUSTER, *o.CDX_API,
           o.VERBOSE.but(help="print every request made to a remote cluster on stderr",
                         off_help="print no requests (default)"))
+
+
+def _export_parser(sub, help_line):
+    export = sub.add_parser(
+        "export", help=help_line,
+        description="Stream every line of a ZipNum cluster, in order, into one flat sorted "
+                    "index (for tools that read flat files: OpenWayback, pywb's CDX "
+                    "directories, sort/grep): to stdout, or to FILE, which appears only once "
+                    "complete. A cluster with a malformed line or out of order fails (exit 1).")
+    o.add(export, o.CLUSTER, o.EXPORT_OUTPUT, o.EXPORT_FORMAT, o.PROGRESS)
+def _serve_parser(sub, help_line):
+    serve = sub.add_parser(
+        "serve", help=help_line,
+        description="Answer the CDX API (the parameters of query, named as pywb, the Wayback "
+                    "Machine and Common Crawl name them) at /NAME/cdx and /NAME-index, list the "
+                    "collections at /collinfo.json, and offer a search page at /. Answers "
+                    "stream; errors are pywb's {\"message\": ...} with status 400 (a bad "
+                    "parameter), 404, 500 (a damaged cluster), 502 (one that cannot be read) or "
+                    "503 (over --timeout). Stop with SIGTERM or Ctrl-C: requests in flight finish.",
+        epilog="Example: webarchive-index serve cc=out/cluster all=crawl1/,crawl2/ --port 8080; "
+               "then curl 'http://127.0.0.1:8080/cc/cdx?url=*.example.com&output=json&limit=5'")
+    o.add(serve, *o.SERVE)
 
 
 def _finalize_parser(sub, help_line):
@@ -254,12 +285,18 @@ def _cdx(args):
     if args.output:
         from .steps import index_archive
     try:
-        archives, missing, _ = expand(args.inputs, args.input_root)
+        found = expand(args.inputs, args.input_root)
         zstd_dictionary = dictionary_file(args.zstd_dictionary)
     except InputError as exc:
         sys.stderr.write(f"webarchive-index: {exc}\n")
         return EXIT_USAGE
-    errors = [{"file": m, "offset": 0, "reason": "no such file or directory"} for m in missing]
+    if found.indexes:
+        sys.stderr.write(f"webarchive-index cdx: {found.indexes[0].path} is an index, not an "
+                         "archive: cdx indexes archives (build takes indexes as input too)\n")
+        return EXIT_USAGE
+    archives = found.archives
+    errors = [{"file": m, "offset": 0, "reason": "no such file or directory"}
+              for m in found.missing]
     out = sys.stdout
     for archive in archives:
         if errors and args.on_error == "fail":
@@ -276,28 +313,21 @@ def _cdx(args):
             break
         out.write(header_line(args.cdx_format))
         out.writelines(result.lines)
-    print_problems(errors, sys.stderr)
+    print_problems(errors, sys.stderr, found.warnings)
     if errors:
         return EXIT_FAILED if args.on_error == "fail" else EXIT_PARTIAL
     return EXIT_OK
 
 
 def _query(args):
-    from . import cdxapi, storage
-    from .query import DEFAULT_PAGE_SIZE, open_cluster, search_range
+    from . import storage
+    from .cdxapi import BadParameter, CdxRequest
+    from .collection import query
     try:
-        if args.page is not None and args.show_num_pages:
-            raise ValueError("--page and --show-num-pages exclude each other: ask for the count first")
-        if args.page_size and args.page is None and not args.show_num_pages:
-            raise ValueError("--page-size goes with --page N or --show-num-pages")
-        start, end = (key.encode() for key in search_range(args.url, args.match_type))
-        filters = [cdxapi.parse_filter(spec) for spec in args.filter]
-        cdxapi.check_timestamp(args.from_ts, "--from")
-        cdxapi.check_timestamp(args.to_ts, "--to")
-    except ValueError as exc:
-        sys.stderr.write(f"webarchive-index query: {exc}\n")
+        request = CdxRequest.from_args(args)
+    except BadParameter as exc:
+        sys.stderr.write(f"webarchive-index query: {exc.in_options()}\n")
         return EXIT_USAGE
-    page_size = args.page_size or DEFAULT_PAGE_SIZE
 
     def show(method, url, byte_range):
         shown = f" bytes={byte_range[0]}-{byte_range[1]}" if byte_range else ""
@@ -306,15 +336,10 @@ def _query(args):
     if args.verbose:
         storage.add_request_listener(show)
     try:
-        cluster = open_cluster(args.location)
-        out = sys.stdout.buffer
-        if args.show_num_pages:
-            out.write((json.dumps(cluster.page_info(start, end, page_size)) + "\n").encode())
-            return EXIT_OK
-        lines = (cluster.page(start, end, args.page, page_size) if args.page is not None
-                 else cluster.lookup_range(start, end))
-        out.writelines(cdxapi.process(lines, filters, args.from_ts, args.to_ts, args.limit,
-                                      args.output))
+        sys.stdout.buffer.writelines(query(args.location, request))
+    except BadParameter as exc:  # a page that is not there
+        sys.stderr.write(f"webarchive-index query: {exc.message}\n")
+        return EXIT_FAILED
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"webarchive-index query: {exc}\n")
         return EXIT_FAILED
@@ -322,6 +347,43 @@ def _query(args):
         if args.verbose:
             storage.remove_request_listener(show)
     return EXIT_OK
+
+
+def _export(args):
+    from .export import ExportFailed, export
+    from .indexinputs import IndexInputError
+    try:
+        done = export(o.ExportOptions.from_args(args), sys.stdout.buffer)
+    except BrokenPipeError:  # a reader that stopped (| head): as every command, not a failure
+        raise
+    except (ExportFailed, IndexInputError, OSError) as exc:
+        written = "" if args.output else " (what was printed is incomplete)"
+        sys.stderr.write(f"webarchive-index export: {exc}{written}\n")
+        return EXIT_FAILED
+    sys.stderr.write(f"exported: {done.lines} lines ({done.format}) from {args.location} "
+                     f"to {done.output or 'stdout'} in {done.seconds:.1f} s\n")
+    return EXIT_OK
+def _serve(args):
+    import logging
+    from .serve import serve
+    logging.basicConfig(format="webarchive-index serve: %(message)s", level=logging.WARNING)
+
+    def ready(url, collections):
+        for name, collection in collections.items():
+            count = len(collection.clusters)
+            sys.stderr.write(f"serving {name} ({count} cluster{'s' if count > 1 else ''}) at "
+                             f"{url}/{name}/cdx\n")
+        sys.stderr.write(f"search page {url}/ ; stop with Ctrl-C or SIGTERM\n")
+        sys.stderr.flush()
+
+    try:
+        return serve(o.ServeOptions.from_args(args), ready)
+    except ValueError as exc:
+        sys.stderr.write(f"webarchive-index serve: {exc}\n")
+        return EXIT_USAGE
+    except OSError as exc:
+        sys.stderr.write(f"webarchive-index serve: {exc}\n")
+        return EXIT_FAILED
 
 
 def _finalize(args):
@@ -512,9 +574,14 @@ def _corpus(args):
 
 # Each command: its help, what adds its parser, what runs it
 COMMANDS = {
-    "build": ("index archives and build a ZipNum cluster", _build_parser, _build),
+    "build": ("index archives (and add existing indexes) into a ZipNum cluster", _build_parser,
+              _build),
     "cdx": ("write the sorted CDX of each archive (no cluster)", _cdx_parser, _cdx),
     "query": ("look up captures in a cluster", _query_parser, _query),
+    "export": ("write every line of a cluster as one flat sorted CDX file", _export_parser,
+               _export),
+    "serve": ("serve clusters over HTTP with the CDX API (pywb's, Common Crawl's)",
+              _serve_parser, _serve),
     "finalize": ("check the shards of a cluster job's output and publish its index",
                  _finalize_parser, _finalize),
     "corpus": ("generate a Common-Crawl-shaped test corpus", _corpus_parser, _corpus),

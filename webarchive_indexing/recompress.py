@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import cdx, storage
-from .inputs import InputError, dictionary_file, expand_all, stem
+from .inputs import InputError, archive_stem, dictionary_file, expand_all
 from .options import RecompressOptions, compression_level
 from .progress import Progress
 from .records import ArchiveError
@@ -72,12 +72,19 @@ def plan(inputs, output, options):
     for archive in archives:
         if output_format(output):
             target, name = output, output.rsplit("/", 1)[-1]
-            cdx_path = options.cdx or stem(target) + cdx_ext
+            cdx_path = options.cdx or archive_stem(target) + cdx_ext
         else:
-            name = stem(archive.name) + ext
+            name = archive_stem(archive.name) + ext
             target = storage.join(output, name)
-            cdx_path = storage.join(options.cdx or output, stem(name) + cdx_ext)
+            cdx_path = storage.join(options.cdx or output, archive_stem(name) + cdx_ext)
         work.append((archive.path, storage.abspath(target), storage.abspath(cdx_path), name))
+    outputs = {}
+    for path, target, cdx_path, _ in work:
+        for written in (target, cdx_path):
+            other = outputs.setdefault(written, path)
+            if other != path:
+                raise InputError(f"{other} and {path} would both be recompressed into "
+                                 f"{written}: rename one, or recompress them apart")
     return fmt, level, work
 
 
