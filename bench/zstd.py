@@ -6,6 +6,7 @@ Usage (from the project root; plain `python` re-runs itself with .venv/bin/pytho
     python bench/zstd.py                 # 4 files x 2000 captures, levels 1 3 8 19, repeat 3
     python bench/zstd.py --quick         # smoke run: 2 files x 300 captures, levels 1 3
     python bench/zstd.py --real DIR      # real WARCs of your own for the size table
+    python bench/zstd.py --no-copy       # without timing copy
 
 Sizes (in this process, with the package's own writer, `recompress`'s):
 
@@ -28,8 +29,14 @@ install in bench/out/venv, pinned to one core with taskset, interleaved, best of
 --level 3` made of it, against the decompression floors: isal.igzip for gzip, and
 python-zstandard's stream reader (and the `zstd -dc -D` tool) for zstd. Peak memory is each
 command's maximum resident set. Our .warc.zst lines must equal our .warc.gz lines but for
-offset, length and filename, else the run exits with status 1. Results: the tables, and
-bench/out/zstd-results.json.
+offset, length and filename, else the run exits with status 1.
+
+Copy (unless --no-copy): `webarchive-index copy copy` of the captures of every domain of the
+first half of the files, from a cluster of the .warc.gz and from one of the .warc.zst, into
+.warc.gz and into .warc.zst outputs (--runner inline, local source and output, pinned, best
+of --repeat).
+
+Results: the tables, and bench/out/zstd-results.json.
 """
 import argparse
 import datetime
@@ -207,6 +214,55 @@ def speed(gz, zst, dictionary, pin, repeat, ours_bin):
     return groups, rows
 
 
+def copy_speed(gz, zst, pin, repeat, ours_bin):
+    """Rows of ``copy copy`` timed from each kind of source into each output format: the
+    captures of every domain of the first half of the files, from clusters built
+    from the .warc.gz and from the .warc.zst, local source and output, --runner inline."""
+    exe = os.path.join(ours_bin, "webarchive-index")
+    half = max(1, len(gz) // 2)
+    domains = os.path.join(TMP, "copy-domains.txt")
+    with open(scratch("copy", "index"), "wb") as out:
+        subprocess.run([exe, "cdx", *gz[:half]], stdout=out, check=True)
+    with open(scratch("copy", "index"), encoding="utf-8") as fh:
+        hosts = [line.split(")", 1)[0].split(":")[0].split(",") for line in fh if ")" in line]
+    with open(domains, "w") as out:  # com,example:8080,www -> example.com
+        out.writelines(sorted({f"{host[1]}.{host[0]}\n" for host in hosts if len(host) > 1}))
+    clusters = {}
+    for source, paths in (("gz", gz), ("zst", zst)):
+        clusters[source] = os.path.join(TMP, f"copy-index-{source}")
+        subprocess.run([exe, "build", *paths, "-o", clusters[source], "--runner", "inline",
+                        "--no-progress"], check=True, capture_output=True)
+    cmds = {}
+    for source, paths in (("gz", gz), ("zst", zst)):
+        for fmt in ("gz", "zst"):
+            out = os.path.join(TMP, f"copy-{source}-to-{fmt}")
+            cmds[f".warc.{source} -> .warc.{fmt}"] = (out, [
+                exe, "copy", "copy", clusters[source], "--domains-file", domains, "-o", out,
+                "--warc-prefix", os.path.dirname(paths[0]), "--output-format", fmt,
+                "--runner", "inline", "--no-progress"])
+    runs = {key: ([], [], []) for key in cmds}
+    for round_no in range(repeat):
+        print(f"  copy round {round_no + 1}/{repeat}", flush=True)
+        for key, (out, argv) in cmds.items():
+            shutil.rmtree(out, ignore_errors=True)
+            for value, into in zip(run_once(pin + argv, scratch("copy", key)), runs[key]):
+                into.append(value)
+    rows = []
+    for key, (wall, cpu, rss) in runs.items():
+        out = cmds[key][0]
+        written = [os.path.join(out, n) for n in os.listdir(out) if n.endswith((".warc.gz", ".warc.zst"))]
+        records = 0
+        for name in os.listdir(out):
+            if name.endswith(".cdxj"):
+                with open(os.path.join(out, name), encoding="utf-8") as fh:
+                    records += sum(1 for _ in fh)
+        rows.append({"command": key, "records": records, "best": min(wall),
+                     "median": statistics.median(wall), "cpu": cpu,
+                     "output_mb": sum(map(os.path.getsize, written)) / 1e6,
+                     "peak_mb": max(rss) if rss[0] is not None else None})
+    return rows
+
+
 def scratch(group, command):
     return os.path.join(TMP, "".join(c if c.isalnum() else "_" for c in f"{group} {command}") + ".out")
 
@@ -236,6 +292,18 @@ def ratios(rows, groups):
                 "gz_vs_isal_floor": best[g, "ours .warc.gz"] / best[g, "floor isal (.warc.gz)"],
                 "zstd_floor_vs_isal_floor": best[g, "floor isal (.warc.gz)"] / best[g, "floor zstd (.warc.zst)"]}
             for g in groups}
+
+
+def report_copy(rows, meta):
+    print()
+    print(f"copy copy (--runner inline, local source and output, pinned "
+          f"{' '.join(meta['pinning']) or 'NO'}, best of {meta['repeat']}; the captures of "
+          "every domain of the first half of the files)")
+    fmt = "{:<24} {:>8} {:>7} {:>9} {:>10} {:>8}"
+    print(fmt.format("source -> output", "records", "best s", "median s", "output MB", "peak MB"))
+    for r in rows:
+        print(fmt.format(r["command"], r["records"], f"{r['best']:.2f}", f"{r['median']:.2f}",
+                         f"{r['output_mb']:.1f}", f"{r['peak_mb']:.0f}" if r["peak_mb"] else "-"))
 
 
 def report(size_table, speed_rows, ratio, verdicts, meta):
@@ -299,6 +367,9 @@ def main(argv=None):
                         help="a directory of real WARC files for the size table (default: the "
                              "Common Crawl excerpts in tests/data/real)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per command (best and median)")
+    parser.add_argument("--copy", action=argparse.BooleanOptionalAction, default=True,
+                        help="time copy copy from .warc.gz and .warc.zst sources into both "
+                             "output formats too (default)")
     parser.add_argument("--quick", action=argparse.BooleanOptionalAction, default=False,
                         help="smoke run: 2 files x 300 captures, levels 1 and 3, a 64 KiB "
                              "dictionary (--no-quick: the sizes above, the default)")
@@ -332,6 +403,7 @@ def main(argv=None):
     pin = speedbench.pinning()
     print("timing ...", flush=True)
     groups, speed_rows = speed(paths, zst, dictionary, pin, args.repeat, ours_bin)
+    copy_rows = copy_speed(paths, zst, pin, args.repeat, ours_bin) if args.copy else []
     verdicts = check(groups)
     ratio = ratios(speed_rows, groups)
     import zstandard
@@ -345,10 +417,12 @@ def main(argv=None):
             "real": [os.path.basename(p) for p in real],
             "loadavg_1_5_15min": {"start": load_start, "end": os.getloadavg()}}
     report(size_table, speed_rows, ratio, verdicts, meta)
+    if copy_rows:
+        report_copy(copy_rows, meta)
     ok = not any(verdicts.values())
     with open(os.path.join(OUT, "zstd-results.json"), "w") as fh:
         json.dump({"meta": meta, "correct": ok, "sizes": size_table, "speed": speed_rows,
-                   "ratios": ratio}, fh, indent=1)
+                   "ratios": ratio, "copy": copy_rows}, fh, indent=1)
     print(f"wrote {os.path.relpath(os.path.join(OUT, 'zstd-results.json'))}")
     return 0 if ok else 1
 
