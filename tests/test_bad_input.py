@@ -142,7 +142,7 @@ def test_build_on_every_runner(corpus, tmp_path, runner, capsys):
         {path: found for path, found in want_errors.items() if found}
     assert len(errors) >= 12
     cluster = []
-    for shard in sorted(glob.glob(f"{out}/cluster/cdx-*.gz")):
+    for shard in sorted(glob.glob(f"{out}/cluster/build-00001/cdx-*.gz")):
         with gzip.open(shard, "rt", encoding="utf-8") as fh:
             cluster += fh.readlines()
     assert sorted(cluster) == sorted(line for found in want_lines.values() for line in found)

@@ -155,11 +155,12 @@ def s3(collection):
     with s3server.running() as endpoint:
         bucket = s3server.new_bucket()
         s3server.upload_tree(collection["crawl"], bucket + "/crawl")
-        # the cluster without its .loc (local paths): the shards are found beside the index
-        for name in os.listdir(collection["index"] / "cluster"):
-            if name != "cluster.loc":
-                with open(collection["index"] / "cluster" / name, "rb") as fh:
-                    storage.write_atomic(f"{bucket}/index/cluster/{name}", fh.read())
+        # the cluster without its .loc: the shards are found beside the index
+        cluster = collection["index"] / "cluster"
+        for path in sorted(cluster.rglob("*")):
+            if path.is_file() and path.name != "cluster.loc":
+                storage.write_atomic(f"{bucket}/index/cluster/{path.relative_to(cluster)}",
+                                     path.read_bytes())
         yield {"endpoint": endpoint, "bucket": bucket, "crawl": bucket + "/crawl/",
                "cluster": bucket + "/index"}
 
@@ -203,7 +204,7 @@ def numbers(entries):
 def index_lines(collection):
     """Every line of the cluster, from its shards."""
     lines = []
-    for shard in sorted((collection["index"] / "cluster").glob("cdx-*.gz")):
+    for shard in sorted((collection["index"] / "cluster").glob("build-*/cdx-*.gz")):
         data = shard.read_bytes()
         lines += gzip.decompress(data).splitlines(True) if data else []
     return lines

@@ -185,7 +185,7 @@ def test_writing_and_listing_over_http_fail_clearly(server):
                          ("listing files", lambda: list(storage.list_files(url))),
                          ("removing files", lambda: storage.remove(url)),
                          ("removing files", lambda: storage.remove_tree(url)),
-                         ("making a directory", lambda: storage.make_temp_dir(url, "tmp-"))]:
+                         ("making directories", lambda: storage.makedirs(url))]:
         with pytest.raises(OSError, match=f"{action} is not supported over HTTP.*{url}"):
             call()
     assert server.requests == []

@@ -22,12 +22,12 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from . import storage
+from . import lock, storage
 from .engines import open_engine
-from .inputs import ARCHIVE_EXTENSIONS, cdx_name, expand
+from .inputs import cdx_name, named_archives
 from .options import BuildOptions
 from .progress import Progress
-from .publish import publish_cluster
+from .publish import publish_cluster, remove_leftovers
 from .steps import ClusterIncomplete
 from .zipnum import shard_name
 
@@ -71,23 +71,27 @@ def build(inputs, out_dir, options=None):
     """Index ``inputs`` and build a ZipNum cluster in ``out_dir`` as ``options`` (a
     ``BuildOptions``) say; return a Summary.
 
-    Every engine gives the same bytes. Raises BuildFailed (with the summary) when
-    ``options.on_error`` is "fail" and any archive had a problem, or when the cluster
-    could not be completed; nothing is published then. ``options.root_index`` publishes
+    Every engine gives the same bytes. Raises ``InputError`` before anything is written
+    when an input names nothing, ``lock.Busy`` when another build or copy writes into
+    ``out_dir``, and BuildFailed (with the summary) when ``options.on_error`` is "fail"
+    and any archive had a problem, when no archive gave a line, or when the cluster could
+    not be completed; nothing is published then. ``options.root_index`` publishes
     ``cluster.root`` beside ``cluster.idx`` (see ``zipnum.root_index``).
     """
     options = options or BuildOptions()
     started = time.monotonic()
-    progress = Progress(enabled=options.progress)
     out_dir = storage.abspath(out_dir)
     summary = Summary(out_dir)
-    archives, missing, _ = expand(inputs, options.input_root)
+    archives, missing = named_archives(inputs, options.input_root)
     summary.errors = [{"file": path, "offset": 0, "reason": "no such file or directory"}
                       for path in missing]
-    if not archives and not missing:
-        raise BuildFailed(f"no WARC/ARC files ({', '.join(ARCHIVE_EXTENSIONS)}) found in "
-                          f"{' '.join(inputs)}", summary)
-    storage.makedirs(out_dir)
+    with lock.hold(out_dir, "build"):
+        remove_leftovers(out_dir)
+        return _build(archives, out_dir, options, summary, started)
+
+
+def _build(archives, out_dir, options, summary, started):
+    progress = Progress(enabled=options.progress)
     storage.write_atomic(storage.join(out_dir, "archives.txt"),
                          "".join(a.path + "\n" for a in archives).encode("utf-8"))
     shards = options.shards
@@ -109,6 +113,11 @@ def build(inputs, out_dir, options=None):
             summary.seconds = time.monotonic() - started
             raise BuildFailed(f"{len(summary.errors)} problems in the input; no cluster was built "
                               "(use --on-error skip to index what is readable)", summary)
+
+        if not summary.lines and not summary.archives_skipped:
+            summary.seconds = time.monotonic() - started
+            raise BuildFailed("no archive gave a CDX line: there is nothing to publish (a "
+                              "published cluster is left as it was)", summary)
 
         cdx_files = [s["cdx"] for s in statuses]
         progress.step(f"[2/3] sampling split points for {shards} shards")

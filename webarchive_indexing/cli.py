@@ -120,11 +120,14 @@ def _finalize_parser(sub, help_line):
         description="After jobs/zip_cluster.py ran on Hadoop/EMR: check that every shard "
                     "cdx-NNNNN.gz exists and matches its part-NNNNN, then write cluster.loc "
                     "and, last, cluster.idx. Nothing is written if a shard is missing.")
-    o.add(finalize, o.Option("cluster_dir", metavar="CLUSTER_DIR"),
+    o.add(finalize, o.Option("cluster_dir", metavar="CLUSTER_DIR",
+                             help="the job's --cluster-dir, or the directory holding it as "
+                                  "cluster/"),
           o.SHARDS.but(required=True, default=None, help="shards the job wrote"),
           o.Option("--location", metavar="URI",
-                   help="where readers will find the shards (default: CLUSTER_DIR, made "
-                        "absolute)"),
+                   help="where readers will find the shards, an absolute path or URI, for "
+                        "cluster.loc (default: the shards' names, relative to cluster.loc: "
+                        "the cluster can then be moved whole)"),
           o.ROOT_INDEX)
 
 
@@ -209,11 +212,11 @@ def _build(args):
 
 def _cdx(args):
     from .cdx import header_line, index_file
-    from .inputs import InputError, expand
+    from .inputs import InputError, named_archives
     if args.output:
         from .steps import index_archive
     try:
-        archives, missing, _ = expand(args.inputs, args.input_root)
+        archives, missing = named_archives(args.inputs, args.input_root)
     except InputError as exc:
         sys.stderr.write(f"webarchive-index: {exc}\n")
         return EXIT_USAGE
@@ -282,16 +285,18 @@ def _query(args):
 
 
 def _finalize(args):
+    from . import storage
     from .progress import human
-    from .steps import ClusterIncomplete, finalize_cluster
+    from .steps import ClusterIncomplete, finalize_cluster, shards_dir
+    cluster_dir = shards_dir(args.cluster_dir)
     try:
-        totals = finalize_cluster(args.cluster_dir, args.shards, location=args.location,
-                                  root=args.root_index)
-    except ClusterIncomplete as exc:
+        totals = finalize_cluster(cluster_dir, args.shards, root=args.root_index,
+                                  location=args.location and storage.abspath(args.location))
+    except (ClusterIncomplete, ValueError) as exc:
         sys.stderr.write(f"webarchive-index finalize: {exc}; nothing was published\n")
         return EXIT_FAILED
     sys.stderr.write(f"cluster:  {totals['shards']} shards, {totals['blocks']} blocks, "
-                     f"{human(totals['bytes'])} in {args.cluster_dir}\n")
+                     f"{human(totals['bytes'])} in {cluster_dir}\n")
     return EXIT_OK
 
 

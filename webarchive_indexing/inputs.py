@@ -157,3 +157,18 @@ def expand(inputs, roots=()):
                              "or rename one")
         archives.append(archive)
     return archives, missing, roots
+
+
+def named_archives(inputs, roots=()):
+    """``(archives, missing)``: the archives the INPUT arguments name, and those a manifest
+    lists that are not there. ``InputError`` for an INPUT that names nothing (a typo must
+    not index what the others name alone), or when none names an archive."""
+    archives, missing, _ = expand(inputs, roots)
+    named_nothing = [path for path in missing if path in inputs]
+    if named_nothing:
+        raise InputError(f"no such file, directory or archive: {', '.join(named_nothing)} "
+                         "(nothing was written)")
+    if not archives and not missing:
+        raise InputError(f"no WARC/ARC files ({', '.join(ARCHIVE_EXTENSIONS)}) found in "
+                         f"{' '.join(inputs)}")
+    return archives, missing

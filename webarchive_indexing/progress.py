@@ -28,8 +28,8 @@ class Progress:
     False) nothing is drawn; only the name of each step of a run is written, on a line of
     its own, so that a log shows how far a run got."""
 
-    def __init__(self, stream=sys.stderr, enabled=None):
-        self.stream = stream
+    def __init__(self, stream=None, enabled=None):
+        self.stream = stream or sys.stderr  # the one of the moment (tests replace it)
         self.enabled = stream.isatty() if enabled is None else enabled
         self._stop = threading.Event()
         self._thread = None

@@ -12,7 +12,6 @@ import contextlib
 import errno
 import functools
 import io
-import os
 import threading
 
 from .. import retry
@@ -213,10 +212,6 @@ def open_atomic(path):
 
 def makedirs(path):
     pass  # S3 has no directories: a key's prefix exists as soon as the key does
-
-
-def make_temp_dir(parent, prefix):
-    return common.join(parent, prefix + os.urandom(4).hex())  # nothing is made until written
 
 
 def list_files(directory):

@@ -287,10 +287,6 @@ def makedirs(path):
     raise _read_only(path, "making directories")
 
 
-def make_temp_dir(parent, prefix):
-    raise _read_only(parent, "making a directory")
-
-
 def list_files(directory):
     raise _read_only(directory, "listing files")
 
