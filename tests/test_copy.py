@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import signal
+import shutil
 import subprocess
 import sys
 import time
@@ -39,7 +40,7 @@ import fake_hadoop
 import faultproxy
 import rangeserver
 import s3server
-from helpers import pywb_cdx
+from helpers import REAL, pywb_cdx
 from webarchive_indexing import cli, extract, storage
 from webarchive_indexing.storage import s3 as s3_storage
 from webarchive_indexing.cdxline import Location, location
@@ -198,7 +199,7 @@ def expected(collection, inputs):
 
 def numbers(entries):
     return {"captures": len(entries), "warc_files": len({e["filename"] for e in entries}),
-            "bytes": sum(e["length"] for e in entries)}
+            "bytes": sum(e["length"] for e in entries), "arc_captures": 0}
 
 
 def index_lines(collection):
@@ -415,6 +416,30 @@ def test_check_counts_what_brute_force_counts(collection, domains, s3, capsys):
     assert table[-1].split()[:3] == [str(len(two)), str(numbers(two)["warc_files"]),
                                      str(numbers(two)["bytes"])]
     assert table[1].split()[-1] == "example.com" and len(table) == 4
+
+
+def test_captures_in_arc_files_are_counted_apart_and_left_out(tmp_path, capsys):
+    """Issue 16 item 16: `copy check` counted ARC captures that `copy copy` then refused,
+    telling the user to rerun."""
+    warcs = tmp_path / "warcs"
+    warcs.mkdir()
+    for name in ("webrecorder+warcio__example.warc.gz", "webrecorder+warcio__example.arc.gz"):
+        shutil.copy(os.path.join(REAL, name), warcs / name.replace(".arc", "-arc.arc"))
+    assert cli.main(["build", str(warcs), "-o", str(tmp_path / "index"), "--runner", "inline",
+                     "--no-progress"]) == cli.EXIT_OK
+    capsys.readouterr()
+    assert cli.main(["copy", "check", str(tmp_path / "index"), "--domains", "example.com",
+                     "--json"]) == cli.EXIT_OK
+    total = json.loads(capsys.readouterr().out)["total"]
+    assert (total["captures"], total["warc_files"], total["arc_captures"]) == (2, 1, 1)
+    assert cli.main(["copy", "check", str(tmp_path / "index"), "--domains", "example.com"]) == 0
+    assert capsys.readouterr().out.endswith(
+        "(and 1 captures in ARC files, which a copy leaves out: it writes WARC files)\n")
+    assert cli.main(copy_args(tmp_path / "index", ["example.com"], tmp_path / "out", warcs,
+                              "--runner", "inline")) == cli.EXIT_OK
+    err = capsys.readouterr().err
+    assert "1 records of ARC files left out (a copy writes WARC files)" in err
+    assert "copied:   2 of 2 records" in err and "rerun" not in err
 
 
 # -- copy -------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ class _Filter:
         if self.mode == "~":
             try:
                 self.regex = re.compile(self.value)
-            except re.error as exc:
+            except (re.error, OverflowError, RecursionError) as exc:
                 raise ValueError(f"bad regular expression in filter {spec!r}: {exc}") from None
 
     def __call__(self, line, fields):

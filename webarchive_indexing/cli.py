@@ -13,8 +13,9 @@ import json
 import sys
 
 from . import options as o
-from .report import (EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, log_to_stderr,
-                     print_problems, report_build)
+from .engines import TaskFailed
+from .report import (EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, describe,
+                     log_to_stderr, print_problems, report_build)
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE", "main", "version_line"]
 
@@ -320,17 +321,23 @@ def _copy_check(args):
     out.write(f"{'captures':>10} {'WARC files':>10} {'bytes':>14} {'size':>9}  input\n")
     for captures, files, size, shown, text in rows:
         out.write(f"{captures:>10} {files:>10} {size:>14} {shown:>9}  {text}\n")
+    if total.arc_captures:
+        out.write(f"(and {total.arc_captures} captures in ARC files, which a copy leaves out: "
+                  "it writes WARC files)\n")
     return EXIT_OK
 
 
 def _copy_plan(args):
+    from . import storage
     from .extract import ensure_plan, read_selection
     from .extract.plan import check_output, listing_path
     from .query import open_cluster
+    from .lock import hold
     inputs = read_selection(args.domains, args.domains_file)
     check_output(args.output)
-    plan = ensure_plan(lambda: open_cluster(args.location), args.location, inputs, args.output,
-                       args.records_per_file, args.name_prefix)
+    with hold(storage.abspath(args.output), "copy plan"):
+        plan = ensure_plan(lambda: open_cluster(args.location), args.location, inputs,
+                           args.output, args.records_per_file, args.name_prefix)
     _print_copy_plan(plan, sys.stderr)
     if plan.chunks:  # nothing printed: nothing to copy
         sys.stdout.write(listing_path(plan.output) + "\n")
@@ -342,6 +349,9 @@ def _print_copy_plan(plan, stream):
     from .extract.plan import plan_path
     stream.write(f"plan:     {plan.records} records, {human(plan.bytes)} from {plan.warc_files} "
                  f"WARC files -> {len(plan.chunks)} output files ({plan_path(plan.output)})\n")
+    if plan.arc_records:
+        stream.write(f"          {plan.arc_records} records of ARC files left out (a copy writes "
+                     "WARC files)\n")
 
 
 def _print_copy_survey(found, stream, skipped=None):
@@ -352,8 +362,10 @@ def _print_copy_survey(found, stream, skipped=None):
                  f"{human(found.copied_bytes)}, {len(found.complete)} of {len(plan.chunks)} "
                  f"output files complete{already}\n")
     if found.failed:
-        stream.write(f"failed:   {found.failed} records in {len(found.with_failures)} files; "
-                     "the reasons are in:\n")
+        for_good = (f" ({found.failed_for_good} of them fail however often they are tried)"
+                    if found.failed_for_good else "")
+        stream.write(f"failed:   {found.failed} records in {len(found.with_failures)} files"
+                     f"{for_good}; the reasons are in:\n")
         for report in found.reports[:20]:
             stream.write(f"  {report}\n")
         if len(found.reports) > 20:
@@ -361,7 +373,7 @@ def _print_copy_survey(found, stream, skipped=None):
     if found.missing:
         stream.write(f"missing:  {len(found.missing)} output files were not written "
                      f"({', '.join(found.missing[:5])}{', ...' if len(found.missing) > 5 else ''})\n")
-    if not found.done:
+    if found.missing or found.failed > found.failed_for_good:
         stream.write("rerun the same command to retry what is missing or failed\n")
 
 
@@ -410,7 +422,11 @@ def _copy(args):
     except (SelectionError, PlanMismatch, o.UsageError) as exc:
         sys.stderr.write(f"webarchive-index copy {args.copy_command}: {exc}\n")
         return EXIT_USAGE
-    except (OSError, ValueError) as exc:  # an unreadable cluster, source or output
+    except OSError as exc:  # an unreadable cluster, source or output
+        sys.stderr.write(f"webarchive-index copy {args.copy_command}: "
+                         f"{describe(exc, getattr(args, 'output', None))}\n")
+        return EXIT_FAILED
+    except ValueError as exc:  # a cluster that is none
         sys.stderr.write(f"webarchive-index copy {args.copy_command}: {exc}\n")
         return EXIT_FAILED
 
@@ -441,6 +457,13 @@ def main(argv=None):
         return COMMANDS[args.command][2](args)
     except BrokenPipeError:
         return EXIT_OK
+    except OSError as exc:  # of the environment: a full disk, no credentials, another build
+        sys.stderr.write(f"webarchive-index {args.command}: "
+                         f"{describe(exc, getattr(args, 'output', None))}\n")
+        return EXIT_FAILED
+    except TaskFailed as exc:
+        sys.stderr.write(f"webarchive-index {args.command}: {exc}\n")
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

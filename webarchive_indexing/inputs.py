@@ -121,8 +121,7 @@ def expand(inputs, roots=()):
                 found = _expand_remote(item, roots)
             except FileNotFoundError:  # no such manifest or bucket
                 found = []
-            except OSError as exc:
-                raise InputError(f"cannot read {item}: {exc}") from exc
+            # any other OSError (no credentials, a store that keeps failing) is no bad usage
             if not found:
                 missing.append(item)
             paths.extend(found)

@@ -16,6 +16,7 @@ points take instead of long parameter lists: an attribute per option, named as i
 destination, its default unless given.
 """
 import argparse
+import re
 
 from .cdxline import FORMATS
 
@@ -57,6 +58,18 @@ def non_negative(text):
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {text!r}")
     return int(text)
+
+
+# A name for files that stays a name: no "/", "..", or hidden file
+FILE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+FILE_NAME_HELP = "a file name of letters, digits, '.', '_' and '-' (not starting with '.')"
+
+
+def file_name(text):
+    """A name for files (``FILE_NAME``), for argparse's ``type``."""
+    if not FILE_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"expected {FILE_NAME_HELP}, got {text!r}")
+    return text
 
 
 # -- options, and how they are registered -------------------------------------------------
@@ -225,7 +238,7 @@ COPY_OUTPUT = Option("-o", "--output", required=True, metavar="OUT",
                           "OUT/plan/)")
 RECORDS_PER_FILE = Option("--records-per-file", type=positive, default=DEFAULT_RECORDS_PER_FILE,
                           help=f"records per output WARC file (default {DEFAULT_RECORDS_PER_FILE})")
-NAME_PREFIX = Option("--name-prefix", default=DEFAULT_NAME_PREFIX, metavar="NAME",
+NAME_PREFIX = Option("--name-prefix", type=file_name, default=DEFAULT_NAME_PREFIX, metavar="NAME",
                      help=f"output files are NAME-00000.warc.gz, ... (default "
                           f"{DEFAULT_NAME_PREFIX})")
 WARC_PREFIX = Option("--warc-prefix", required=True, metavar="PREFIX",

@@ -30,7 +30,7 @@ class Progress:
 
     def __init__(self, stream=None, enabled=None):
         self.stream = stream or sys.stderr  # the one of the moment (tests replace it)
-        self.enabled = stream.isatty() if enabled is None else enabled
+        self.enabled = self.stream.isatty() if enabled is None else enabled
         self._stop = threading.Event()
         self._thread = None
 

@@ -2,10 +2,40 @@
 a build ends: the problems met, the summary and how to query the result; and the exit
 statuses of every command.
 """
+import errno
 import os
 import sys
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
+
+
+# What to do about a failure of the environment, by errno
+_HINTS = {
+    errno.ENOSPC: "free some space, or write elsewhere",
+    errno.EDQUOT: "free some space, or write elsewhere",
+    errno.EROFS: "write elsewhere",
+    errno.EACCES: "check the permissions, or write elsewhere",
+    errno.EPERM: "check the permissions, or write elsewhere",
+    errno.EEXIST: "a file is where a directory must be: remove it, or write elsewhere",
+    errno.ENOTDIR: "a file is where a directory must be: remove it, or write elsewhere",
+}
+
+
+# What only writes fail with
+_WRITES = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
+def describe(exc, output=None):
+    """One line for an ``OSError`` a user can cause or meet (a full disk, a read-only or
+    misnamed output, missing credentials, a store that keeps failing): what, where, and
+    how to fix it where that is known. A write that failed without naming its file
+    (a full disk) is said to be into ``output``."""
+    if exc.errno is None or exc.strerror is None:
+        return str(exc)
+    filename = exc.filename or (output if exc.errno in _WRITES else None)
+    where = f"{filename}: " if filename else ""
+    hint = _HINTS.get(exc.errno)
+    return f"{where}{exc.strerror}" + (f" ({hint})" if hint else "")
 
 
 def log_to_stderr(verbose):
@@ -14,6 +44,8 @@ def log_to_stderr(verbose):
     is reported."""
     import logging
     logging.basicConfig(format="%(message)s", level=logging.INFO if verbose else logging.ERROR)
+    # a failed task: what it raised is reported in a line (--verbose: mrjob's account)
+    logging.getLogger("mrjob").setLevel(logging.INFO if verbose else logging.CRITICAL)
 
 
 def print_problems(errors, stream):
