@@ -18,7 +18,7 @@ from webarchive_indexing.cdxline import is_cdx_line
 from webarchive_indexing.steps import write_splits
 
 
-class SampleSplitsJob(MRJob):
+class SampleSplitsJob(options.AbsolutePaths, MRJob):
     INPUT_PROTOCOL = RawValueProtocol
     INTERNAL_PROTOCOL = JSONProtocol
     OUTPUT_PROTOCOL = RawValueProtocol

@@ -33,7 +33,7 @@ TOTAL_ORDER = "org.apache.hadoop.mapred.lib.TotalOrderPartitioner"
 PARTITION_FILE = "_partition.lst"
 
 
-class ZipClusterJob(MRJob):
+class ZipClusterJob(options.AbsolutePaths, MRJob):
     INPUT_PROTOCOL = RawValueProtocol
     INTERNAL_PROTOCOL = RawProtocol
     OUTPUT_PROTOCOL = JSONValueProtocol

@@ -185,6 +185,33 @@ def test_bad_settings_stop_with_status_2(tmp_path, corpus):
         assert result.returncode == 2 and f"{name} is '{value}'" in result.stderr
 
 
+@pytest.mark.parametrize("script", sorted(REQUIRED) + ["runremotecopy.sh"])
+def test_a_missing_mrjob_conf_stops_with_status_2_naming_it(script, tmp_path, corpus):
+    """Issue 16 item 14: a 30-line traceback and exit status 1."""
+    values = settings(tmp_path, corpus, MRJOB_CONF="./mrjob.conf", COPY_CLUSTER=tmp_path,
+                      COPY_OUTPUT=tmp_path / "copy", WARC_PREFIX=tmp_path, COPY_DOMAINS="example.com")
+    result = run(script, script_env(write_env(tmp_path / "env.sh", **values)), cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == [
+        f"{script}: MRJOB_CONF is './mrjob.conf': no such file: copy mrjob.conf.sample there "
+        f"and fill it in, or set MRJOB_CONF in {tmp_path / 'env.sh'}"]
+
+
+def test_runall_with_the_sample_settings_relative_paths_and_all(tmp_path, corpus, built):
+    """Issue 16 item 14: with index_env.sample.sh's relative paths, the local runner wrote
+    into its temporary directories, deleted as each job ended ("5 CDX files", none there)."""
+    shutil.copy(REPO / "index_env.sample.sh", tmp_path / "index_env.sh")
+    shutil.copy(REPO / "mrjob.conf.sample", tmp_path / "mrjob.conf")
+    (tmp_path / "warc.paths").write_text(corpus["manifest"].read_text())
+    env = script_env(tmp_path / "index_env.sh", SHARDS=str(SHARDS), LINES_PER_BLOCK=str(PER_BLOCK),
+                     INPUT_ROOT=str(corpus["root"]), RUNNER="local")
+    del env["INDEX_ENV"]  # the default, ./index_env.sh
+    result = run("runall.sh", env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert files_of(tmp_path / "out" / "cdx") == files_of(built / "cdx")
+    assert files_of(tmp_path / "out" / "cluster") == cluster_of_build(built)
+
+
 def test_index_env_sample_defines_every_variable():
     names = " ".join(REQUIRED["runall.sh"])
     check = f'set -u; source {shlex.quote(str(REPO / "index_env.sample.sh"))}; ' \

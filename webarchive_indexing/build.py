@@ -3,13 +3,8 @@ ZipNum cluster (the three steps, run by an engine), with a summary and an error 
 
     summary = build(["warcs/"], "out", BuildOptions(shards=4, runner="local"))
 
-Layout of the output directory::
-
-    out/archives.txt             the archives indexed, one path per line
-    out/cdx/<name>.cdx.gz        one sorted CDX per archive (+ .errors.json if it had problems)
-    out/splits.txt, splits.seq   the shards-1 split points, as text and Hadoop SequenceFile
-    out/cluster/                 cdx-NNNNN.gz, part-NNNNN, cluster.idx, cluster.loc
-    out/errors.json              every problem met, when there were any
+The output directory holds what ``options.BUILD_OUTPUT`` lists (``--help`` and the
+README show it too).
 
 Inputs and the output may be local, on S3 (``s3://bucket/prefix``) or, on a Hadoop
 cluster, on HDFS (``hdfs:///path``, ``s3a://``; through ``hadoop fs``). The steps run
@@ -48,9 +43,22 @@ class Summary:
     seconds: float = 0.0
     published: bool = False
 
+    cluster_lines: int = 0
+    report: str = None  # errors.json, where written
+
     @property
     def cluster_dir(self):
         return storage.join(self.out_dir, "cluster")
+
+    def add(self, status):
+        """Count in the status dict of one archive (``steps.index_archive``)."""
+        self.archives += 1
+        self.archives_skipped += status["skipped"]
+        self.records += status["records"]
+        self.lines += status["lines"]
+        self.input_bytes += status["bytes"]
+        self.errors += status["errors"]
+        self.warnings += status["warnings"]
 
 
 class BuildFailed(Exception):
@@ -102,12 +110,7 @@ def _build(archives, out_dir, options, summary, started):
         statuses = engine.index(archives, cdx_dir, options.cdx_format, options.skip_existing)
         progress.done()
         for status in statuses:
-            summary.archives += 1
-            summary.archives_skipped += status["skipped"]
-            for key, total in (("records", "records"), ("lines", "lines"), ("bytes", "input_bytes")):
-                setattr(summary, total, getattr(summary, total) + status[key])
-            summary.errors += status["errors"]
-            summary.warnings += status["warnings"]
+            summary.add(status)
         _write_report(summary)
         if summary.errors and options.on_error == "fail":
             summary.seconds = time.monotonic() - started
@@ -141,6 +144,7 @@ def _build(archives, out_dir, options, summary, started):
                               summary) from exc
     summary.published = True
     summary.shards, summary.blocks, summary.cluster_bytes = totals["shards"], totals["blocks"], totals["bytes"]
+    summary.cluster_lines = totals["lines"]
     summary.seconds = time.monotonic() - started
     return summary
 
@@ -150,5 +154,6 @@ def _write_report(summary):
     if summary.errors or summary.warnings:
         report = {"errors": summary.errors, "warnings": summary.warnings}
         storage.write_atomic(path, json.dumps(report, indent=1).encode("utf-8"))
+        summary.report = path
     else:
         storage.remove(path)

@@ -9,7 +9,9 @@ Exit status: 0 done; 1 failed (nothing published); 2 bad usage; 3 done, but
 some input could not be indexed (see the error report).
 """
 import argparse
+import contextlib
 import json
+import os
 import sys
 
 from . import options as o
@@ -74,12 +76,10 @@ def _parser(command=None):
 
 def _build_parser(sub, help_line):
     build = sub.add_parser(
-        "build", help=help_line,
-        description="Index every archive (one sorted .cdx.gz each), sample split points and "
+        "build", help=help_line, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Index every archive (one sorted .cdx.gz each), sample split points and\n"
                     "write a ZipNum cluster of --shards shards into OUTDIR/cluster.",
-        epilog="Output: OUTDIR/cdx/ (per-archive CDX), OUTDIR/splits.txt and splits.seq, "
-               "OUTDIR/cluster/ (cdx-NNNNN.gz, part-NNNNN, cluster.idx, cluster.loc), "
-               "OUTDIR/errors.json when there were problems.")
+        epilog="output:\n" + o.BUILD_OUTPUT)
     o.add(build, o.INPUTS, o.OUTDIR, o.SHARDS, o.LINES_PER_BLOCK, o.RUNNER, o.SPARK_MASTER,
           o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF, o.VERBOSE, o.PROGRESS, *o.INDEXING)
 
@@ -212,25 +212,20 @@ def _build(args):
 
 
 def _cdx(args):
-    from .cdx import header_line, index_file
     from .inputs import InputError, named_archives
-    if args.output:
-        from .steps import index_archive
     try:
         archives, missing = named_archives(args.inputs, args.input_root)
     except InputError as exc:
         sys.stderr.write(f"webarchive-index: {exc}\n")
         return EXIT_USAGE
     errors = [{"file": m, "offset": 0, "reason": "no such file or directory"} for m in missing]
+    if args.output:
+        return _cdx_files(args, archives, errors)
+    from .cdx import header_line, index_file
     out = sys.stdout
     for archive in archives:
         if errors and args.on_error == "fail":
             break
-        if args.output:
-            status = index_archive(archive.path, archive.name, args.output, args.cdx_format,
-                                   args.skip_existing, "skip")
-            errors += status["errors"]
-            continue
         result = index_file(archive.path, archive.name, args.cdx_format)
         errors += [e.as_dict() for e in result.errors]
         if result.errors and args.on_error == "fail":
@@ -238,8 +233,42 @@ def _cdx(args):
         out.write(header_line(args.cdx_format))
         out.writelines(result.lines)
     print_problems(errors, sys.stderr)
+    return _cdx_status(errors, args.on_error)
+
+
+def _cdx_files(args, archives, errors):
+    """``cdx -o``: a .cdx.gz per archive, with progress and the summary ``build`` prints."""
+    import time
+    from . import storage
+    from .build import Summary
+    from .lock import hold
+    from .progress import Progress
+    from .report import print_summary
+    from .steps import index_archive
+    started = time.monotonic()
+    summary = Summary(storage.abspath(args.output), errors=errors)
+    progress = Progress()
+    with hold(summary.out_dir, "cdx"):
+        storage.remove_temp_files(summary.out_dir, recursive=True)  # of a killed run
+        progress.step(f"indexing {len(archives)} archives", count=lambda: summary.archives,
+                      total=len(archives))
+        try:
+            for archive in archives:
+                if summary.errors and args.on_error == "fail":
+                    break
+                summary.add(index_archive(archive.path, archive.name, summary.out_dir,
+                                          args.cdx_format, args.skip_existing, "skip"))
+        finally:
+            progress.done()
+    summary.seconds = time.monotonic() - started
+    print_problems(summary.errors, sys.stderr)
+    print_summary(summary, sys.stderr)
+    return _cdx_status(summary.errors, args.on_error)
+
+
+def _cdx_status(errors, on_error):
     if errors:
-        return EXIT_FAILED if args.on_error == "fail" else EXIT_PARTIAL
+        return EXIT_FAILED if on_error == "fail" else EXIT_PARTIAL
     return EXIT_OK
 
 
@@ -276,6 +305,8 @@ def _query(args):
                  else cluster.lookup_range(start, end))
         out.writelines(cdxapi.process(lines, filters, args.from_ts, args.to_ts, args.limit,
                                       args.output))
+    except BrokenPipeError:
+        raise
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"webarchive-index query: {exc}\n")
         return EXIT_FAILED
@@ -422,6 +453,8 @@ def _copy(args):
     except (SelectionError, PlanMismatch, o.UsageError) as exc:
         sys.stderr.write(f"webarchive-index copy {args.copy_command}: {exc}\n")
         return EXIT_USAGE
+    except BrokenPipeError:
+        raise
     except OSError as exc:  # an unreadable cluster, source or output
         sys.stderr.write(f"webarchive-index copy {args.copy_command}: "
                          f"{describe(exc, getattr(args, 'output', None))}\n")
@@ -456,6 +489,10 @@ def main(argv=None):
     try:
         return COMMANDS[args.command][2](args)
     except BrokenPipeError:
+        # the reader went away (query ... | head): done. What is still buffered for it
+        # goes nowhere, rather than fail again as Python flushes stdout on its way out.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except OSError as exc:  # of the environment: a full disk, no credentials, another build
         sys.stderr.write(f"webarchive-index {args.command}: "

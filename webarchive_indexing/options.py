@@ -16,6 +16,7 @@ points take instead of long parameter lists: an attribute per option, named as i
 destination, its default unless given.
 """
 import argparse
+import os
 import re
 
 from .cdxline import FORMATS
@@ -50,6 +51,21 @@ def positive(text):
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
+# More shards than this are a mistake: a shard file and a reducer each, a sample of 100
+# lines each in one reducer's memory; Common Crawl's 3 billion captures use 300
+MAX_SHARDS = 10000
+
+
+def shard_count(text):
+    """A number of shards, from 1 to ``MAX_SHARDS``, for argparse's ``type``."""
+    value = positive(text)
+    if value > MAX_SHARDS:
+        raise argparse.ArgumentTypeError(
+            f"expected at most {MAX_SHARDS} shards, got {text!r} (Common Crawl's 3 billion "
+            "captures a month use 300)")
     return value
 
 
@@ -153,7 +169,8 @@ INPUT_HELP = ("WARC/ARC files (.warc.gz .warc .arc.gz .arc), directories (search
 # what to index, and how
 INPUTS = Option("inputs", nargs="+", metavar="INPUT", help=INPUT_HELP)
 CDX_FORMAT = Option("--cdx-format", choices=FORMATS, default="cdxj",
-                    help="CDXJ (default, as Common Crawl and pywb write it) or classic CDX11/CDX9")
+                    help="CDXJ (default, as Common Crawl and pywb write it), or classic CDX11 or "
+                         "CDX9 (CDX9 has no record length: copy cannot read records through it)")
 INPUT_ROOT = Option("--input-root", action="append", default=[], metavar="DIR",
                     help="make the CDX 'filename' of archives under DIR relative to it "
                          "(directory inputs and manifests are roots already); repeatable")
@@ -165,11 +182,24 @@ ON_ERROR = Option("--on-error", choices=ERROR_MODES, default="fail",
                        "is written; skip: index every readable record and report the rest")
 INDEXING = (CDX_FORMAT, INPUT_ROOT, SKIP_EXISTING)
 
+# What a build writes (build --help, the README)
+BUILD_OUTPUT = """\
+OUTDIR/archives.txt            the archives indexed
+OUTDIR/cdx/<name>.cdx.gz       one sorted CDX per archive (a/b/x.warc.gz -> cdx/a/b/x.cdx.gz),
+                               and <name>.cdx.gz.errors.json beside it if it had problems
+OUTDIR/splits.txt, splits.seq  the shards-1 split points, as text and as a Hadoop SequenceFile
+OUTDIR/partitions.seq          the shard boundaries, for Hadoop's TotalOrderPartitioner
+OUTDIR/cluster/                cluster.idx, cluster.loc, cluster.root, and build-NNNNN/ with the
+                               shards cdx-NNNNN.gz and their indexes part-NNNNN
+OUTDIR/errors.json             every problem met, when there were any
+"""
+
 # the cluster
 OUTDIR = Option("-o", "--output", required=True, metavar="OUTDIR",
                 help="output directory, or s3://bucket/prefix")
-SHARDS = Option("--shards", type=positive, default=1,
-                help="shards in the cluster (default 1; Common Crawl uses 300)")
+SHARDS = Option("--shards", type=shard_count, default=1,
+                help=f"shards in the cluster (default 1, at most {MAX_SHARDS}; Common Crawl uses "
+                     "300)")
 LINES_PER_BLOCK = Option(
     "--lines-per-block", type=positive, default=LINES_PER_BLOCK_DEFAULT,
     help=f"CDX lines per gzip block (default {LINES_PER_BLOCK_DEFAULT}, as Common Crawl and the "
@@ -271,15 +301,57 @@ PROGRESS_DIR = Option("--progress-dir",
 
 # corpus
 CORPUS = (
-    Option("--out", required=True, help="output directory (created if missing)"),
-    Option("--files", type=int, default=2),
-    Option("--captures", type=int, default=1000, help="captures per file"),
-    Option("--seed", type=int, default=1),
-    Option("--mean-kb", type=float, default=20.0, help="mean HTML/binary payload size"),
-    Option("--hosts", type=int, default=200),
-    Option("--format", choices=("warc", "arc"), default="warc"),
+    Option("--out", required=True, metavar="DIR", help="output directory (created if missing)"),
+    Option("--files", type=positive, default=2, help="archive files (default 2)"),
+    Option("--captures", type=positive, default=1000, help="captures per file (default 1000)"),
+    Option("--seed", type=int, default=1,
+           help="seed of the made-up web and its crawl: the same seed, the same bytes (default 1)"),
+    Option("--mean-kb", type=float, default=20.0,
+           help="mean HTML/binary payload size, in KB (default 20)"),
+    Option("--hosts", type=positive, default=200, help="host names of the made-up web (default 200)"),
+    Option("--format", choices=("warc", "arc"), default="warc", help="WARC (default) or ARC files"),
     Flag("gzip", True, "one gzip member per record (default)", "plain records"),
 )
+
+
+# Options of the jobs that name local directories (or prefixes) the tasks write or read
+PATH_OPTIONS = (CDX_DIR, INPUT_ROOT, SPLITS_DIR, CLUSTER_DIR, COPY_DIR, WARC_PREFIX, PROGRESS_DIR)
+# mrjob's runners whose tasks run on this machine, each in a temporary directory of its own
+_LOCAL_RUNNERS = ("local", "inline")
+
+
+class AbsolutePaths:
+    """A mixin of the MRJob jobs: run on mrjob's local or inline runner, whose tasks run
+    in temporary directories, the relative paths of ``PATH_OPTIONS`` are made absolute
+    (relative to where the job was started) before the tasks get them: else a task would
+    write into its temporary directory, which goes when the job ends.
+
+        class IndexWarcsJob(options.AbsolutePaths, MRJob): ...
+    """
+
+    def load_args(self, args):
+        super().load_args(args)
+        task = any(getattr(self.options, name, False) for name in
+                   ("run_mapper", "run_combiner", "run_reducer", "run_spark"))
+        if task or (self.options.runner or "inline") not in _LOCAL_RUNNERS:
+            return
+        flags = {flag for option in PATH_OPTIONS for flag in option.flags}
+        absolute = list(args)
+        for i, arg in enumerate(absolute):
+            flag, equals, value = arg.partition("=")
+            if flag not in flags:
+                continue
+            if equals:
+                absolute[i] = f"{flag}={_absolute(value)}"
+            elif i + 1 < len(absolute):
+                absolute[i + 1] = _absolute(absolute[i + 1])
+        if absolute != list(args):
+            self._cl_args = absolute  # what the tasks are handed (MRJob._non_option_kwargs)
+            super().load_args(absolute)
+
+
+def _absolute(path):
+    return path if "://" in path else os.path.abspath(path)
 
 
 # -- option objects ------------------------------------------------------------------------

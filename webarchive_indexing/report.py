@@ -3,7 +3,6 @@ a build ends: the problems met, the summary and how to query the result; and the
 statuses of every command.
 """
 import errno
-import os
 import sys
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
@@ -57,15 +56,18 @@ def print_problems(errors, stream):
 
 def print_summary(summary, stream):
     from .progress import human
+    indexed = summary.archives - summary.archives_skipped
     stream.write(
         f"archives: {summary.archives} ({summary.archives_skipped} already indexed), "
         f"{human(summary.input_bytes)} read\n"
-        f"records:  {summary.records} read, {summary.lines} CDX lines\n")
+        f"records:  {summary.records} read, {summary.lines} CDX lines"
+        + (f" (of the {indexed} archives indexed now)" if summary.archives_skipped else "") + "\n")
     if summary.published:
-        stream.write(f"cluster:  {summary.shards} shards, {summary.blocks} blocks, "
-                     f"{human(summary.cluster_bytes)} in {summary.cluster_dir}\n")
+        stream.write(f"cluster:  {summary.shards} shards, {summary.cluster_lines} lines, "
+                     f"{summary.blocks} blocks, {human(summary.cluster_bytes)} in "
+                     f"{summary.cluster_dir}\n")
     stream.write(f"errors:   {len(summary.errors)}"
-                 + (f" (see {os.path.join(summary.out_dir, 'errors.json')})" if summary.errors else "")
+                 + (f" (see {summary.report})" if summary.errors and summary.report else "")
                  + f"\ntime:     {summary.seconds:.1f} s\n")
 
 
