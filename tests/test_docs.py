@@ -57,6 +57,7 @@ COVERED = {
     r"^make PYTHON=python3\.13 test$": ("the suite itself, on another Python", ".ci/run"),
     r"^make clean-venv demo$": ("makes the environment the suite runs in again", ".ci/run"),
     r"^make bench$": ("minutes of benchmarks, not a check", "bench/run.py"),
+    r"^python bench/\w+\.py$": ("a benchmark: minutes, not a check", "bench/"),
     r"^pip wheel --no-deps$": ("how the EMR launchers make the wheel they ship",
                                "test_launchers.py::test_emr_cluster_is_launched_as_the_sample_conf_says"),
     r"^aws ": ("AWS itself (no network here): the listing it makes is made by the fixtures",
@@ -76,8 +77,11 @@ COVERED = {
         "YARN: not here", "test_spark.py::test_spark_submit_entry_script"),
     r"^python jobs/zip_cluster\.py -r hadoop ": ("Hadoop: a stand-in hadoop runs it",
                                                  "test_launchers.py::test_hadoop_cluster_job_command_line"),
-    r"^python jobs/remote_copy\.py -r emr ": ("EMR: moto's EMR runs it",
+    r"^python jobs/remote_copy\.py -r emr ": ("EMR: not here; the job runs on a stand-in Hadoop",
                                               "test_copy.py::test_launcher_on_hadoop"),
+    r"^webarchive-index (build (warcs/ old-cdx/|out/ more\.cdxj\.gz|url-index\.)|export out -o all)": (
+        "in a directory with the indexes of every kind they name",
+        "test_index_build.py::test_the_commands_of_docs_indexes_md_run_as_written"),
 }
 
 

@@ -94,39 +94,11 @@ def help_of(*command):
 
 
 def test_build_help_lists_the_output_the_readme_lists(capsys):
+    """The README and --help disagreed (the output file lists; cdx9: test_docs.py checks
+    every synopsis against --help)."""
     help_of("build")
     assert capsys.readouterr().out.endswith("output:\n" + options.BUILD_OUTPUT)
     assert "```\n" + options.BUILD_OUTPUT + "```" in README
-
-
-def synopsis():
-    """The README's synopsis of the commands: (command words, the rest), per command."""
-    block = README.split("## Use\n", 1)[1].split("```\n", 2)[1]
-    commands, current = [], None
-    for line in block.splitlines():
-        line = line.split("#", 1)[0]
-        if line.startswith("webarchive-index "):
-            words = line.split()[1:]
-            name = words[:2] if words[0] == "copy" else words[:1]
-            current = (name, [])
-            commands.append(current)
-        current[1].append(line)
-    return [(name, " ".join(lines)) for name, lines in commands]
-
-
-def test_every_option_of_the_readme_synopsis_is_the_commands_own(capsys):
-    """The README and --help disagreed (cdx9, the output file lists)."""
-    assert len(synopsis()) == 7
-    for name, text in synopsis():
-        help_of(*name)
-        said = capsys.readouterr().out
-        for flag in re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", text):
-            assert re.search(rf"(?<![\w-]){re.escape(flag)}\b", said), (name, flag)
-        # choices, as a|b|c: the command's own, all of them
-        for flag, choices in re.findall(r"(--[\w-]+) ([\w*]+(?:\|[\w*]+)+)", text):
-            listed = re.search(rf"{re.escape(flag)} \{{([^}}]+)\}}", said)
-            assert listed and sorted(choices.split("|")) == sorted(listed[1].split(",")), \
-                (name, flag, choices)
 
 
 @pytest.mark.parametrize("command", [["build"], ["cdx"], ["query"], ["finalize"], ["corpus"],

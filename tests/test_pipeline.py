@@ -3,6 +3,7 @@ import filecmp
 import gzip
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -60,6 +61,7 @@ def cluster_files(cluster):
 
 def cluster_lines(cluster):
     """The lines of the shards of a published cluster (or of a directory of shards)."""
+    cluster = Path(cluster)
     if (cluster / "cluster.idx").exists() and (cluster / "cluster.idx").stat().st_size:
         cluster = build_of(cluster)
     out = []
@@ -263,7 +265,7 @@ def test_nothing_readable_publishes_nothing(tmp_path, capsys):
     code = cli.main(["build", str(tmp_path / "bad.warc.gz"), "-o", str(out), "--on-error", "skip",
                      "--runner", "inline"])
     assert code == cli.EXIT_FAILED
-    assert "no archive gave a CDX line: there is nothing to publish" in capsys.readouterr().err
+    assert "no input gave a CDX line: there is nothing to publish" in capsys.readouterr().err
     assert cluster_files(out / "cluster") == before
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REAL, pywb_lookup
+from helpers import pywb_lookup
 from webarchive_indexing import cli
 from webarchive_indexing.build import build
 from webarchive_indexing.corpus import make_corpus

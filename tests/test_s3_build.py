@@ -225,7 +225,7 @@ def test_s3_build_of_archives_without_lines_publishes_nothing(tmp_path, s3):
     writer.write_record(writer.create_warcinfo_record("info.warc.gz", {"software": "test"}))
     bucket = s3server.new_bucket()
     storage.write_atomic(bucket + "/warcs/info.warc.gz", data.getvalue())
-    with pytest.raises(BuildFailed, match="no archive gave a CDX line"):
+    with pytest.raises(BuildFailed, match="no input gave a CDX line"):
         build([bucket + "/warcs/"], bucket + "/out", BuildOptions(shards=2, runner="inline"))
     assert not list(storage.list_files(bucket + "/out/cluster"))
     # a published index that names no shard (finalize of empty shards makes one) is

@@ -9,7 +9,9 @@ README show it too).
 Inputs and the output may be local, on S3 (``s3://bucket/prefix``) or, on a Hadoop
 cluster, on HDFS (``hdfs:///path``, ``s3a://``; through ``hadoop fs``). The steps run
 as tasks of the engine ``options.runner`` (``engines``), which read archives and write
-CDX files, splits and shards themselves, through ``storage``. The cluster is published
+CDX files, splits and shards themselves, through ``storage``. Existing indexes among
+the inputs (``indexinputs``) add their lines to the cluster: read and checked first
+(``indexprep``), then sampled and written with the archives' CDX files. The cluster is published
 only once it is complete (``publish``), so a failed build leaves the previous cluster
 as it was.
 """
@@ -19,7 +21,8 @@ from dataclasses import dataclass, field
 
 from . import lock, storage
 from .engines import open_engine
-from .inputs import cdx_name, named_archives
+from .indexprep import open_sources, prepare
+from .inputs import cdx_name, expand_named
 from .options import BuildOptions
 from .progress import Progress
 from .publish import publish_cluster, remove_leftovers
@@ -32,6 +35,8 @@ class Summary:
     out_dir: str
     archives: int = 0
     archives_skipped: int = 0
+    indexes: int = 0
+    index_lines: int = 0
     records: int = 0
     lines: int = 0
     input_bytes: int = 0
@@ -42,7 +47,6 @@ class Summary:
     warnings: list = field(default_factory=list)
     seconds: float = 0.0
     published: bool = False
-
     cluster_lines: int = 0
     report: str = None  # errors.json, where written
 
@@ -80,34 +84,53 @@ def build(inputs, out_dir, options=None):
     ``BuildOptions``) say; return a Summary.
 
     Every engine gives the same bytes. Raises ``InputError`` before anything is written
-    when an input names nothing, ``lock.Busy`` when another build or copy writes into
-    ``out_dir``, and BuildFailed (with the summary) when ``options.on_error`` is "fail"
-    and any archive had a problem, when no archive gave a line, or when the cluster could
-    not be completed; nothing is published then. ``options.root_index`` publishes
-    ``cluster.root`` beside ``cluster.idx`` (see ``zipnum.root_index``).
+    when an input names nothing or inputs cannot go in one cluster, ``lock.Busy`` when
+    another build or copy writes into ``out_dir``, and BuildFailed (with the summary) when
+    ``options.on_error`` is "fail" and any input had a problem, when no input gave a line,
+    or when the cluster could not be completed; nothing is published then.
+    ``options.root_index`` publishes ``cluster.root`` beside ``cluster.idx`` (see
+    ``zipnum.root_index``). Index inputs go into the cluster beside the archives' lines;
+    ``options.cdx_format`` (None: the index inputs' format, else cdxj) must be theirs, and
+    ``options.legacy_prefix`` restricts legacy URL indexes to the keys starting with it.
     """
     options = options or BuildOptions()
     started = time.monotonic()
     out_dir = storage.abspath(out_dir)
     summary = Summary(out_dir)
-    archives, missing = named_archives(inputs, options.input_root)
+    found = expand_named(inputs, options.input_root)
+    sources, open_errors, cdx_format = open_sources(found.indexes, options.cdx_format,
+                                                    options.legacy_prefix.encode("utf-8"))
     summary.errors = [{"file": path, "offset": 0, "reason": "no such file or directory"}
-                      for path in missing]
+                      for path in found.missing] + open_errors
+    summary.warnings = list(found.warnings)
     with lock.hold(out_dir, "build"):
         remove_leftovers(out_dir)
-        return _build(archives, out_dir, options, summary, started)
+        return _build(found.archives, sources, cdx_format, out_dir, options, summary, started)
 
 
-def _build(archives, out_dir, options, summary, started):
+def _build(archives, sources, cdx_format, out_dir, options, summary, started):
     progress = Progress(enabled=options.progress)
     storage.write_atomic(storage.join(out_dir, "archives.txt"),
                          "".join(a.path + "\n" for a in archives).encode("utf-8"))
+    index_files = []
+    if sources:
+        done = []
+        progress.step(f"[1/3] reading {len(sources)} index inputs", count=lambda: len(done),
+                      total=len(sources))
+        index_files, errors, warnings, summary.index_lines = prepare(
+            sources, out_dir, options.on_error, done)
+        progress.done()
+        summary.indexes = len(sources)
+        summary.errors += errors
+        summary.warnings += warnings
     shards = options.shards
     with open_engine(options.runner, options) as engine:
         cdx_dir = storage.join(out_dir, "cdx")
         expected = [storage.join(cdx_dir, cdx_name(a.name)) for a in archives]
-        progress.step(f"[1/3] indexing {len(archives)} archives", **_progress_count(out_dir, expected))
-        statuses = engine.index(archives, cdx_dir, options.cdx_format, options.skip_existing)
+        if archives or not sources:
+            progress.step(f"[1/3] indexing {len(archives)} archives",
+                          **_progress_count(out_dir, expected))
+        statuses = engine.index(archives, cdx_dir, cdx_format, options.skip_existing)
         progress.done()
         for status in statuses:
             summary.add(status)
@@ -117,12 +140,12 @@ def _build(archives, out_dir, options, summary, started):
             raise BuildFailed(f"{len(summary.errors)} problems in the input; no cluster was built "
                               "(use --on-error skip to index what is readable)", summary)
 
-        if not summary.lines and not summary.archives_skipped:
+        if not summary.lines and not summary.archives_skipped and not summary.index_lines:
             summary.seconds = time.monotonic() - started
-            raise BuildFailed("no archive gave a CDX line: there is nothing to publish (a "
+            raise BuildFailed("no input gave a CDX line: there is nothing to publish (a "
                               "published cluster is left as it was)", summary)
 
-        cdx_files = [s["cdx"] for s in statuses]
+        cdx_files = [s["cdx"] for s in statuses] + index_files
         progress.step(f"[2/3] sampling split points for {shards} shards")
         split_lines = engine.sample(cdx_files, shards, out_dir)
         progress.done()

@@ -3,6 +3,7 @@
     webarchive-index build warcs/ -o out --shards 4
     webarchive-index query out 'example.com/*'
     webarchive-index cdx warcs/example.warc.gz
+    webarchive-index export out -o all.cdxj.gz
     webarchive-index corpus --out corpus --files 2 --captures 500
 
 Exit status: 0 done; 1 failed (nothing published); 2 bad usage; 3 done, but
@@ -77,11 +78,14 @@ def _parser(command=None):
 def _build_parser(sub, help_line):
     build = sub.add_parser(
         "build", help=help_line, formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Index every archive (one sorted .cdx.gz each), sample split points and\n"
-                    "write a ZipNum cluster of --shards shards into OUTDIR/cluster.",
+        description="Index every archive (one sorted .cdx.gz each), read every index input,\n"
+                    "sample split points and write a ZipNum cluster of --shards shards of all\n"
+                    "their lines into OUTDIR/cluster. Malformed lines of index inputs are\n"
+                    "problems as unreadable records are (--on-error).",
         epilog="output:\n" + o.BUILD_OUTPUT)
-    o.add(build, o.INPUTS, o.OUTDIR, o.SHARDS, o.LINES_PER_BLOCK, o.RUNNER, o.SPARK_MASTER,
-          o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF, o.VERBOSE, o.PROGRESS, *o.INDEXING)
+    o.add(build, o.BUILD_INPUTS, o.OUTDIR, o.SHARDS, o.LINES_PER_BLOCK, o.RUNNER,
+          o.SPARK_MASTER, o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF, o.VERBOSE, o.PROGRESS,
+          *o.BUILD_INDEXING)
 
 
 def _cdx_parser(sub, help_line):
@@ -113,6 +117,16 @@ def _query_parser(sub, help_line):
           o.QUERY_OUTPUT, o.PAGE, o.PAGE_SIZE, o.SHOW_NUM_PAGES,
           o.VERBOSE.but(help="print every request made to a remote cluster on stderr",
                         off_help="print no requests (default)"))
+
+
+def _export_parser(sub, help_line):
+    export = sub.add_parser(
+        "export", help=help_line,
+        description="Stream every line of a ZipNum cluster, in order, into one flat sorted "
+                    "index (for tools that read flat files: OpenWayback, pywb's CDX "
+                    "directories, sort/grep): to stdout, or to FILE, which appears only once "
+                    "complete. A cluster with a malformed line or out of order fails (exit 1).")
+    o.add(export, o.CLUSTER, o.EXPORT_OUTPUT, o.EXPORT_FORMAT, o.PROGRESS)
 
 
 def _finalize_parser(sub, help_line):
@@ -212,18 +226,23 @@ def _build(args):
 
 
 def _cdx(args):
-    from .inputs import InputError, named_archives
+    from .inputs import InputError, expand_named
     try:
-        archives, missing = named_archives(args.inputs, args.input_root)
+        found = expand_named(args.inputs, args.input_root)
     except InputError as exc:
         sys.stderr.write(f"webarchive-index: {exc}\n")
         return EXIT_USAGE
-    errors = [{"file": m, "offset": 0, "reason": "no such file or directory"} for m in missing]
+    if found.indexes:
+        sys.stderr.write(f"webarchive-index cdx: {found.indexes[0].path} is an index, not an "
+                         "archive: cdx indexes archives (build takes indexes as input too)\n")
+        return EXIT_USAGE
+    errors = [{"file": m, "offset": 0, "reason": "no such file or directory"}
+              for m in found.missing]
     if args.output:
-        return _cdx_files(args, archives, errors)
+        return _cdx_files(args, found, errors)
     from .cdx import header_line, index_file
     out = sys.stdout
-    for archive in archives:
+    for archive in found.archives:
         if errors and args.on_error == "fail":
             break
         result = index_file(archive.path, archive.name, args.cdx_format)
@@ -232,11 +251,11 @@ def _cdx(args):
             break
         out.write(header_line(args.cdx_format))
         out.writelines(result.lines)
-    print_problems(errors, sys.stderr)
+    print_problems(errors, sys.stderr, found.warnings)
     return _cdx_status(errors, args.on_error)
 
 
-def _cdx_files(args, archives, errors):
+def _cdx_files(args, found, errors):
     """``cdx -o``: a .cdx.gz per archive, with progress and the summary ``build`` prints."""
     import time
     from . import storage
@@ -246,14 +265,14 @@ def _cdx_files(args, archives, errors):
     from .report import print_summary
     from .steps import index_archive
     started = time.monotonic()
-    summary = Summary(storage.abspath(args.output), errors=errors)
+    summary = Summary(storage.abspath(args.output), errors=errors, warnings=list(found.warnings))
     progress = Progress()
     with hold(summary.out_dir, "cdx"):
         storage.remove_temp_files(summary.out_dir, recursive=True)  # of a killed run
-        progress.step(f"indexing {len(archives)} archives", count=lambda: summary.archives,
-                      total=len(archives))
+        progress.step(f"indexing {len(found.archives)} archives", count=lambda: summary.archives,
+                      total=len(found.archives))
         try:
-            for archive in archives:
+            for archive in found.archives:
                 if summary.errors and args.on_error == "fail":
                     break
                 summary.add(index_archive(archive.path, archive.name, summary.out_dir,
@@ -261,7 +280,7 @@ def _cdx_files(args, archives, errors):
         finally:
             progress.done()
     summary.seconds = time.monotonic() - started
-    print_problems(summary.errors, sys.stderr)
+    print_problems(summary.errors, sys.stderr, summary.warnings)
     print_summary(summary, sys.stderr)
     return _cdx_status(summary.errors, args.on_error)
 
@@ -313,6 +332,22 @@ def _query(args):
     finally:
         if args.verbose:
             storage.remove_request_listener(show)
+    return EXIT_OK
+
+
+def _export(args):
+    from .export import ExportFailed, export
+    from .indexinputs import IndexInputError
+    try:
+        done = export(o.ExportOptions.from_args(args), sys.stdout.buffer)
+    except BrokenPipeError:  # a reader that stopped (| head): as every command, not a failure
+        raise
+    except (ExportFailed, IndexInputError, OSError) as exc:
+        written = "" if args.output else " (what was printed is incomplete)"
+        sys.stderr.write(f"webarchive-index export: {exc}{written}\n")
+        return EXIT_FAILED
+    sys.stderr.write(f"exported: {done.lines} lines ({done.format}) from {args.location} "
+                     f"to {done.output or 'stdout'} in {done.seconds:.1f} s\n")
     return EXIT_OK
 
 
@@ -471,9 +506,12 @@ def _corpus(args):
 
 # Each command: its help, what adds its parser, what runs it
 COMMANDS = {
-    "build": ("index archives and build a ZipNum cluster", _build_parser, _build),
+    "build": ("index archives (and add existing indexes) into a ZipNum cluster", _build_parser,
+              _build),
     "cdx": ("write the sorted CDX of each archive (no cluster)", _cdx_parser, _cdx),
     "query": ("look up captures in a cluster", _query_parser, _query),
+    "export": ("write every line of a cluster as one flat sorted CDX file", _export_parser,
+               _export),
     "finalize": ("check the shards of a cluster job's output and publish its index",
                  _finalize_parser, _finalize),
     "corpus": ("generate a Common-Crawl-shaped test corpus", _corpus_parser, _corpus),

@@ -76,7 +76,8 @@ def publish_cluster(out_dir, shards, write, root_index=True):
 
 def remove_leftovers(out_dir):
     """Remove what builds into ``out_dir`` that were killed left on a local disk: the
-    temporary files of writes (``.tmp-*``) in it, under ``cdx/`` and in ``cluster/``,
+    temporary files of writes (``.tmp-*``) in it, under ``cdx/`` and ``indexes/`` and in
+    ``cluster/``,
     and the directories of earlier versions' swaps (a build's unpublished
     ``build-NNNNN/`` goes when the next build starts, on every store). Elsewhere a
     write leaves nothing (S3) or is not looked for (Hadoop file systems)."""
@@ -84,7 +85,8 @@ def remove_leftovers(out_dir):
         return
     for directory in (out_dir, storage.join(out_dir, "cluster")):
         storage.remove_temp_files(directory)
-    storage.remove_temp_files(storage.join(out_dir, "cdx"), recursive=True)
+    for directory in ("cdx", "indexes"):
+        storage.remove_temp_files(storage.join(out_dir, directory), recursive=True)
     for prefix in _OLD_SWAP_DIRS:
         for path in glob.glob(os.path.join(glob.escape(out_dir), prefix + "*")):
             storage.remove_tree(path)
