@@ -82,6 +82,9 @@ COVERED = {
     r"^webarchive-index (build (warcs/ old-cdx/|out/ more\.cdxj\.gz|url-index\.)|export out -o all)": (
         "in a directory with the indexes of every kind they name",
         "test_index_build.py::test_the_commands_of_docs_indexes_md_run_as_written"),
+    r"^(webarchive-index serve cc=out/cluster |curl 'http://127\.0\.0\.1:8080/cc/cdx\?)": (
+        "a server that runs until stopped: started on a free port, asked with curl",
+        "test_serve.py::test_readme_serve_commands"),
 }
 
 

@@ -188,5 +188,5 @@ def test_a_regex_too_big_to_compile(tmp_path, capsys):
     for regex in ("a{99999999999}", "(", "a{2,1}"):
         line = failed_in_a_line(capsys, cli.main(["query", str(out), "example.com", "--filter",
                                                   f"~url:{regex}"]), cli.EXIT_USAGE)
-        assert line.startswith(f"webarchive-index query: bad regular expression in filter "
+        assert line.startswith(f"webarchive-index query: --filter: bad regular expression in filter "
                                f"'~url:{regex}': "), line

@@ -12,6 +12,7 @@ import contextlib
 import errno
 import functools
 import io
+import os
 import threading
 
 from .. import retry
@@ -79,6 +80,11 @@ def _client():
             "s3", config=Config(retries={"max_attempts": S3_RETRIES, "mode": "adaptive"}))
         client.meta.events.register("before-send.s3", _s3_request_sent)
         return client
+
+
+# a process forked after it made requests (serve's workers) makes its own client: the
+# parent's kept-alive connections are not the child's to share
+os.register_at_fork(after_in_child=_client.cache_clear)
 
 
 def _s3(url, operation, **params):
