@@ -230,6 +230,7 @@ def copy_speed(gz, zst, pin, repeat, ours_bin):
     clusters = {}
     for source, paths in (("gz", gz), ("zst", zst)):
         clusters[source] = os.path.join(TMP, f"copy-index-{source}")
+        shutil.rmtree(clusters[source], ignore_errors=True)  # a CDX of an earlier corpus's file
         subprocess.run([exe, "build", *paths, "-o", clusters[source], "--runner", "inline",
                         "--no-progress"], check=True, capture_output=True)
     cmds = {}

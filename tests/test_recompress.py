@@ -214,7 +214,7 @@ def test_zstd_dict_on_too_little(tmp_path, capsys):
     assert "zstd could not train a 1048576-byte dictionary on 6 samples" in err
     assert "give more archives or a smaller --size" in err and not os.path.exists(tmp_path / "d")
     assert cli.main(["zstd-dict", str(tmp_path / "none"), "-o", str(tmp_path / "d")]) == cli.EXIT_USAGE
-    assert "no such file or directory" in capsys.readouterr().err
+    assert "no such file, directory or archive" in capsys.readouterr().err
 
 
 def test_zstd_dict_is_the_same_from_the_same_inputs(crawl, tmp_path):
