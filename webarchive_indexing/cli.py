@@ -87,6 +87,11 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+# What ``export --format`` writes (the table of a cluster in Common Crawl's columnar schema)
+EXPORT_FORMATS = ("parquet",)
+EXPORT_HELP = "write a cluster's lines as another kind of index (a Parquet table)"
+
+
 def _parser(argv=()):
     parser = argparse.ArgumentParser(
         prog="webarchive-index",
@@ -183,6 +188,10 @@ def _parser(argv=()):
     _add_bool(query, "verbose", False, "print every request made to a remote cluster on stderr",
               "print no requests (default)", short="-v")
 
+    if "export" in argv:
+        _add_export_parser(sub)
+    else:
+        sub.add_parser("export", help=EXPORT_HELP)
     finalize = sub.add_parser(
         "finalize", help="check the shards of a cluster job's output and publish its index",
         description="After jobs/zip_cluster.py ran on Hadoop/EMR: check that every shard "
@@ -207,6 +216,41 @@ def _parser(argv=()):
         # start-up time of every other command; listed here only, for the overview
         sub.add_parser("copy", help=COPY_HELP)
     return parser
+
+
+def _add_export_parser(sub):
+    # columnar's defaults; imported only for this command (the others start faster)
+    from .columnar import COMPRESSIONS, DEFAULT_COMPRESSION, ROW_GROUP_ROWS
+    export = sub.add_parser(
+        "export", help=EXPORT_HELP,
+        description="Read every line of a cluster (ours or one Common Crawl publishes), in "
+                    "order, block by block, and write it as --format. parquet: a table in "
+                    "Common Crawl's columnar schema (cc-index-table's flat one, the same "
+                    "column names and types), partitioned as crawl=NAME/subset=SUBSET/ "
+                    "directories, one part-NNNNN.parquet per cluster shard and partition, "
+                    "rows in URL key order; DuckDB, Spark SQL, Athena, pyarrow and Polars "
+                    "read it (see docs/columnar.md).",
+        epilog="Exit status: 0 done, 1 failed (no table written), 2 bad usage, 3 done but "
+               "some lines could not become rows (listed).")
+    export.add_argument("location", metavar="CLUSTER",
+                        help="a build's output directory, its cluster/ directory or "
+                             "cluster.idx: a local path, s3://bucket/prefix or http(s)://...")
+    export.add_argument("--format", choices=EXPORT_FORMATS, required=True,
+                        help="parquet: a table in Common Crawl's columnar schema")
+    export.add_argument("-o", "--output", required=True, metavar="DIR",
+                        help="the table's directory: local (replaced once the new table is "
+                             "complete) or an empty s3://bucket/prefix")
+    export.add_argument("--crawl", metavar="NAME",
+                        help="the crawl partition of rows from archives other than Common "
+                             "Crawl's (theirs, with segment and subset, comes from the WARC "
+                             "path) (default: the name of the cluster's output directory)")
+    export.add_argument("--row-group-rows", type=_positive, default=ROW_GROUP_ROWS, metavar="N",
+                        help=f"rows per Parquet row group (default {ROW_GROUP_ROWS}: a few MB, "
+                             "fine enough for a one-host query to skip most of a file)")
+    export.add_argument("--compression", choices=COMPRESSIONS, default=DEFAULT_COMPRESSION,
+                        help="Parquet compression (default zstd; Common Crawl's files use gzip)")
+    _add_bool(export, "progress", None, "show progress (default: when stderr is a terminal)",
+              "never show progress")
 
 
 def _print_problems(summary_errors, stream):
@@ -366,6 +410,43 @@ def _query(args):
         if args.verbose:
             storage.remove_request_listener(show)
     return EXIT_OK
+
+
+def _export(args):
+    from .columnar import export_cluster
+    from .pipeline import Progress
+    progress = Progress(enabled=args.progress)
+    lines = [0]
+
+    def show(count):
+        lines[0] = count
+
+    progress.step("exporting", lambda: f"{lines[0]} lines")
+    try:
+        summary = export_cluster(args.location, args.output, args.crawl, args.row_group_rows,
+                                 args.compression, show)
+    except FileExistsError as exc:
+        sys.stderr.write(f"webarchive-index export: {exc}\n")
+        return EXIT_USAGE
+    except (OSError, ValueError) as exc:
+        sys.stderr.write(f"webarchive-index export: {exc}; no table was written\n")
+        return EXIT_FAILED
+    finally:
+        progress.done()
+    for error in summary.errors[:20]:
+        sys.stderr.write(f"error: shard {error['shard']} line {error['line']} "
+                         f"({error['key']}): {error['reason']}\n")
+    if summary.error_count > 20:
+        sys.stderr.write(f"error: ... and {summary.error_count - 20} more\n")
+    rate = summary.lines / summary.seconds if summary.seconds else 0
+    sys.stderr.write(
+        f"table:    {summary.rows} rows from {summary.lines} lines of {summary.shards} shards, "
+        f"{len(summary.files)} files, {_human(summary.bytes)} in {summary.out_dir}\n"
+        f"errors:   {summary.error_count}\n"
+        f"time:     {summary.seconds:.1f} s ({rate:.0f} lines/s)\n"
+        f"\nquery it: duckdb -c \"SELECT crawl, subset, count(*) FROM read_parquet("
+        f"'{summary.out_dir}/*/*/*.parquet', hive_partitioning = true) GROUP BY ALL\"\n")
+    return EXIT_PARTIAL if summary.error_count else EXIT_OK
 
 
 def _finalize(args):
@@ -694,8 +775,8 @@ def main(argv=None):
     if args.command == "corpus":
         from .corpus import main as corpus_main
         return corpus_main(args.corpus_args)
-    command = {"build": _build, "cdx": _cdx, "query": _query, "finalize": _finalize,
-               "copy": _copy}[args.command]
+    command = {"build": _build, "cdx": _cdx, "query": _query, "export": _export,
+               "finalize": _finalize, "copy": _copy}[args.command]
     try:
         return command(args)
     except BrokenPipeError:

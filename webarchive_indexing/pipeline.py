@@ -111,14 +111,15 @@ class Progress:
         self._thread = None
 
     def step(self, label, count=None, total=None):
-        """Start showing ``label``; ``count()`` (if given) is polled for ``n/total``."""
+        """Start showing ``label``; ``count()`` (if given) is polled for ``n/total`` (``n``
+        without a total)."""
         self.done()
         self._stop.clear()
         started = time.monotonic()
 
         def draw():
             while True:
-                shown = f"{label}: {count()}/{total}" if count else label
+                shown = f"{label}: {count()}" + ("" if total is None else f"/{total}") if count else label
                 self.stream.write(f"\r\x1b[K{shown}  {time.monotonic() - started:.0f}s")
                 self.stream.flush()
                 if self._stop.wait(0.5):
