@@ -146,6 +146,12 @@ def _parser(argv=()):
     cdx.add_argument("--on-error", choices=("fail", "skip"), default="fail",
                      help="fail (default): stop at the first unreadable archive; skip: index "
                           "what is readable and report the rest")
+    cdx.add_argument("--cdx-fields", choices=("pywb", "cc"), default="pywb",
+                     help="pywb (default): the lines pywb's indexer writes, byte for byte; cc: "
+                          "also Common Crawl's fields where the WARC has them: charset and "
+                          "languages (from the metadata record after a response), truncated "
+                          "(WARC-Truncated) and redirect (a 3xx's Location, made absolute); "
+                          "CDXJ only")
     _add_index_options(cdx)
 
     query = sub.add_parser(
@@ -343,6 +349,10 @@ def _cdx(args):
     from .inputs import InputError, expand
     if args.output:
         from .steps import index_archive
+    if args.cdx_fields == "cc" and args.cdx_format != "cdxj":
+        sys.stderr.write("webarchive-index cdx: --cdx-fields cc needs --cdx-format cdxj (CDX11 "
+                         "and CDX9 have no columns for charset and languages)\n")
+        return EXIT_USAGE
     try:
         archives, missing, _ = expand(args.inputs, args.input_root)
     except InputError as exc:
@@ -355,10 +365,11 @@ def _cdx(args):
             break
         if args.output:
             status = index_archive(archive.path, archive.name, args.output, args.cdx_format,
-                                   args.skip_existing, "skip")
+                                   args.skip_existing, "skip", args.cdx_fields)
             errors += status["errors"]
             continue
-        result = index_file(archive.path, archive.name, args.cdx_format)
+        result = index_file(archive.path, archive.name, args.cdx_format,
+                            cdx_fields=args.cdx_fields)
         errors += [e.as_dict() for e in result.errors]
         if result.errors and args.on_error == "fail":
             break

@@ -28,13 +28,15 @@ class IndexingFailed(Exception):
         super().__init__(f"{errors[0]}{more}")
 
 
-def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error="fail"):
+def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error="fail",
+                  cdx_fields="pywb"):
     """Index one archive into ``cdx_dir/<name>.cdx.gz``; return a status dict.
 
     With ``on_error="skip"`` the records read before (and, in record-by-record
     gzipped files, after) a problem are written, and the problems are recorded
     beside the CDX file in ``.errors.json``, which also makes the next run with
     ``skip_existing`` index the file again instead of trusting a partial CDX.
+    ``cdx_fields`` as ``cdx.index_file`` takes it.
     """
     out = storage.join(cdx_dir, cdx_name(name))
     errors_out = out + ERRORS_SUFFIX
@@ -43,7 +45,7 @@ def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error=
     if skip_existing and storage.exists(out) and not storage.exists(errors_out):
         status["skipped"] = True
         return status
-    result = cdx.index_file(path, name, fmt)
+    result = cdx.index_file(path, name, fmt, cdx_fields=cdx_fields)
     if result.errors and on_error == "fail":
         raise IndexingFailed(result.errors)
     status.update(records=result.records, lines=len(result.lines),
