@@ -248,6 +248,95 @@ def build(paths, repeat, ours_bin):
                wall, cpu, int(lines.group(1)) if lines else None)
 
 
+# Runs a command and prints its peak memory (KiB, of its largest process) on stderr, last
+PEAK_SCRIPT = """import resource, subprocess, sys
+code = subprocess.run(sys.argv[1:]).returncode
+sys.stderr.write("peak_kib %d\\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(code)
+"""
+# One query of a table in a fresh DuckDB: its result and the bytes the process read
+QUERY_SCRIPT = """import json, sys
+import duckdb
+def rchar():
+    with open("/proc/self/io") as fh:
+        return int(fh.read().split("rchar: ")[1].split()[0])
+con = duckdb.connect()
+before = rchar()
+result = con.sql(sys.argv[1]).fetchall()
+print(json.dumps({"result": result, "bytes_read": rchar() - before}))
+"""
+
+
+def export(cluster_dir, label, lines, repeat, ours_bin):
+    """Time `webarchive-index export CLUSTER --format parquet` (one core's work: the export
+    is one process), with its peak memory; the table stays in TMP/<label>."""
+    table = os.path.join(TMP, label)
+    argv = [PYTHON, "-c", PEAK_SCRIPT, os.path.join(ours_bin, "webarchive-index"), "export",
+            cluster_dir, "--format", "parquet", "-o", table, "--no-progress"]
+    wall, cpu, peaks = [], [], []
+    for _ in range(repeat):
+        w, c, stderr = time_command(argv)
+        wall.append(w)
+        cpu.append(c)
+        peaks.append(int(re.search(r"peak_kib (\d+)", stderr).group(1)))
+    r = row(label, "export --format parquet", argv[3:], [], wall, cpu, lines)
+    r.update(mb=0.0, mb_s=0.0, records=None, records_s=0.0, peak_mb=max(peaks) / 1024,
+             table_mb=sum(os.path.getsize(p) for p in _files(table)) / 1e6)
+    return r, table
+
+
+def _files(directory):
+    return [os.path.join(d, f) for d, _, names in os.walk(directory) for f in names]
+
+
+def scaled_cluster(cluster_dir, copies):
+    """A larger cluster for the columnar measurements: every line of ``cluster_dir`` once per
+    copy, its host given one more label (``h7.example.com``), 4 shards; returns (its
+    directory, its line count, a host of it)."""
+    from webarchive_indexing.query import open_cluster
+    from webarchive_indexing.zipnum import write_cluster
+    base = [line.decode("utf-8") for _, shard in open_cluster(cluster_dir).shards() for line in shard]
+    url_host = re.compile(r'("url": "https?://)([^/:"]+)')
+    lines = []
+    for copy in range(copies):
+        for line in base:
+            key, bracket, rest = line.partition(")")
+            if not bracket or not re.fullmatch(r"[a-z0-9-]+(,[a-z0-9-]+)+", key):
+                continue  # an IP address or an odd key: kept out of the copies
+            lines.append(f"{key},h{copy}){url_host.sub(lambda m: f'{m.group(1)}h{copy}.{m.group(2)}', rest, 1)}")
+    lines.sort()
+    data = [line.encode("utf-8") for line in lines]
+    splits = sorted({data[len(data) * i // 4] for i in range(1, 4)})
+    out = os.path.join(TMP, "scaled", "cluster")
+    write_cluster(data, out, splits)
+    key = lines[len(lines) // 2].split(")", 1)[0]
+    return os.path.dirname(out), len(lines), key
+
+
+def one_host_query(table, host_key):
+    """What DuckDB reads of the table to answer for one host: bytes read by a fresh process
+    (/proc/self/io rchar) against the table's size, and the row groups whose url_surtkey
+    statistics admit the host."""
+    import pyarrow.parquet as pq
+    low, high = host_key + ")", host_key + "*"
+    files = [p for p in _files(table) if p.endswith(".parquet")]
+    groups = candidates = 0
+    for path in files:
+        meta = pq.ParquetFile(path).metadata
+        for i in range(meta.num_row_groups):
+            stats = meta.row_group(i).column(0).statistics
+            groups += 1
+            candidates += stats.min < high and stats.max >= low
+    query = (f"SELECT count(*), sum(warc_record_length) FROM read_parquet('{table}/*/*/*.parquet', "
+             f"hive_partitioning = true) WHERE url_surtkey >= '{low}' AND url_surtkey < '{high}'")
+    done = json.loads(subprocess.run([PYTHON, "-c", QUERY_SCRIPT, query], check=True,
+                                     capture_output=True, text=True).stdout)
+    size = sum(os.path.getsize(p) for p in files)
+    return {"host_key": host_key, "rows": done["result"][0][0], "bytes_read": done["bytes_read"],
+            "table_bytes": size, "share_read": done["bytes_read"] / size,
+            "row_groups": groups, "row_groups_admitting_host": candidates}
+
+
 def cpu_model():
     try:
         with open("/proc/cpuinfo") as fh:
@@ -305,6 +394,21 @@ def report(rows, ratio, verdicts, meta):
         print(f"correctness: ours == pywb `cdx-indexer -s -j` byte for byte, all {len(verdicts)} files")
 
 
+def report_columnar(exports, pruning):
+    print()
+    print("{:<22} {:>9} {:>8} {:>9} {:>10} {:>8} {:>9}".format(
+        "columnar index", "lines", "best s", "median s", "lines/s", "peak MB", "table MB"))
+    for r in exports:
+        print("{:<22} {:>9} {:>8.2f} {:>9.2f} {:>10.0f} {:>8.0f} {:>9.1f}".format(
+            f"export {r['input']}", r["lines"], r["best"], r["median"], r["lines_s"], r["peak_mb"],
+            r["table_mb"]))
+    p = pruning
+    print(f"one-host query (DuckDB, url_surtkey range of {p['host_key']}): {p['rows']} rows; "
+          f"read {p['bytes_read'] / 1e6:.2f} MB of the {p['table_bytes'] / 1e6:.1f} MB table "
+          f"({100 * p['share_read']:.1f}%); {p['row_groups_admitting_host']} of {p['row_groups']} "
+          "row groups admit the host by their statistics")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=4)
@@ -314,9 +418,12 @@ def main(argv=None):
     parser.add_argument("--quick", action=argparse.BooleanOptionalAction, default=False,
                         help="smoke run: 1 file x 1000 captures (--no-quick: the sizes above, "
                              "the default)")
+    parser.add_argument("--scale", type=int, default=60,
+                        help="copies of the corpus' lines (each with its hosts renamed) in the "
+                             "larger cluster the columnar index is timed and queried on")
     args = parser.parse_args(argv)
     if args.quick:
-        args.files, args.captures = 1, 1000
+        args.files, args.captures, args.scale = 1, 1000, 20
     if args.files < 1 or args.captures < 1 or args.repeat < 1:
         parser.error("--files, --captures and --repeat must be at least 1")
 
@@ -349,6 +456,13 @@ def main(argv=None):
     order = [*files, *(["sum of files"] if len(files) > 1 else []), *(g for g in groups if g not in files)]
     rows = {(g, n): rows[g, n] for g in order for n in ORDER if (g, n) in rows}
     rows["whole corpus", "build"] = build_row
+    print("timing export --format parquet ...", flush=True)
+    cluster_dir = os.path.join(TMP, "build")
+    exports = [export(cluster_dir, "whole corpus", build_row["lines"], args.repeat, ours_bin)[0]]
+    scaled, scaled_lines, host_key = scaled_cluster(cluster_dir, args.scale)
+    scaled_row, table = export(scaled, f"x{args.scale} hosts", scaled_lines, args.repeat, ours_bin)
+    exports.append(scaled_row)
+    pruning = one_host_query(table, host_key)
     ratio = ratios(rows, order)
 
     meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -359,10 +473,13 @@ def main(argv=None):
             "files": args.files, "captures": args.captures, "mean_kb": args.mean_kb,
             "total_mb": total_mb(paths), "loadavg_1_5_15min": {"start": load_start, "end": os.getloadavg()}}
     report(rows, ratio, verdicts, meta)
+    report_columnar(exports, pruning)
     ok = not any(verdicts.values())
     with open(os.path.join(OUT, "results.json"), "w") as fh:
         json.dump({"meta": meta, "correct": ok, "mismatches": {g: v for g, v in verdicts.items() if v},
-                   "ratios": ratio, "results": list(rows.values())}, fh, indent=1)
+                   "ratios": ratio, "results": list(rows.values()), "exports": exports,
+                   "one_host_query": pruning},
+                  fh, indent=1)
     print(f"wrote {os.path.relpath(os.path.join(OUT, 'results.json'))}")
     return 0 if ok else 1
 

@@ -212,6 +212,17 @@ def test_url_columns_split_as_java_url(url, expected):
     assert ccschema.url_parts(url) == expected
 
 
+def test_common_urls_split_alike_on_both_paths(corpus_table):
+    """url_parts splits most URLs with one regular expression: the same parts as the
+    general split of every URL of a corpus (odd hosts, ports, escapes, queries)."""
+    _, _, lines, _ = corpus_table
+    urls = [json.loads(line.split(" ", 2)[2])["url"] for line in lines]
+    urls += ["http://a.com:/x", "http://a.com:8080", "http://a.com?q", "HTTP://A.com/", "http://a.com#f?x"]
+    assert sum(bool(ccschema.PLAIN_URL.match(url)) for url in urls) > len(urls) * 0.9
+    for url in urls:
+        assert ccschema.url_parts(url) == ccschema._split_url(url), url
+
+
 def test_crawl_segment_and_subset_from_common_crawl_paths():
     assert ccschema.cc_file_parts(
         "crawl-data/CC-MAIN-2024-22/segments/1715971057216.39/robotstxt/x.warc.gz") == (

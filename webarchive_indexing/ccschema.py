@@ -35,7 +35,7 @@ import json
 import re
 from urllib.parse import unquote_plus
 
-__all__ = ["COLUMNS", "PARTITION_COLUMNS", "LineError", "row_of", "arrow_schema",
+__all__ = ["COLUMNS", "PARTITION_COLUMNS", "LineError", "row_of", "row_values", "arrow_schema",
            "cc_file_parts", "host_parts", "url_parts", "public_suffixes"]
 
 # (name, type, where the value comes from): the flat schema's data columns, in its order.
@@ -92,6 +92,9 @@ BAD_PERCENT = re.compile(r"%(?![0-9a-fA-F]{2})")
 # A label the public suffix list's domain rule may yield (crawler-commons' strict check)
 MAX_LABEL = 63
 TIMESTAMP = re.compile(r"\d{4,14}\Z")
+# Most URLs: http(s), a host without user, brackets or an empty name, maybe a port (what
+# url_parts makes of them, in one match)
+PLAIN_URL = re.compile(r"(https?)://([^/?#@\[\]:\s]+)(?::(\d{1,5}))?((?:/[^?#]*)?)(?:\?([^#]*))?(?:#.*)?\Z", re.S)
 
 
 class LineError(ValueError):
@@ -108,6 +111,7 @@ def arrow_schema():
     return pa.schema([pa.field(name, types[kind]) for name, kind, _ in COLUMNS])
 
 
+@functools.lru_cache(maxsize=1 << 12)
 def cc_file_parts(filename):
     """(crawl, segment, subset) of a Common Crawl WARC path, or None for any other."""
     match = CC_MAIN_PATH.match(filename)
@@ -205,6 +209,10 @@ def url_parts(url):
     ``dns:`` and ``whois:`` URLs, java.net.URI) splits it; the host lower-cased (but a
     ``dns:`` or ``whois:`` one, as given), the port None unless given, the query None
     without a ``?``."""
+    plain = PLAIN_URL.match(url)
+    if plain:
+        scheme, host, port, path, query = plain.groups()
+        return scheme, host.lower(), int(port) if port else None, path, query
     parts = _split_url(url.strip())
     if parts[1] is None or parts[1] == "":
         fixed = _normalized_slashes(url.strip())
@@ -308,29 +316,35 @@ def parse_line(line):
     return key, timestamp, {k: v for k, v in fields.items() if v != "-"}
 
 
-def row_of(line, collection):
-    """The row of one CDX line: ``{column: value}`` for every data column, plus ``crawl``
-    and ``subset``. ``collection`` is the crawl of archives that are not Common Crawl's.
-    Raises LineError for a line that is no CDX line or carries an impossible value."""
+def _text(fields, name):
+    value = fields.get(name)
+    return value if isinstance(value, str) else None
+
+
+def row_values(line, collection):
+    """The row of one CDX line as a tuple: the data columns' values in ``COLUMNS`` order,
+    then ``crawl`` and ``subset``. ``collection`` is the crawl of archives that are not
+    Common Crawl's. Raises LineError for a line that is no CDX line or carries an
+    impossible value."""
     key, timestamp, fields = parse_line(line)
     url, filename = fields.get("url"), fields.get("filename")
     if not key or not isinstance(url, str) or not isinstance(filename, str):
         raise LineError("not a CDX line with a URL key, a url and a filename")
     protocol, host, port, path, query = url_parts(url)
-    hosts = host_parts(host) if host is not None else (None,) * 11
     parts = cc_file_parts(filename)
     crawl, segment, subset = parts if parts else (collection, None, DEFAULT_SUBSET)
-    text = {name: value if isinstance(value, str) else None for name, value in fields.items()}
-    row = dict(zip(COLUMN_NAMES[2:13], hosts))
-    row.update(
-        url_surtkey=key, url=url, url_protocol=protocol, url_port=port, url_path=path,
-        url_query=query, fetch_time=fetch_millis(timestamp),
-        fetch_status=_status(fields.get("status")), fetch_redirect=text.get("redirect"),
-        content_digest=text.get("digest"), content_mime_type=text.get("mime"),
-        content_mime_detected=text.get("mime-detected"),
-        content_charset=text.get("charset") or text.get("encoding"),
-        content_languages=text.get("languages"), content_truncated=text.get("truncated"),
-        warc_filename=filename, warc_record_offset=_int32(fields, "offset"),
-        warc_record_length=_int32(fields, "length"), warc_segment=segment,
-        crawl=crawl, subset=subset)
-    return row
+    return (key, url, *(host_parts(host) if host is not None else NO_HOST),
+            protocol, port, path, query, fetch_millis(timestamp), _status(fields.get("status")),
+            _text(fields, "redirect"), _text(fields, "digest"), _text(fields, "mime"),
+            _text(fields, "mime-detected"), _text(fields, "charset") or _text(fields, "encoding"),
+            _text(fields, "languages"), _text(fields, "truncated"), filename,
+            _int32(fields, "offset"), _int32(fields, "length"), segment, crawl, subset)
+
+
+ROW_NAMES = COLUMN_NAMES + PARTITION_COLUMNS
+NO_HOST = (None,) * 11
+
+
+def row_of(line, collection):
+    """``row_values`` as ``{column: value}``, the partition columns included."""
+    return dict(zip(ROW_NAMES, row_values(line, collection)))

@@ -27,7 +27,7 @@ import os
 import time
 
 from . import storage
-from .ccschema import COLUMN_NAMES, LineError, arrow_schema, row_of
+from .ccschema import COLUMN_NAMES, LineError, arrow_schema, row_values
 
 __all__ = ["ROW_GROUP_ROWS", "COMPRESSIONS", "ShardTable", "export_cluster", "part_name",
            "partition_dir", "ExportSummary"]
@@ -70,40 +70,40 @@ class _PartitionFile:
     def __init__(self, path, row_group_rows, compression, stack):
         self.path, self.row_group_rows, self.compression = path, row_group_rows, compression
         self.stack = stack
-        self.columns = {name: [] for name in COLUMN_NAMES}
+        self.buffered = []
         self.writer = None
         self.rows = 0
         self.last_key = None
 
     def add(self, row):
-        key = row["url_surtkey"]
+        key = row[0]
         if self.last_key is not None and key < self.last_key:
             raise ValueError(f"lines not sorted by URL key: {key[:200]!r} after "
                              f"{self.last_key[:200]!r} (a table is made from a cluster's "
                              "sorted lines)")
         self.last_key = key
-        for name, values in self.columns.items():
-            values.append(row[name])
-        if len(self.columns["url_surtkey"]) >= self.row_group_rows:
+        self.buffered.append(row)
+        if len(self.buffered) >= self.row_group_rows:
             self.flush()
 
     def flush(self):
         import pyarrow as pa
         import pyarrow.parquet as pq
-        count = len(self.columns["url_surtkey"])
-        if not count and self.writer is not None:
+        if not self.buffered and self.writer is not None:
             return
         schema = arrow_schema()
-        table = pa.Table.from_pydict(self.columns, schema=schema)
+        # rows to columns (the partition's crawl and subset, last, stay out: they are paths)
+        columns = list(zip(*self.buffered))[:len(COLUMN_NAMES)] if self.buffered else [()] * len(COLUMN_NAMES)
+        table = pa.Table.from_arrays([pa.array(values, type=field.type)
+                                      for values, field in zip(columns, schema)], schema=schema)
         if self.writer is None:
             fh = self.stack.enter_context(storage.open_atomic(self.path))
             self.writer = self.stack.enter_context(pq.ParquetWriter(
                 fh, schema, compression=self.compression, write_page_index=True,
                 sorting_columns=[pq.SortingColumn(0)]))
         self.writer.write_table(table, row_group_size=self.row_group_rows)
-        self.rows += count
-        for values in self.columns.values():
-            values.clear()
+        self.rows += len(self.buffered)
+        self.buffered = []
 
 
 class ShardTable:
@@ -154,11 +154,11 @@ class ShardTable:
         if isinstance(line, bytes):
             line = line.decode("utf-8", "replace")
         try:
-            row = row_of(line, self.collection)
+            row = row_values(line, self.collection)
         except LineError as exc:
             self._error(line, str(exc))
             return
-        where = (row["crawl"], row["subset"])
+        where = row[-2:]
         partition = self.partitions.get(where)
         if partition is None:
             path = storage.join(partition_dir(self.table_dir, *where), part_name(self.shard))
