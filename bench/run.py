@@ -21,8 +21,11 @@ cdxj-indexer is installed: .venv's editable install costs every start an import 
 
 each per file and once for all files in one command.  Our output for each file must
 equal pywb's `cdx-indexer -s -j FILE` byte for byte, else the run exits with status 1
-(pywb's run is timed once, for reference).  Last, `webarchive-index build` of the whole
-corpus (local runner, all cores, not pinned) is timed.
+(pywb's run is timed once, for reference).  Then `webarchive-index build` of the whole
+corpus (local runner, all cores, not pinned) is timed.  Last, the columnar index:
+`export --format parquet` of the build's cluster and of a larger one made from it
+(--scale copies of its lines, hosts renamed), with peak memory, and what a one-host
+DuckDB query reads of the larger table (see bench/README.md).
 
 The corpus is generated once and cached in bench/out/corpus/<parameters>/; the table is
 printed and bench/out/results.json written.  Scratch output goes to bench/out/tmp/.
@@ -254,7 +257,7 @@ code = subprocess.run(sys.argv[1:]).returncode
 sys.stderr.write("peak_kib %d\\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 sys.exit(code)
 """
-# One query of a table in a fresh DuckDB: its result and the bytes the process read
+# One query of a table in a fresh DuckDB: the rows it gave and the bytes the process read
 QUERY_SCRIPT = """import json, sys
 import duckdb
 def rchar():
@@ -263,7 +266,7 @@ def rchar():
 con = duckdb.connect()
 before = rchar()
 result = con.sql(sys.argv[1]).fetchall()
-print(json.dumps({"result": result, "bytes_read": rchar() - before}))
+print(json.dumps({"rows": len(result), "bytes_read": rchar() - before}))
 """
 
 
@@ -327,14 +330,18 @@ def one_host_query(table, host_key):
             stats = meta.row_group(i).column(0).statistics
             groups += 1
             candidates += stats.min < high and stats.max >= low
-    query = (f"SELECT count(*), sum(warc_record_length) FROM read_parquet('{table}/*/*/*.parquet', "
-             f"hive_partitioning = true) WHERE url_surtkey >= '{low}' AND url_surtkey < '{high}'")
-    done = json.loads(subprocess.run([PYTHON, "-c", QUERY_SCRIPT, query], check=True,
-                                     capture_output=True, text=True).stdout)
+    source = f"read_parquet('{table}/*/*/*.parquet', hive_partitioning = true)"
+    where = f"url_surtkey >= '{low}' AND url_surtkey < '{high}'"
     size = sum(os.path.getsize(p) for p in files)
-    return {"host_key": host_key, "rows": done["result"][0][0], "bytes_read": done["bytes_read"],
-            "table_bytes": size, "share_read": done["bytes_read"] / size,
-            "row_groups": groups, "row_groups_admitting_host": candidates}
+    result = {"host_key": host_key, "table_bytes": size, "row_groups": groups,
+              "row_groups_admitting_host": candidates}
+    for name, query in (("all_columns", f"SELECT * FROM {source} WHERE {where}"),
+                        ("two_columns", f"SELECT url, warc_filename FROM {source} WHERE {where}")):
+        done = json.loads(subprocess.run([PYTHON, "-c", QUERY_SCRIPT, query], check=True,
+                                         capture_output=True, text=True).stdout)
+        result[name] = {"rows": done["rows"], "bytes_read": done["bytes_read"],
+                        "share_read": done["bytes_read"] / size}
+    return result
 
 
 def cpu_model():
@@ -403,10 +410,12 @@ def report_columnar(exports, pruning):
             f"export {r['input']}", r["lines"], r["best"], r["median"], r["lines_s"], r["peak_mb"],
             r["table_mb"]))
     p = pruning
-    print(f"one-host query (DuckDB, url_surtkey range of {p['host_key']}): {p['rows']} rows; "
-          f"read {p['bytes_read'] / 1e6:.2f} MB of the {p['table_bytes'] / 1e6:.1f} MB table "
-          f"({100 * p['share_read']:.1f}%); {p['row_groups_admitting_host']} of {p['row_groups']} "
-          "row groups admit the host by their statistics")
+    print(f"one-host query (DuckDB, fresh process, url_surtkey range of {p['host_key']}; "
+          f"{p['row_groups_admitting_host']} of the table's {p['row_groups']} row groups admit "
+          "the host by their statistics):")
+    for name, q in (("SELECT *", p["all_columns"]), ("SELECT url, warc_filename", p["two_columns"])):
+        print(f"  {name:<26} {q['rows']} rows, read {q['bytes_read'] / 1e6:.2f} MB of the "
+              f"{p['table_bytes'] / 1e6:.1f} MB table ({100 * q['share_read']:.1f}%)")
 
 
 def main(argv=None):

@@ -21,7 +21,7 @@ BAD_SAMPLES = {
     "iipc+webarchive-commons__link-extraction-test.warc": (2807, "Content-Length is wrong"),
 }
 GOOD_SAMPLES = sorted(n for n in os.listdir(REAL)
-                      if not n.endswith((".cdx", ".md")) and n not in BAD_SAMPLES)
+                      if not n.endswith((".cdx", ".md", ".jsonl")) and n not in BAD_SAMPLES)
 
 
 def ours(path, fmt="cdxj"):

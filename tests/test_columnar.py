@@ -19,7 +19,8 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 import rangeserver
-from helpers import REAL
+import s3server
+from helpers import REAL, gunzip_text
 from webarchive_indexing import ccschema, cdx, columnar, records
 from webarchive_indexing.cli import main
 from webarchive_indexing.corpus import make_corpus
@@ -431,6 +432,40 @@ def test_table_of_real_excerpts(cc_table):
         sorted(r["crawl"] for r in rows)
 
 
+def test_table_of_common_crawl_index_records(tmp_path):
+    """Real records of Common Crawl's index (their server's answers for CC-MAIN-2025-33,
+    as recorded by cdx_toolkit's tests) as cluster lines: warc, robotstxt and
+    crawldiagnostics partitions, redirects, languages and the charset their server calls
+    ``encoding``."""
+    with open(os.path.join(REAL, "cocrawler+cdx_toolkit__test_basics.jsonl")) as fh:
+        answers = [json.loads(line) for line in fh]
+    lines = []
+    for answer in answers:
+        for text in answer["response_text"].splitlines():
+            record = json.loads(text)
+            key, timestamp = record.pop("urlkey"), record.pop("timestamp")
+            lines.append(f"{key} {timestamp} {json.dumps(record)}\n")
+    assert len(lines) == 10
+    make_cluster(lines, str(tmp_path / "cc" / "cluster"), shards=2, lines_per_block=3)
+    summary = columnar.export_cluster(str(tmp_path / "cc"), str(tmp_path / "table"))
+    rows = table_rows(tmp_path / "table")
+    assert summary.error_count == 0 and len(rows) == 10
+    for row in rows:
+        line = next(line for line in lines if f'"offset": "{row["warc_record_offset"]}"' in line)
+        data = json.loads(line.split(" ", 2)[2])
+        check_row(row, line.replace('"encoding"', '"charset"'), None)
+        assert row["crawl"] == "CC-MAIN-2025-33"
+        assert row["content_charset"] == data.get("encoding")
+        assert row["url_host_registered_domain"] == "commoncrawl.org"
+    subsets = {}
+    for row in rows:
+        subsets.setdefault(row["subset"], set()).add(
+            (row["fetch_status"], row["fetch_redirect"], row["content_languages"]))
+    assert subsets == {"warc": {(200, None, "eng")},
+                       "robotstxt": {(301, "https://commoncrawl.org/", None)},
+                       "crawldiagnostics": {(301, "https://commoncrawl.org/", None)}}
+
+
 @pytest.fixture(scope="module")
 def corpus_table(tmp_path_factory):
     base = tmp_path_factory.mktemp("corpus")
@@ -508,6 +543,37 @@ def test_export_over_http_and_from_the_cli(corpus_table, tmp_path, capsys):
                  "--compression", "gzip", "--no-progress"]) == 0
     assert {p.parent.parent.name for p in (tmp_path / "t").rglob("*.parquet")} == {"crawl=out"}
     assert sorted(os.listdir(tmp_path)) == ["t"]
+
+
+@pytest.fixture(scope="module")
+def s3():
+    with s3server.running():
+        yield
+
+
+def test_export_from_and_to_s3(corpus_table, s3, tmp_path, capsys):
+    base, _, lines, summary = corpus_table
+    bucket = s3server.new_bucket()
+    s3server.upload_tree(str(base / "out" / "cluster"), bucket + "/out/cluster")
+    args = ["export", bucket + "/out", "--format", "parquet", "-o", bucket + "/table",
+            "--crawl", "generated", "--row-group-rows", "50", "--no-progress"]
+    assert main(args) == 0
+    s3server.download_tree(bucket + "/table", str(tmp_path / "t"))
+    assert sorted(str(p.relative_to(tmp_path / "t")) for p in (tmp_path / "t").rglob("*")
+                  if p.is_file()) == [f"crawl=generated/subset=warc/part-0000{i}.parquet" for i in range(3)]
+    for ours, theirs in zip(sorted(summary.files), sorted((tmp_path / "t").rglob("*.parquet"))):
+        assert pq.read_table(ours).equals(pq.read_table(theirs))
+    capsys.readouterr()
+    # an S3 table is never written over (S3 cannot replace one whole)
+    assert main(args) == 2
+    assert "is not empty: export a table to a new prefix" in capsys.readouterr().err
+
+
+def test_cdx_command_with_cc_fields_into_files(tmp_path):
+    path = os.path.join(REAL, "commoncrawl+whirlwind-python__whirlwind.warc.gz")
+    assert main(["cdx", "--cdx-fields", "cc", "-o", str(tmp_path), path]) == 0
+    (written,) = tmp_path.glob("*.cdx.gz")
+    assert gunzip_text(written).endswith('"charset": "UTF-8", "languages": "spa"}\n')
 
 
 def test_bad_and_unsorted_lines(tmp_path, capsys):

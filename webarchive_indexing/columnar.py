@@ -212,7 +212,7 @@ def export_cluster(location, out_dir, collection=None, row_group_rows=ROW_GROUP_
 
     A local table is written into a fresh directory beside ``out_dir`` and put in its place
     once complete (a table already there stays until then); on S3 ``out_dir`` must hold
-    nothing yet. ``collection`` is the crawl of rows that are not Common Crawl's (default:
+    nothing yet, and what a failed export wrote there is removed. ``collection`` is the crawl of rows that are not Common Crawl's (default:
     ``default_collection(location)``). ``progress(lines)`` is called now and then.
     """
     from .pipeline import _swap_in
@@ -249,7 +249,7 @@ def export_cluster(location, out_dir, collection=None, row_group_rows=ROW_GROUP_
             summary.files = [out_dir + path[len(building):] for path in summary.files]
         done = True
     finally:
-        if not done and not remote:
+        if not done:  # on S3 too: the prefix was empty
             storage.remove_tree(building)
     summary.seconds = time.monotonic() - started
     return summary
