@@ -153,13 +153,15 @@ def metadata_of_responses(path):
     return found
 
 
-def check_row_groups_sorted(path):
+def check_row_groups_sorted(path, row_group_rows):
     """Common Crawl's check (are_part_min_max_increasing.py): each row group's min
-    url_surtkey is at least the previous one's max; and the file says it is sorted."""
+    url_surtkey is at least the previous one's max; and the file says it is sorted; every
+    row group but the last has ``row_group_rows`` rows."""
     meta = pq.ParquetFile(path).metadata
     previous = None
     for i in range(meta.num_row_groups):
         group = meta.row_group(i)
+        assert group.num_rows == row_group_rows or i == meta.num_row_groups - 1
         stats = group.column(0).statistics
         assert group.column(0).path_in_schema == "url_surtkey" and stats.has_min_max
         assert previous is None or previous <= stats.min
@@ -424,7 +426,7 @@ def test_table_of_real_excerpts(cc_table):
     assert [(r["content_languages"], r["content_charset"], r["url_host_private_domain"])
             for r in whirlwind] == [("spa", "UTF-8", "wikipedia.org")]
     for path in summary.files:
-        assert check_row_groups_sorted(path) >= 1
+        assert check_row_groups_sorted(path, 10) >= 1
     # pyarrow's own dataset reader: the same rows, the same partitions
     dataset = ds.dataset(str(base / "table"), format="parquet", partitioning="hive")
     assert dataset.count_rows() == len(lines)
@@ -502,7 +504,7 @@ def test_table_of_generated_corpus(corpus_table):
     assert any(row["fetch_redirect"] for row in rows)
     assert {row["url_host_name"] for row in rows if row["url_host_name_reversed"] is None}
     for path in summary.files:
-        assert check_row_groups_sorted(path) > 1
+        assert check_row_groups_sorted(path, 50) > 1
 
 
 def test_one_host_query_skips_most_row_groups(corpus_table):

@@ -101,6 +101,7 @@ class LineError(ValueError):
     """A CDX line that cannot become a row."""
 
 
+@functools.cache
 def arrow_schema():
     """The pyarrow schema of the table's data files (the partition columns live in paths).
 

@@ -40,6 +40,8 @@ ROW_GROUP_ROWS = 100_000
 # pyarrow and Polars all read each of these.
 COMPRESSIONS = ("zstd", "gzip", "snappy")
 DEFAULT_COMPRESSION = "zstd"
+# Rows turned into an Arrow batch at a time (a row group is a few batches)
+BATCH_ROWS = 10_000
 # Blocks fetched per read of a cluster's shard when exporting it all (~10-20 MB of Common
 # Crawl's blocks); a lookup reads at most 10
 EXPORT_BLOCKS_PER_READ = 64
@@ -64,13 +66,14 @@ def partition_dir(table_dir, crawl, subset):
 
 
 class _PartitionFile:
-    """The rows of one partition of one shard: buffered a row group at a time, then
-    written to a Parquet file that appears only once complete."""
+    """The rows of one partition of one shard, written to a Parquet file that appears only
+    once complete, a row group at a time; a row group's rows are held meanwhile as Arrow
+    batches (several times smaller than the rows as Python objects)."""
 
     def __init__(self, path, row_group_rows, compression, stack):
         self.path, self.row_group_rows, self.compression = path, row_group_rows, compression
         self.stack = stack
-        self.buffered = []
+        self.rows_held, self.batches, self.batched = [], [], 0
         self.writer = None
         self.rows = 0
         self.last_key = None
@@ -82,28 +85,41 @@ class _PartitionFile:
                              f"{self.last_key[:200]!r} (a table is made from a cluster's "
                              "sorted lines)")
         self.last_key = key
-        self.buffered.append(row)
-        if len(self.buffered) >= self.row_group_rows:
-            self.flush()
+        self.rows_held.append(row)
+        if len(self.rows_held) >= min(BATCH_ROWS, self.row_group_rows - self.batched):
+            self._batch()
+            if self.batched == self.row_group_rows:
+                self.flush()
+
+    def _batch(self):
+        import pyarrow as pa
+        schema = arrow_schema()
+        # rows to columns; the partition's crawl and subset (last) stay out: they are paths
+        columns = list(zip(*self.rows_held))[:len(schema)]
+        self.batches.append(pa.RecordBatch.from_arrays(
+            [pa.array(values, type=field.type) for values, field in zip(columns, schema)],
+            schema=schema))
+        self.batched += len(self.rows_held)
+        self.rows_held = []
 
     def flush(self):
+        """Write the rows held as one row group."""
         import pyarrow as pa
         import pyarrow.parquet as pq
-        if not self.buffered and self.writer is not None:
+        if self.rows_held:
+            self._batch()
+        if not self.batches:
             return
         schema = arrow_schema()
-        # rows to columns (the partition's crawl and subset, last, stay out: they are paths)
-        columns = list(zip(*self.buffered))[:len(COLUMN_NAMES)] if self.buffered else [()] * len(COLUMN_NAMES)
-        table = pa.Table.from_arrays([pa.array(values, type=field.type)
-                                      for values, field in zip(columns, schema)], schema=schema)
         if self.writer is None:
             fh = self.stack.enter_context(storage.open_atomic(self.path))
             self.writer = self.stack.enter_context(pq.ParquetWriter(
                 fh, schema, compression=self.compression, write_page_index=True,
                 sorting_columns=[pq.SortingColumn(0)]))
-        self.writer.write_table(table, row_group_size=self.row_group_rows)
-        self.rows += len(self.buffered)
-        self.buffered = []
+        self.writer.write_table(pa.Table.from_batches(self.batches, schema=schema),
+                                row_group_size=self.row_group_rows)
+        self.rows += self.batched
+        self.batches, self.batched = [], 0
 
 
 class ShardTable:
