@@ -9,7 +9,9 @@ shard count holds on runners that ignore partitioners and reducer counts
 shard i to reducer i of ``--shards`` reducers. The reducer writes
 ``cdx-NNNNN.gz`` (gzip members of ``--lines-per-block`` lines) and
 ``part-NNNNN``; ``webarchive-index build`` then checks the shards and writes
-``cluster.idx`` and ``cluster.loc``.
+``cluster.idx`` and ``cluster.loc``. With ``--table-dir`` the reducer also writes
+each shard's files of a columnar table there, from the same lines
+(``build --parquet``: ``columnar``).
 
     python jobs/zip_cluster.py -r local --splits out/splits.txt --shards 4 \\
         --cluster-dir out/cluster out/cdx/
@@ -24,9 +26,11 @@ import webarchive_indexing.compat  # noqa: F401  (before mrjob: Python 3.13)
 from mrjob.job import MRJob
 from mrjob.protocol import JSONValueProtocol, RawProtocol, RawValueProtocol
 
+from webarchive_indexing import options
+from webarchive_indexing.columnar import Table
 from webarchive_indexing.splits import shard_of
-from webarchive_indexing.steps import is_cdx_line, read_splits, shard_key, write_shard
-from webarchive_indexing.zipnum import LINES_PER_BLOCK
+from webarchive_indexing.cdxline import is_cdx_line
+from webarchive_indexing.steps import read_splits, shard_key, write_shard
 
 TOTAL_ORDER = "org.apache.hadoop.mapred.lib.TotalOrderPartitioner"
 PARTITION_FILE = "_partition.lst"
@@ -54,16 +58,12 @@ class ZipClusterJob(MRJob):
 
     def configure_args(self):
         super().configure_args()
-        self.add_file_arg("--splits", required=True, help="splits.txt from sample_splits")
-        self.add_passthru_arg("--shards", type=int, required=True,
-                              help="shards of the cluster: one more than the split points")
-        self.add_passthru_arg("--lines-per-block", type=int, default=LINES_PER_BLOCK,
-                              help=f"CDX lines per gzip block (default {LINES_PER_BLOCK})")
-        self.add_passthru_arg("--cluster-dir", required=True,
-                              help="where cdx-NNNNN.gz and part-NNNNN are written")
-        self.add_file_arg("--partitions",
-                          help="partitions.seq from sample_splits: on Hadoop/EMR, reducer i "
-                               "then writes shard i (TotalOrderPartitioner)")
+        options.add(self, options.SPLITS,
+                    options.SHARDS.but(required=True, default=None,
+                                       help="shards of the cluster: one more than the split "
+                                            "points"),
+                    options.LINES_PER_BLOCK, options.CLUSTER_DIR, options.PARTITIONS,
+                    options.TABLE_DIR, *options.TABLE)
 
     def partitioner(self):
         if not self.options.partitions:
@@ -91,6 +91,9 @@ class ZipClusterJob(MRJob):
 
     def reducer_init(self):
         self.wrote_shard = False
+        self.table = None
+        if self.options.table_dir:
+            self.table = Table.of(self.options.table_dir, self.options.crawl, self.options)
 
     def reducer(self, shard, lines):
         self.wrote_shard = True
@@ -98,7 +101,7 @@ class ZipClusterJob(MRJob):
         # hands the reducer "shard<TAB>line<TAB>"; CDX lines never end in a TAB themselves
         lines = (line[:-1] if line.endswith("\t") else line for line in lines)
         yield None, write_shard(int(shard), lines, self.options.cluster_dir,
-                                self.options.lines_per_block)
+                                self.options.lines_per_block, self.table)
 
     def reducer_final(self):
         # With TotalOrderPartitioner reducer i is shard i: one that got no lines writes

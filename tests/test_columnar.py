@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import duckdb
@@ -21,9 +22,12 @@ from warcio.archiveiterator import ArchiveIterator
 import rangeserver
 import s3server
 from helpers import REAL, gunzip_text
-from webarchive_indexing import ccschema, cdx, columnar, records
+from tables import CC_LAYOUT, lay_out_cc_excerpts, table_rows
+from webarchive_indexing import ccschema, cdx, records
 from webarchive_indexing.cli import main
 from webarchive_indexing.corpus import make_corpus
+from webarchive_indexing.export import export_table
+from webarchive_indexing.options import TableOptions
 from webarchive_indexing.query import open_cluster
 from webarchive_indexing.zipnum import write_cluster
 
@@ -31,23 +35,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "columnar.md")
 UTC = datetime.timezone.utc
 
-# Real Common Crawl excerpts laid out under paths in the shape of their crawls' (the
-# segments and file names are made up), and one archive that is not Common Crawl's
-CC_LAYOUT = {
-    "commoncrawl+whirlwind-python__whirlwind.warc.gz":
-        "crawl-data/CC-MAIN-2024-22/segments/1715971057216.39/warc/"
-        "CC-MAIN-20240517233122-20240518023122-00000.warc.gz",
-    "chatnoir-eu+chatnoir-resiliparse__warcfile.warc.gz":
-        "crawl-data/CC-MAIN-2020-34/segments/1596439738015.38/warc/"
-        "CC-MAIN-20200808165417-20200808195417-00395.warc.gz",
-    "webrecorder+cdxj-indexer__cc.warc.gz":
-        "crawl-data/CC-MAIN-2018-05/segments/1516084886237.6/warc/"
-        "CC-MAIN-20180116070444-20180116090444-00000.warc.gz",
-    "iipc+jwarc__cc.warc.gz":
-        "crawl-data/CC-MAIN-2018-05/segments/1516084886237.6/crawldiagnostics/"
-        "CC-MAIN-20180116070444-20180116090444-00001.warc.gz",
-    "iipc+webarchive-commons__IAH-urls-wget.warc.gz": "wget/IAH-urls-wget.warc.gz",
-}
 # The types of cc-index-schema-flat.json (commoncrawl/cc-index-table), as Spark names them
 CC_SPARK_TYPES = (
     ["string"] * 14 + ["int", "string", "string", "timestamp", "smallint"] + ["string"] * 8
@@ -70,15 +57,6 @@ def make_cluster(lines, cluster_dir, shards, lines_per_block=7):
     splits = sorted({data[len(data) * i // shards] for i in range(1, shards)})
     write_cluster(data, cluster_dir, splits, lines_per_block)
     return data
-
-
-def table_rows(table_dir):
-    """Every row of a table, with its partition columns, as DuckDB reads it."""
-    con = duckdb.connect()
-    rel = con.sql(f"SELECT * FROM read_parquet('{table_dir}/*/*/*.parquet', "
-                  "hive_partitioning = true)")
-    names = rel.columns
-    return [dict(zip(names, row)) for row in rel.fetchall()]
 
 
 def check_row(row, line, collection):
@@ -390,13 +368,10 @@ def cc_table(tmp_path_factory):
     """A table exported from a cluster of the real Common Crawl excerpts (with Common
     Crawl's CDXJ fields) laid out under their crawl-data paths, and one wget archive."""
     base = tmp_path_factory.mktemp("cc")
-    root = base / "warcs"
-    for name, where in CC_LAYOUT.items():
-        (root / where).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(os.path.join(REAL, name), root / where)
+    root = lay_out_cc_excerpts(base / "warcs")
     lines = index_tree(str(root), CC_LAYOUT.values())
     make_cluster(lines, str(base / "out" / "cluster"), shards=3)
-    summary = columnar.export_cluster(str(base / "out"), str(base / "table"), row_group_rows=10)
+    summary = export_table(str(base / "out"), str(base / "table"), TableOptions(row_group_rows=10))
     return base, root, lines, summary
 
 
@@ -425,8 +400,8 @@ def test_table_of_real_excerpts(cc_table):
     whirlwind = [r for r in rows if r["url"] == "https://an.wikipedia.org/wiki/Escopete"]
     assert [(r["content_languages"], r["content_charset"], r["url_host_private_domain"])
             for r in whirlwind] == [("spa", "UTF-8", "wikipedia.org")]
-    for path in summary.files:
-        assert check_row_groups_sorted(path, 10) >= 1
+    for name in summary.files:
+        assert check_row_groups_sorted(base / "table" / name, 10) >= 1
     # pyarrow's own dataset reader: the same rows, the same partitions
     dataset = ds.dataset(str(base / "table"), format="parquet", partitioning="hive")
     assert dataset.count_rows() == len(lines)
@@ -449,7 +424,7 @@ def test_table_of_common_crawl_index_records(tmp_path):
             lines.append(f"{key} {timestamp} {json.dumps(record)}\n")
     assert len(lines) == 10
     make_cluster(lines, str(tmp_path / "cc" / "cluster"), shards=2, lines_per_block=3)
-    summary = columnar.export_cluster(str(tmp_path / "cc"), str(tmp_path / "table"))
+    summary = export_table(str(tmp_path / "cc"), str(tmp_path / "table"))
     rows = table_rows(tmp_path / "table")
     assert summary.error_count == 0 and len(rows) == 10
     for row in rows:
@@ -474,8 +449,8 @@ def corpus_table(tmp_path_factory):
     paths = make_corpus(str(base / "warcs"), files=2, captures=300, seed=21)
     lines = index_tree(str(base / "warcs"), [os.path.basename(p) for p in paths])
     make_cluster(lines, str(base / "out" / "cluster"), shards=3, lines_per_block=20)
-    summary = columnar.export_cluster(str(base / "out" / "cluster" / "cluster.idx"),
-                                      str(base / "table"), "generated", row_group_rows=50)
+    summary = export_table(str(base / "out" / "cluster" / "cluster.idx"), str(base / "table"),
+                           TableOptions(crawl="generated", row_group_rows=50))
     return base, paths, lines, summary
 
 
@@ -503,8 +478,8 @@ def test_table_of_generated_corpus(corpus_table):
     assert checked > 50
     assert any(row["fetch_redirect"] for row in rows)
     assert {row["url_host_name"] for row in rows if row["url_host_name_reversed"] is None}
-    for path in summary.files:
-        assert check_row_groups_sorted(path, 50) > 1
+    for name in summary.files:
+        assert check_row_groups_sorted(base / "table" / name, 50) > 1
 
 
 def test_one_host_query_skips_most_row_groups(corpus_table):
@@ -520,8 +495,8 @@ def test_one_host_query_skips_most_row_groups(corpus_table):
                      "ORDER BY url_surtkey").fetchall()
     assert [key for key, in got] == expected
     groups = candidates = 0
-    for path in summary.files:
-        meta = pq.ParquetFile(path).metadata
+    for name in summary.files:
+        meta = pq.ParquetFile(base / "table" / name).metadata
         for i in range(meta.num_row_groups):
             stats = meta.row_group(i).column(0).statistics
             groups += 1
@@ -537,12 +512,12 @@ def test_export_over_http_and_from_the_cli(corpus_table, tmp_path, capsys):
                      "--no-progress"])
     err = capsys.readouterr().err
     assert code == 0, err
-    assert f"table:    {len(lines)} rows from {len(lines)} lines of 3 shards" in err
-    for ours, theirs in zip(sorted(summary.files), sorted((tmp_path / "t").rglob("*.parquet"))):
+    assert f"table:    {len(lines)} rows from {len(lines)} lines, 3 Parquet files" in err
+    for ours, theirs in zip(sorted(base.glob("table/*/*/*")), sorted((tmp_path / "t").rglob("*.parquet"))):
         assert pq.read_table(ours).equals(pq.read_table(theirs))
     # a second export replaces the table whole
     assert main(["export", str(base / "out"), "--format", "parquet", "-o", str(tmp_path / "t"),
-                 "--compression", "gzip", "--no-progress"]) == 0
+                 "--parquet-compression", "gzip", "--no-progress"]) == 0
     assert {p.parent.parent.name for p in (tmp_path / "t").rglob("*.parquet")} == {"crawl=out"}
     assert sorted(os.listdir(tmp_path)) == ["t"]
 
@@ -563,12 +538,12 @@ def test_export_from_and_to_s3(corpus_table, s3, tmp_path, capsys):
     s3server.download_tree(bucket + "/table", str(tmp_path / "t"))
     assert sorted(str(p.relative_to(tmp_path / "t")) for p in (tmp_path / "t").rglob("*")
                   if p.is_file()) == [f"crawl=generated/subset=warc/part-0000{i}.parquet" for i in range(3)]
-    for ours, theirs in zip(sorted(summary.files), sorted((tmp_path / "t").rglob("*.parquet"))):
+    for ours, theirs in zip(sorted(base.glob("table/*/*/*")), sorted((tmp_path / "t").rglob("*.parquet"))):
         assert pq.read_table(ours).equals(pq.read_table(theirs))
     capsys.readouterr()
     # an S3 table is never written over (S3 cannot replace one whole)
     assert main(args) == 2
-    assert "is not empty: export a table to a new prefix" in capsys.readouterr().err
+    assert "is not empty: write the table to a new prefix" in capsys.readouterr().err
 
 
 def test_cdx_command_with_cc_fields_into_files(tmp_path):
@@ -614,19 +589,24 @@ def doc_blocks(kind):
 
 
 def test_doc_command_lines(tmp_path, monkeypatch, capsys):
+    """build --parquet, then export of its cluster: the same table; cdx --cdx-fields cc."""
     monkeypatch.chdir(tmp_path)
     shutil.copytree(os.path.join(ROOT, "samples"), "samples")
-    commands = [line for block in doc_blocks("webarchive-index") for line in block.splitlines()]
-    assert len(commands) == 3
-    for command in commands:
-        capsys.readouterr()
-        assert main(command.split()[1:]) == 0
-    out = capsys.readouterr().out
-    assert [out] == doc_blocks("org,wikipedia")
+    blocks = doc_blocks("webarchive-index")
+    assert len(blocks) == 2
+    build, export = blocks[0].splitlines()
+    assert main(build.split()[1:]) == 0
+    built = {str(p): p.read_bytes() for p in Path("table").rglob("*.parquet")}
+    assert main(export.split()[1:]) == 0
+    assert built == {str(p): p.read_bytes() for p in Path("table").rglob("*.parquet")}
     cluster_lines = sum(1 for _, shard in open_cluster("out").shards() for _ in shard)
     assert duckdb.sql("SELECT count(*) FROM read_parquet('table/*/*/*.parquet')").fetchall() == [
         (cluster_lines,)]
-    assert cluster_lines > 30
+    assert cluster_lines > 30 and len(built) == 4
+    capsys.readouterr()
+    (command,) = blocks[1].splitlines()
+    assert main(command.split()[1:]) == 0
+    assert [capsys.readouterr().out] == doc_blocks("org,wikipedia")
 
 
 def test_doc_duckdb_sql(cc_table, monkeypatch):

@@ -14,7 +14,9 @@ from helpers import REAL, pywb_lookup
 from webarchive_indexing import cli, storage
 from webarchive_indexing.jobs import zip_cluster
 from webarchive_indexing.corpus import make_corpus
-from webarchive_indexing.pipeline import BUILD_PREFIX, BuildFailed, build
+from webarchive_indexing.build import BuildFailed, build
+from webarchive_indexing.options import BuildOptions
+from webarchive_indexing.publish import BUILD_PREFIX
 from webarchive_indexing.query import Cluster, open_cluster
 
 
@@ -57,7 +59,7 @@ def without_shard_column(idx):
 
 def test_s3_build_equals_local_build(tmp_path, corpus, warcs, capsys):
     local = tmp_path / "local"
-    build([str(corpus)], str(local), shards=3, lines_per_block=40, runner="inline")
+    build([str(corpus)], str(local), BuildOptions(shards=3, lines_per_block=40, runner="inline"))
     out = s3server.new_bucket() + "/index/out"
     assert cli.main(["build", warcs, "-o", out, "--shards", "3", "--lines-per-block", "40",
                      "--runner", "local", "--no-progress"]) == cli.EXIT_OK
@@ -138,7 +140,7 @@ def lookup(idx, loc, tmp_path):
 
 def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypatch):
     out = s3server.new_bucket() + "/out"
-    build([warcs], out, shards=2, lines_per_block=50, runner="inline")
+    build([warcs], out, BuildOptions(shards=2, lines_per_block=50, runner="inline"))
     published = cluster_objects(out)
     assert len(published) == 3 + 2 * 2  # idx, loc, root; a shard and a part file each
     lines = lookup(published["cluster.idx"], published["cluster.loc"], tmp_path)
@@ -149,22 +151,22 @@ def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypat
     storage.write_atomic(bad, open(f"{REAL}/webrecorder+warcio__example-bad-non-chunked.warc.gz", "rb").read())
     try:
         with pytest.raises(BuildFailed, match="1 problems in the input; no cluster was built"):
-            build([warcs], out, shards=2, runner="inline")
+            build([warcs], out, BuildOptions(shards=2, runner="inline"))
     finally:
         storage.remove(bad)
     assert cluster_objects(out) == published
     assert "bad.warc.gz" in storage.read_bytes(out + "/errors.json").decode()
 
     # a shard that fails to upload: the new build's prefix goes, the old cluster stays
-    def failing_shard(shard, lines, cluster_dir, lines_per_block):
+    def failing_shard(shard, lines, cluster_dir, *rest):
         if shard == 1:
             raise OSError("upload failed")
-        return write_shard(shard, lines, cluster_dir, lines_per_block)
+        return write_shard(shard, lines, cluster_dir, *rest)
 
     write_shard = zip_cluster.write_shard
     monkeypatch.setattr(zip_cluster, "write_shard", failing_shard)
     with pytest.raises(Exception, match="upload failed"):
-        build([warcs], out, shards=2, lines_per_block=10, runner="inline")
+        build([warcs], out, BuildOptions(shards=2, lines_per_block=10, runner="inline"))
     monkeypatch.undo()
     assert cluster_objects(out) == published
 
@@ -178,7 +180,7 @@ def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypat
     write_atomic = storage.write_atomic
     monkeypatch.setattr(storage, "write_atomic", failing_idx)
     with pytest.raises(OSError, match="upload failed"):
-        build([warcs], out, shards=3, lines_per_block=10, runner="inline")
+        build([warcs], out, BuildOptions(shards=3, lines_per_block=10, runner="inline"))
     monkeypatch.undo()
     now = cluster_objects(out)
     assert now.pop("cluster.loc") != published["cluster.loc"]
@@ -193,11 +195,11 @@ def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypat
 
 def test_s3_rebuilds_keep_the_replaced_build_and_delete_older_ones(tmp_path, warcs):
     out = s3server.new_bucket() + "/out"
-    build([warcs], out, shards=2, lines_per_block=50, runner="inline")
+    build([warcs], out, BuildOptions(shards=2, lines_per_block=50, runner="inline"))
     storage.write_atomic(f"{out}/cluster/{BUILD_PREFIX}abandoned/cdx-00000.gz", b"")
     builds, indexes = [_builds(out) - {BUILD_PREFIX + "abandoned"}], [cluster_objects(out)]
     for per_block in (20, 30):
-        build([warcs], out, shards=2, lines_per_block=per_block, runner="inline")
+        build([warcs], out, BuildOptions(shards=2, lines_per_block=per_block, runner="inline"))
         builds.append(_builds(out) - set().union(*builds))
         indexes.append(cluster_objects(out))
     assert all(len(b) == 1 for b in builds)
@@ -236,7 +238,8 @@ def test_s3_rebuild_of_a_cluster_without_lines(tmp_path, s3):
     bucket = s3server.new_bucket()
     storage.write_atomic(bucket + "/warcs/info.warc.gz", data.getvalue())
     for _ in range(2):
-        summary = build([bucket + "/warcs/"], bucket + "/out", shards=2, runner="inline")
+        summary = build([bucket + "/warcs/"], bucket + "/out", BuildOptions(shards=2,
+                                                                            runner="inline"))
         assert summary.published and summary.lines == 0
     assert storage.read_bytes(bucket + "/out/cluster/cluster.idx") == b""
     assert len(_builds(bucket + "/out")) == 1  # the replaced index named no shards

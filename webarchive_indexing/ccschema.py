@@ -31,9 +31,10 @@ in Common Crawl's own table. The values follow that project's rules (``CCIndex2T
 line does not say which WARC record type it came from.
 """
 import functools
-import json
 import re
 from urllib.parse import unquote_plus
+
+from .cdxline import fields_of, split_cdxj
 
 __all__ = ["COLUMNS", "PARTITION_COLUMNS", "LineError", "row_of", "row_values", "arrow_schema",
            "cc_file_parts", "host_parts", "url_parts", "public_suffixes"]
@@ -297,24 +298,18 @@ def _status(value):
 
 
 def parse_line(line):
-    """(urlkey, timestamp, fields) of a CDXJ line or a classic CDX line (str)."""
-    line = line.rstrip("\r\n")
-    key, _, rest = line.partition(" ")
-    timestamp, _, rest = rest.partition(" ")
-    if rest.startswith("{"):
-        try:
-            fields = json.loads(rest)
-        except ValueError as exc:
-            raise LineError(f"bad JSON in CDXJ line: {exc}") from None
-        if not isinstance(fields, dict):
-            raise LineError("bad CDXJ line: its JSON is not an object")
-        return key, timestamp, fields
-    from .cdxapi import fields_of
+    """(urlkey, timestamp, fields) of a CDXJ line or a classic CDX line (str): a CDXJ
+    line's fields as written (Common Crawl's values as they are), a classic line's
+    without its "-" values."""
     try:
-        fields = fields_of(line.encode("utf-8"))
+        cdxj = split_cdxj(line)
+        if cdxj is not None:
+            return cdxj
+        fields = fields_of(line)
     except ValueError as exc:
         raise LineError(str(exc)) from None
-    return key, timestamp, {k: v for k, v in fields.items() if v != "-"}
+    return (fields.pop("urlkey"), fields.pop("timestamp"),
+            {k: v for k, v in fields.items() if v != "-"})
 
 
 def _text(fields, name):

@@ -19,36 +19,41 @@ host skips every row group but the few that can hold it. The files say so too (t
             table.add(line)
     table.stats              # {"rows": ..., "files": [...], "errors": [...]}
 
-``export_cluster`` writes the table of a whole cluster (ours, or one Common Crawl
-publishes), reading its shards block by block in index order.
+The tasks of a build write the table of each shard beside the shard (``Table``,
+``steps.write_shard``); ``export`` writes that of a whole cluster.
 """
 import contextlib
 import os
-import time
+from collections import namedtuple
 
 from . import storage
-from .ccschema import COLUMN_NAMES, LineError, arrow_schema, row_values
+from .ccschema import LineError, arrow_schema, row_values
+from .options import PARQUET_COMPRESSIONS as COMPRESSIONS, ROW_GROUP_ROWS_DEFAULT as ROW_GROUP_ROWS
 
-__all__ = ["ROW_GROUP_ROWS", "COMPRESSIONS", "ShardTable", "export_cluster", "part_name",
-           "partition_dir", "ExportSummary"]
+__all__ = ["ROW_GROUP_ROWS", "COMPRESSIONS", "ShardTable", "Table", "TableSummary",
+           "default_collection", "part_name", "partition_name"]
 
-# Rows per row group: ~5-10 MB of Common Crawl's rows compressed, a unit a remote reader
-# (Athena, DuckDB over HTTP) fetches in one request, and fine enough that a one-host query
-# reads a few row groups of a file, not the file (Spark writes 128 MB ones by default).
-ROW_GROUP_ROWS = 100_000
-# zstd: smaller and faster than gzip (Common Crawl's choice); DuckDB, Spark, Athena,
-# pyarrow and Polars all read each of these.
-COMPRESSIONS = ("zstd", "gzip", "snappy")
-DEFAULT_COMPRESSION = "zstd"
 # Rows turned into an Arrow batch at a time (a row group is a few batches)
 BATCH_ROWS = 10_000
-# Blocks fetched per read of a cluster's shard when exporting it all (~10-20 MB of Common
-# Crawl's blocks); a lookup reads at most 10
-EXPORT_BLOCKS_PER_READ = 64
 # Problems kept in a summary (the count goes on)
 ERRORS_KEPT = 100
 # Characters Hive escapes in a partition value (as %XX), and so does this
 _HIVE_ESCAPED = frozenset('"#%\'*/:=?\\\x7f{[]^')
+
+
+class Table(namedtuple("Table", "dir crawl row_group_rows compression")):
+    """Where and how the tasks of a run write a table (picklable, for Spark's tasks): its
+    directory, the crawl of rows that are not Common Crawl's, rows per row group, the
+    Parquet compression."""
+
+    @classmethod
+    def of(cls, table_dir, crawl, options):
+        """From ``options.TableOptions`` (or any options object with their attributes)."""
+        return cls(table_dir, crawl, options.row_group_rows, options.parquet_compression)
+
+    def shard(self, shard):
+        """The ``ShardTable`` of shard number ``shard``."""
+        return ShardTable(self.dir, shard, self.crawl, self.row_group_rows, self.compression)
 
 
 def part_name(shard):
@@ -59,10 +64,10 @@ def _hive_escape(value):
     return "".join(f"%{ord(c):02X}" if c in _HIVE_ESCAPED or c < " " else c for c in value)
 
 
-def partition_dir(table_dir, crawl, subset):
-    """The directory of one partition: ``table_dir/crawl=.../subset=...`` (Hive-escaped, so
-    that no value read from input makes a path outside ``table_dir``)."""
-    return storage.join(table_dir, f"crawl={_hive_escape(crawl)}", f"subset={_hive_escape(subset)}")
+def partition_name(crawl, subset):
+    """The directory of one partition in the table's: ``crawl=.../subset=...`` (Hive-escaped,
+    so that no value read from input makes a path outside the table)."""
+    return f"crawl={_hive_escape(crawl)}/subset={_hive_escape(subset)}"
 
 
 class _PartitionFile:
@@ -70,8 +75,9 @@ class _PartitionFile:
     once complete, a row group at a time; a row group's rows are held meanwhile as Arrow
     batches (several times smaller than the rows as Python objects)."""
 
-    def __init__(self, path, row_group_rows, compression, stack):
-        self.path, self.row_group_rows, self.compression = path, row_group_rows, compression
+    def __init__(self, table_dir, name, row_group_rows, compression, stack):
+        self.name, self.path = name, storage.join(table_dir, name)
+        self.row_group_rows, self.compression = row_group_rows, compression
         self.stack = stack
         self.rows_held, self.batches, self.batched = [], [], 0
         self.writer = None
@@ -112,14 +118,21 @@ class _PartitionFile:
             return
         schema = arrow_schema()
         if self.writer is None:
-            fh = self.stack.enter_context(storage.open_atomic(self.path))
+            self.fh = self.stack.enter_context(storage.open_atomic(self.path))
             self.writer = self.stack.enter_context(pq.ParquetWriter(
-                fh, schema, compression=self.compression, write_page_index=True,
+                self.fh, schema, compression=self.compression, write_page_index=True,
                 sorting_columns=[pq.SortingColumn(0)]))
         self.writer.write_table(pa.Table.from_batches(self.batches, schema=schema),
                                 row_group_size=self.row_group_rows)
         self.rows += self.batched
         self.batches, self.batched = [], 0
+
+    def close(self):
+        """Write the last row group and the file's footer; the file's size. (The file
+        appears under its name when the stack ends without an error.)"""
+        self.flush()
+        self.writer.close()
+        return self.fh.tell()
 
 
 class ShardTable:
@@ -133,7 +146,7 @@ class ShardTable:
     """
 
     def __init__(self, table_dir, shard, collection, row_group_rows=ROW_GROUP_ROWS,
-                 compression=DEFAULT_COMPRESSION):
+                 compression=COMPRESSIONS[0]):
         if row_group_rows < 1:
             raise ValueError(f"row_group_rows must be >= 1, got {row_group_rows}")
         if compression not in COMPRESSIONS:
@@ -143,25 +156,23 @@ class ShardTable:
         self.row_group_rows, self.compression = row_group_rows, compression
         self.partitions = {}
         self.lines = 0
-        self.stats = {"rows": 0, "lines": 0, "files": [], "error_count": 0, "errors": []}
+        self.stats = {"rows": 0, "lines": 0, "files": [], "bytes": 0, "error_count": 0,
+                      "errors": []}
         self._stack = contextlib.ExitStack()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        if exc[0] is None:
-            try:
-                for partition in self.partitions.values():
-                    partition.flush()
-            except BaseException as failure:
-                self._stack.__exit__(type(failure), failure, failure.__traceback__)
-                raise
-        self._stack.__exit__(*exc)
-        if exc[0] is None:
-            self.stats["lines"] = self.lines
-            self.stats["rows"] = sum(p.rows for p in self.partitions.values())
-            self.stats["files"] = sorted(p.path for p in self.partitions.values())
+        if exc[0] is not None:
+            self._stack.__exit__(*exc)  # nothing appears
+            return False
+        with self._stack:
+            self.stats["bytes"] = sum(p.close() for p in self.partitions.values())
+        self.stats["lines"] = self.lines
+        self.stats["rows"] = sum(p.rows for p in self.partitions.values())
+        # relative to the table's directory: the same once it is published elsewhere
+        self.stats["files"] = sorted(p.name for p in self.partitions.values())
         return False
 
     def add(self, line):
@@ -177,9 +188,9 @@ class ShardTable:
         where = row[-2:]
         partition = self.partitions.get(where)
         if partition is None:
-            path = storage.join(partition_dir(self.table_dir, *where), part_name(self.shard))
             partition = self.partitions[where] = _PartitionFile(
-                path, self.row_group_rows, self.compression, self._stack)
+                self.table_dir, f"{partition_name(*where)}/{part_name(self.shard)}",
+                self.row_group_rows, self.compression, self._stack)
         partition.add(row)
 
     def _error(self, line, reason):
@@ -189,22 +200,23 @@ class ShardTable:
                                          "key": line.split(" ", 1)[0][:200], "reason": reason})
 
 
-class ExportSummary:
-    """What an export wrote: ``shards``, ``lines``, ``rows``, ``files``, ``bytes``, the
-    ``errors`` kept (and ``error_count``), ``seconds``."""
+class TableSummary:
+    """What the tasks of a run wrote into a table (from each ``ShardTable``'s stats):
+    ``shards``, ``lines``, ``rows``, ``files`` (relative to ``table_dir``), ``bytes``, the
+    ``errors`` kept (and ``error_count``)."""
 
-    def __init__(self, out_dir):
-        self.out_dir = out_dir
+    def __init__(self, table_dir, shard_stats=()):
+        self.table_dir = table_dir
         self.shards = self.lines = self.rows = self.bytes = self.error_count = 0
         self.files, self.errors = [], []
-        self.seconds = 0.0
+        for stats in shard_stats:
+            self.add(stats)
 
     def add(self, stats):
         self.shards += 1
-        self.lines += stats["lines"]
-        self.rows += stats["rows"]
+        for total in ("lines", "rows", "bytes", "error_count"):
+            setattr(self, total, getattr(self, total) + stats[total])
         self.files += stats["files"]
-        self.error_count += stats["error_count"]
         self.errors += stats["errors"][:ERRORS_KEPT - len(self.errors)]
 
 
@@ -219,53 +231,3 @@ def default_collection(location):
     if names[-1:] == ["cluster"]:
         names.pop()
     return names[-1] if names and names[-1] else "default"
-
-
-def export_cluster(location, out_dir, collection=None, row_group_rows=ROW_GROUP_ROWS,
-                   compression=DEFAULT_COMPRESSION, progress=None):
-    """Write the table of the cluster at ``location`` (as ``query.open_cluster`` takes it)
-    into ``out_dir``; return an ``ExportSummary``.
-
-    A local table is written into a fresh directory beside ``out_dir`` and put in its place
-    once complete (a table already there stays until then); on S3 ``out_dir`` must hold
-    nothing yet, and what a failed export wrote there is removed. ``collection`` is the crawl of rows that are not Common Crawl's (default:
-    ``default_collection(location)``). ``progress(lines)`` is called now and then.
-    """
-    from .pipeline import _swap_in
-    from .query import open_cluster
-    started = time.monotonic()
-    cluster = open_cluster(location, EXPORT_BLOCKS_PER_READ)
-    collection = collection or default_collection(location)
-    out_dir = storage.abspath(out_dir)
-    remote = storage.is_remote(out_dir)
-    if remote:
-        if next(iter(storage.list_files(out_dir)), None) is not None:
-            raise FileExistsError(f"{out_dir} is not empty: export a table to a new prefix "
-                                  "(S3 has no rename with which to replace one whole)")
-        building = out_dir
-    else:
-        parent = os.path.dirname(out_dir)
-        os.makedirs(parent, exist_ok=True)
-        building = storage.make_temp_dir(parent, ".table-build-")
-    summary = ExportSummary(out_dir)
-    done = False
-    try:
-        for shard, (_, lines) in enumerate(cluster.shards()):
-            with ShardTable(building, shard, collection, row_group_rows, compression) as table:
-                for count, line in enumerate(lines, 1):
-                    table.add(line)
-                    if progress is not None and not count % 10000:
-                        progress(summary.lines + count)
-            summary.add(table.stats)
-            if progress is not None:
-                progress(summary.lines)
-        summary.bytes = sum(storage.size(path) for path in summary.files)
-        if not remote:
-            _swap_in(building, out_dir)
-            summary.files = [out_dir + path[len(building):] for path in summary.files]
-        done = True
-    finally:
-        if not done:  # on S3 too: the prefix was empty
-            storage.remove_tree(building)
-    summary.seconds = time.monotonic() - started
-    return summary

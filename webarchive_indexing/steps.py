@@ -2,21 +2,21 @@
 
 * ``index_archive``: one WARC/ARC file -> its sorted ``.cdx.gz``;
 * ``write_splits``: the sampled split points -> ``splits.txt`` and ``splits.seq``;
-* ``write_shard``: the sorted lines of one shard -> ``cdx-NNNNN.gz`` and ``part-NNNNN``;
+* ``write_shard``: the sorted lines of one shard -> ``cdx-NNNNN.gz`` and ``part-NNNNN``
+  (and the shard's files of a columnar table);
 * ``finalize_cluster``: every shard checked -> ``cluster.loc``, ``cluster.root``, then ``cluster.idx``.
 
 Each writes through ``storage``, so an output either exists whole or not at all.
 """
+import contextlib
 import gzip
 import io
 import json
-import re
 
 from . import cdx, seqfile, splits, storage, zipnum
 from .inputs import cdx_name
 
 ERRORS_SUFFIX = ".errors.json"
-ON_ERROR = ("fail", "skip")
 
 
 class IndexingFailed(Exception):
@@ -32,8 +32,8 @@ def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error=
                   cdx_fields="pywb"):
     """Index one archive into ``cdx_dir/<name>.cdx.gz``; return a status dict.
 
-    With ``on_error="skip"`` the records read before (and, in record-by-record
-    gzipped files, after) a problem are written, and the problems are recorded
+    With ``on_error="skip"`` the records read before and after a problem are
+    written, and the problems are recorded
     beside the CDX file in ``.errors.json``, which also makes the next run with
     ``skip_existing`` index the file again instead of trusting a partial CDX.
     ``cdx_fields`` as ``cdx.index_file`` takes it.
@@ -67,17 +67,6 @@ def _size(path):
         return 0
 
 
-# urlkey, timestamp, then the rest; anything else in a CDX directory is not an index line
-# (the `` CDX N b a ...`` header, blank lines, the lines of an .errors.json report, which
-# Hadoop reads too when it is given the whole directory)
-CDX_LINE = re.compile(r"\S+ \d+ ")
-
-
-def is_cdx_line(line):
-    """Whether ``line`` (from a CDX file, or anything beside one) belongs in a cluster."""
-    return CDX_LINE.match(line) is not None
-
-
 def shard_key(shard):
     """The map output key of a line of shard ``shard`` in the cluster job."""
     return "%05d" % shard
@@ -105,21 +94,29 @@ def read_splits(splits_path):
     return splits.parse_splits(storage.read_bytes(splits_path).decode("utf-8"))
 
 
-def write_shard(shard, lines, cluster_dir, lines_per_block=zipnum.LINES_PER_BLOCK):
+def write_shard(shard, lines, cluster_dir, lines_per_block=zipnum.LINES_PER_BLOCK, table=None):
     """Write one shard from its sorted lines (str, no newline); return its stats.
 
     The shard file is published before its part file, so an index line never
-    points at a shard that is not there.
+    points at a shard that is not there. With ``table`` (a ``columnar.Table``) the
+    same lines also become the shard's files of that table (their stats: ``"table"``).
     """
     name = zipnum.shard_name(shard)
-    with storage.open_atomic(storage.join(cluster_dir, name)) as fh:
+    with contextlib.ExitStack() as stack:
+        fh = stack.enter_context(storage.open_atomic(storage.join(cluster_dir, name)))
         writer = zipnum.ShardWriter(fh, name, lines_per_block)
+        rows = None if table is None else stack.enter_context(table.shard(shard))
         for line in lines:
             writer.add(line.encode("utf-8") + b"\n")
+            if rows is not None:
+                rows.add(line)
         part = writer.close()
     storage.write_atomic(storage.join(cluster_dir, zipnum.part_name(shard)), part)
-    return {"shard": shard, "lines": writer.lines, "blocks": writer.blocks,
-            "bytes": writer.bytes_written}
+    stats = {"shard": shard, "lines": writer.lines, "blocks": writer.blocks,
+             "bytes": writer.bytes_written}
+    if rows is not None:
+        stats["table"] = rows.stats
+    return stats
 
 
 class ClusterIncomplete(Exception):

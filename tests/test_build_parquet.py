@@ -1,0 +1,196 @@
+"""``build --parquet`` and ``build --cdx-fields cc`` on every engine: the table written by
+the cluster job's tasks from the shards' own lines is the table ``export --format
+parquet`` makes of the cluster published (the same files, byte for byte), and Common
+Crawl's fields reach the cluster's lines through each engine.
+"""
+import gzip
+import os
+
+import pytest
+
+import s3server
+from tables import CC_LAYOUT, assert_same_tables, lay_out_cc_excerpts, table_files, table_rows
+from webarchive_indexing import cdx
+from webarchive_indexing import corpus as corpus_mod
+from webarchive_indexing.build import build
+from webarchive_indexing.cli import main
+from webarchive_indexing.export import export_table
+from webarchive_indexing.options import BuildOptions, TableOptions, UsageError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# a build's table options, and the same for the export it is compared with
+TABLE = {"row_group_rows": 40, "parquet_compression": "zstd"}
+
+
+@pytest.fixture(scope="module")
+def archives(tmp_path_factory):
+    """Real Common Crawl excerpts under crawl-data paths, a wget archive and a generated
+    corpus (2 WARC files, 1 ARC file)."""
+    root = lay_out_cc_excerpts(tmp_path_factory.mktemp("archives"))
+    corpus_mod.make_corpus(root / "gen", files=2, captures=100, seed=41)
+    corpus_mod.make_corpus(root / "gen", files=1, captures=60, seed=42, fmt="arc")
+    for name in os.listdir(root / "gen"):
+        if name.endswith(".jsonl"):
+            os.remove(root / "gen" / name)
+    return root
+
+
+def cluster_lines(out):
+    lines = []
+    for name in sorted(os.listdir(out / "cluster")):
+        if name.startswith("cdx-"):
+            data = (out / "cluster" / name).read_bytes()
+            lines += gzip.decompress(data).decode("utf-8").splitlines(True) if data else []
+    return lines
+
+
+def expected_lines(root):
+    """The lines of every archive under ``root`` as ``cdx --cdx-fields cc`` makes them."""
+    lines = []
+    for directory, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(directory, name)
+            lines += cdx.index_file(path, os.path.relpath(path, root), cdx_fields="cc").lines
+    return sorted(lines)
+
+
+def check_build(summary, out, table, archives):
+    """The cluster holds Common Crawl's fields; the table is export's of the cluster."""
+    lines = cluster_lines(out)
+    assert lines == expected_lines(archives) and len(lines) == summary.lines > 250
+    assert sum('"languages": ' in line for line in lines) > 10
+    assert summary.table.rows == summary.table.lines == len(lines)
+    assert summary.table.error_count == 0 and summary.table.files
+    assert summary.table.bytes == sum((table / name).stat().st_size for name in summary.table.files)
+    exported = export_table(str(out), str(out.parent / "exported"), TableOptions(**TABLE))
+    assert exported.rows == len(lines)
+    assert_same_tables(table, out.parent / "exported")
+    return lines
+
+
+@pytest.fixture(scope="module")
+def mrjob_build(tmp_path_factory, archives):
+    """mrjob's local runner (the default engine): the table written in the cluster job's
+    reducers, in their own processes."""
+    base = tmp_path_factory.mktemp("mrjob")
+    summary = build([str(archives)], str(base / "out"), BuildOptions(
+        shards=3, lines_per_block=25, runner="local", cdx_fields="cc",
+        parquet=str(base / "table"), **TABLE))
+    return base, summary
+
+
+def test_mrjob_build_parquet_is_the_export_of_its_cluster(mrjob_build, archives):
+    base, summary = mrjob_build
+    check_build(summary, base / "out", base / "table", archives)
+    partitions = {(row["crawl"], row["subset"]) for row in table_rows(base / "table")}
+    # rows of archives that are not Common Crawl's are in the crawl named by the output
+    assert partitions == {("CC-MAIN-2024-22", "warc"), ("CC-MAIN-2020-34", "warc"),
+                          ("CC-MAIN-2018-05", "warc"), ("CC-MAIN-2018-05", "crawldiagnostics"),
+                          ("out", "warc")}
+    assert not [name for name in os.listdir(base) if name.startswith(".table-build-")]
+
+
+def test_spark_build_parquet_is_the_same_table(tmp_path, spark, mrjob_build, archives):
+    """Spark's partition writer writes the same files as mrjob's reducers."""
+    summary = build([str(archives)], str(tmp_path / "out"), BuildOptions(
+        shards=3, lines_per_block=25, runner="spark", spark_context=spark, cdx_fields="cc",
+        parquet=str(tmp_path / "table"), **TABLE))
+    check_build(summary, tmp_path / "out", tmp_path / "table", archives)
+    assert_same_tables(mrjob_build[0] / "table", tmp_path / "table")
+
+
+def test_inline_build_from_the_command_line(tmp_path, archives, capsys):
+    table = tmp_path / "table"
+    args = ["build", str(archives), "-o", str(tmp_path / "out"), "--shards", "2",
+            "--runner", "inline", "--cdx-fields", "cc", "--parquet", str(table), "--no-progress"]
+    assert main(args + ["--crawl", "my-crawl", "--row-group-rows", "100",
+                        "--parquet-compression", "gzip"]) == 0
+    err = capsys.readouterr().err
+    lines = cluster_lines(tmp_path / "out")
+    assert lines == expected_lines(archives)
+    files = table_files(table)
+    assert f"table:    {len(lines)} rows from {len(lines)} lines, {len(files)} Parquet files" in err
+    assert "crawl=my-crawl/subset=warc/part-00000.parquet" in files
+    assert f"read_parquet('{table}/*/*/*.parquet', hive_partitioning = true)" in err
+    rows = table_rows(table)
+    assert len(rows) == len(lines)
+    assert {row["crawl"] for row in rows if not row["warc_filename"].startswith("crawl-data/")} \
+        == {"my-crawl"}
+    # a second build replaces the table whole
+    before = {name: (table / name).read_bytes() for name in files}
+    assert main(args) == 0
+    capsys.readouterr()
+    assert {p.parent.parent.name for p in table.rglob("*.parquet")} == {"crawl=out", *{
+        f"crawl={where.split('/')[1]}" for where in CC_LAYOUT.values() if "crawl-data" in where}}
+    assert before != {name: (table / name).read_bytes() for name in table_files(table)}
+
+
+def test_the_spark_entry_script_takes_the_options():
+    from jobs.spark_build import parser
+    args = parser().parse_args(["w", "-o", "out", "--cdx-fields", "cc", "--parquet", "t",
+                                "--crawl", "c", "--row-group-rows", "9"])
+    options = BuildOptions.from_args(args, runner="spark")
+    assert (options.cdx_fields, options.parquet, options.crawl, options.row_group_rows,
+            options.parquet_compression) == ("cc", "t", "c", 9, "zstd")
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--cdx-fields", "cc", "--cdx-format", "cdx11"], "--cdx-fields cc needs --cdx-format cdxj"),
+    (["--parquet", "{out}/cluster/t"], "would mix with or replace"),
+    (["--parquet", "{out}"], "would mix with or replace"),
+    (["--parquet", "{out}/cdx"], "would mix with or replace"),
+])
+def test_options_that_cannot_work(tmp_path, archives, capsys, extra, message):
+    out = tmp_path / "out"
+    extra = [arg.format(out=out) for arg in extra]
+    assert main(["build", str(archives / "gen"), "-o", str(out), "--runner", "inline",
+                 "--no-progress", *extra]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_local_table_needs_tasks_here(tmp_path, archives):
+    """On Hadoop the tasks write the table: a local directory would end up on its nodes."""
+    with pytest.raises(UsageError, match="give an s3:// or hdfs:// directory"):
+        build([str(archives / "gen")], str(tmp_path / "out"), BuildOptions(
+            runner="hadoop", parquet=str(tmp_path / "table")))
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_a_failed_build_publishes_no_table(tmp_path, archives, capsys):
+    """A build that publishes no cluster publishes no table, and leaves the table there."""
+    table = tmp_path / "table"
+    table.mkdir()
+    (table / "old.parquet").write_bytes(b"the table before")
+    broken = tmp_path / "warcs"
+    broken.mkdir()
+    data = (archives / CC_LAYOUT["iipc+jwarc__cc.warc.gz"]).read_bytes()
+    (broken / "cut.warc.gz").write_bytes(data[:len(data) // 2])
+    assert main(["build", str(broken), "-o", str(tmp_path / "out"), "--runner", "inline",
+                 "--parquet", str(table), "--no-progress"]) == 1
+    assert "no cluster was built" in capsys.readouterr().err
+    assert table_files(table) == ["old.parquet"]
+    assert sorted(os.listdir(tmp_path)) == ["out", "table", "warcs"]
+
+
+@pytest.fixture(scope="module")
+def s3():
+    with s3server.running():
+        yield
+
+
+def test_build_parquet_to_s3(tmp_path, archives, s3, capsys):
+    """A table on S3 goes into an empty prefix, and is never written over."""
+    bucket = s3server.new_bucket()
+    args = ["build", str(archives / "gen"), "-o", bucket + "/out", "--runner", "inline",
+            "--parquet", bucket + "/table", "--no-progress", *(
+                f"--{k.replace('_', '-')}={v}" for k, v in TABLE.items())]
+    assert main(args) == 0
+    capsys.readouterr()
+    s3server.download_tree(bucket + "/table", str(tmp_path / "table"))
+    s3server.download_tree(bucket + "/out/cluster", str(tmp_path / "out" / "cluster"))
+    export_table(str(tmp_path / "out"), str(tmp_path / "exported"), TableOptions(**TABLE))
+    assert_same_tables(tmp_path / "table", tmp_path / "exported")
+    assert main(args) == 2
+    assert "is not empty: write the table to a new prefix" in capsys.readouterr().err
+    assert table_files(tmp_path / "table") == ["crawl=out/subset=warc/part-00000.parquet"]
