@@ -3,6 +3,7 @@ and Spark SQL, every column checked against the CDX line it came from; Common Cr
 extra CDXJ fields (``--cdx-fields cc``); the SQL of docs/columnar.md, run as written.
 """
 import datetime
+import io
 import json
 import os
 import re
@@ -593,7 +594,7 @@ def test_doc_command_lines(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     shutil.copytree(os.path.join(ROOT, "samples"), "samples")
     blocks = doc_blocks("webarchive-index")
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     build, export = blocks[0].splitlines()
     assert main(build.split()[1:]) == 0
     built = {str(p): p.read_bytes() for p in Path("table").rglob("*.parquet")}
@@ -604,9 +605,39 @@ def test_doc_command_lines(tmp_path, monkeypatch, capsys):
         (cluster_lines,)]
     assert cluster_lines > 30 and len(built) == 4
     capsys.readouterr()
-    (command,) = blocks[1].splitlines()
+    (command,) = blocks[2].splitlines()
     assert main(command.split()[1:]) == 0
     assert [capsys.readouterr().out] == doc_blocks("org,wikipedia")
+
+
+def test_doc_copy_from_a_query(cc_table, monkeypatch, capsys):
+    """The records of a DuckDB query of a table, written as a CSV, copied as written."""
+    base, root, lines, _ = cc_table
+    monkeypatch.chdir(base)
+    con = duckdb.connect()
+    (query,) = [block for block in doc_blocks("-- DuckDB") if "records.csv" in block]
+    con.execute(query)
+    expected = con.sql("SELECT warc_filename, warc_record_offset, warc_record_length "
+                       "FROM read_csv('records.csv')").fetchall()
+    assert len(expected) > 10
+    check, copy = doc_blocks("webarchive-index")[1].splitlines()
+    assert main(check.split()[1:]) == 0
+    total = capsys.readouterr().out.splitlines()[-1].split()
+    assert total[:3] == [str(len(expected)), str(len({f for f, _, _ in expected})),
+                         str(sum(n for _, _, n in expected))]
+    assert main(copy.split()[1:]) == 0
+    copied = []
+    for warc in sorted(Path("extract").glob("*.warc.gz")):
+        with open(warc, "rb") as fh:
+            copied += [record.rec_headers.get_header("WARC-Record-ID")
+                       for record in ArchiveIterator(fh) if record.rec_type != "warcinfo"]
+    sources = []
+    for filename, offset, length in expected:
+        with open(root / filename, "rb") as fh:
+            fh.seek(offset)
+            record = next(ArchiveIterator(io.BytesIO(fh.read(length))))
+            sources.append(record.rec_headers.get_header("WARC-Record-ID"))
+    assert copied == sources  # every record, once, in the file's order
 
 
 def test_doc_duckdb_sql(cc_table, monkeypatch):

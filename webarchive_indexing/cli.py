@@ -155,14 +155,16 @@ def _copy_parser(sub, help_line):
     copy = sub.add_parser(
         "copy", help=help_line,
         description="Find the captures of domains, host names or URL prefixes in a cluster "
-                    "and copy their records (one ranged read each) into new .warc.gz files, "
-                    "each with its own CDXJ index. 'check' counts what a copy takes; 'copy' "
+                    "(or take the records a CSV file names, such as a query of a columnar "
+                    "index gives) and copy their records (one ranged read each) into new "
+                    ".warc.gz files, each with its own CDXJ index. 'check' counts what a copy "
+                    "takes; 'copy' "
                     "plans and copies; 'plan' and 'status' are the first and last steps on "
                     "their own (scripts/runremotecopy.sh runs the copy job on Hadoop/EMR "
                     "between them).",
         epilog=COPY_SELECTION_HELP)
     actions = copy.add_subparsers(dest="copy_command", required=True, metavar="ACTION")
-    selection = (o.COPY_CLUSTER, o.DOMAINS, o.DOMAINS_FILE)
+    selection = (o.COPY_CLUSTER, o.DOMAINS, o.DOMAINS_FILE, o.RECORDS_CSV)
     plan_options = (o.COPY_OUTPUT, o.RECORDS_PER_FILE, o.NAME_PREFIX)
 
     check = actions.add_parser(
@@ -343,19 +345,27 @@ def _finalize(args):
 
 def _copy_check(args):
     from .progress import human
-    from .extract import check, read_selection
+    from .extract import check, check_source, read_selection
+    from .extract.csvrecords import check as check_csv
     from .query import open_cluster
-    inputs = read_selection(args.domains, args.domains_file)
-    per_input, total = check(open_cluster(args.location), inputs)
+    check_source(args.location, args.domains, args.domains_file, args.records_csv)
+    if args.records_csv:
+        total = check_csv(args.records_csv)
+        inputs = [(args.records_csv, "records")]
+        per_input = [total]
+    else:
+        selection = read_selection(args.domains, args.domains_file)
+        per_input, total = check(open_cluster(args.location), selection)
+        inputs = [(i.text, i.kind) for i in selection]
     out = sys.stdout
     if args.json:
-        json.dump({"inputs": [{"input": i.text, "kind": i.kind, **t.as_dict()}
-                              for i, t in zip(inputs, per_input)],
+        json.dump({"inputs": [{"input": text, "kind": kind, **t.as_dict()}
+                              for (text, kind), t in zip(inputs, per_input)],
                    "total": total.as_dict()}, out, indent=1)
         out.write("\n")
         return EXIT_OK
-    rows = [(t.captures, t.warc_files, t.bytes, human(t.bytes), i.text)
-            for i, t in zip(inputs, per_input)]
+    rows = [(t.captures, t.warc_files, t.bytes, human(t.bytes), text)
+            for (text, _), t in zip(inputs, per_input)]
     rows.append((total.captures, total.warc_files, total.bytes, human(total.bytes),
                  "total (each record once)"))
     out.write(f"{'captures':>10} {'WARC files':>10} {'bytes':>14} {'size':>9}  input\n")
@@ -365,13 +375,8 @@ def _copy_check(args):
 
 
 def _copy_plan(args):
-    from .extract import ensure_plan, read_selection
-    from .extract.plan import check_output, listing_path
-    from .query import open_cluster
-    inputs = read_selection(args.domains, args.domains_file)
-    check_output(args.output)
-    plan = ensure_plan(lambda: open_cluster(args.location), args.location, inputs, args.output,
-                       args.records_per_file, args.name_prefix)
+    from .extract.plan import listing_path, plan_copy
+    plan = plan_copy(args)
     _print_copy_plan(plan, sys.stderr)
     if plan.chunks:  # nothing printed: nothing to copy
         sys.stdout.write(listing_path(plan.output) + "\n")

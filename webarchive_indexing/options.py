@@ -253,8 +253,15 @@ SHOW_NUM_PAGES = Flag("show-num-pages", False,
                       '{"pages": ..., "pageSize": ..., "blocks": ...}', "print the lines (default)")
 
 # copy
-COPY_CLUSTER = CLUSTER.but(help="the cluster: a build's output directory, its cluster/ directory "
-                                "or cluster.idx (local, s3:// or http(s)://)")
+COPY_CLUSTER = CLUSTER.but(nargs="?", help="the cluster: a build's output directory, its "
+                                           "cluster/ directory or cluster.idx (local, s3:// "
+                                           "or http(s)://); not with --records-csv")
+RECORDS_CSV = Option("--records-csv", metavar="FILE",
+                     help="instead of a cluster and a selection: the records a CSV file names "
+                          "(local or s3://), as Common Crawl's WARC export takes a SQL result: "
+                          "the columns url, warc_filename, warc_record_offset and "
+                          "warc_record_length, found by a header naming them (else the first "
+                          "four, in this order); each record once, in the file's order")
 DOMAINS = Option("--domains", action="append", default=[], metavar="LIST",
                  help="comma-separated domains, host names or URL prefixes (repeatable)")
 DOMAINS_FILE = Option("--domains-file", action="append", default=[], metavar="FILE",
@@ -376,6 +383,6 @@ class BuildOptions(Options):
 
 class CopyOptions(Options):
     """What ``webarchive-index copy copy`` copies, where to, and with which engine."""
-    OPTIONS = (COPY_CLUSTER, DOMAINS, DOMAINS_FILE, COPY_OUTPUT, RECORDS_PER_FILE, NAME_PREFIX,
-               WARC_PREFIX, THREADS, RETRIES, PROGRESS, *ENGINE)
+    OPTIONS = (COPY_CLUSTER, DOMAINS, DOMAINS_FILE, RECORDS_CSV, COPY_OUTPUT, RECORDS_PER_FILE,
+               NAME_PREFIX, WARC_PREFIX, THREADS, RETRIES, PROGRESS, *ENGINE)
     EXTRA = {"spark_context": None}
