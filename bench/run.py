@@ -236,19 +236,34 @@ def first_difference(ours, theirs):
 
 
 def build(paths, repeat, ours_bin):
-    """Time `webarchive-index build` of the corpus directory (local runner, all cores)."""
-    out_dir = os.path.join(TMP, "build")
+    """Time `webarchive-index build` of the corpus directory (default engine, all cores),
+    alone and with `--parquet` (the columnar table from the same run), round by round; the
+    two rows. The cluster stays in TMP/build, the table in TMP/build-table."""
+    out_dir, table = os.path.join(TMP, "build"), os.path.join(TMP, "build-table")
     argv = [os.path.join(ours_bin, "webarchive-index"), "build", os.path.dirname(paths[0]), "-o", out_dir,
             "--shards", "4", "--no-skip-existing", "--no-progress"]
-    wall, cpu = [], []
+    commands = {f"build --shards 4 ({os.cpu_count()} cores)": argv,
+                "build --shards 4 --parquet": argv + ["--parquet", table]}
+    wall = {name: [] for name in commands}
+    cpu = {name: [] for name in commands}
     for _ in range(repeat):
-        shutil.rmtree(out_dir, ignore_errors=True)
-        w, c, stderr = time_command(argv)
-        wall.append(w)
-        cpu.append(c)
+        for name, command in commands.items():
+            shutil.rmtree(out_dir, ignore_errors=True)
+            w, c, stderr = time_command(command)
+            wall[name].append(w)
+            cpu[name].append(c)
     lines = re.search(r"(\d+) CDX lines", stderr)
-    return row("whole corpus", f"build --shards 4 ({os.cpu_count()} cores)", argv, paths,
-               wall, cpu, int(lines.group(1)) if lines else None)
+    return [row("whole corpus", name, command, paths, wall[name], cpu[name],
+                int(lines.group(1)) if lines else None) for name, command in commands.items()]
+
+
+def same_tables(ours, theirs):
+    """Whether two tables hold the same files, byte for byte."""
+    names = sorted(os.path.relpath(p, ours) for p in _files(ours))
+    if names != sorted(os.path.relpath(p, theirs) for p in _files(theirs)):
+        return False
+    return all(open(os.path.join(ours, n), "rb").read() == open(os.path.join(theirs, n), "rb").read()
+               for n in names)
 
 
 # Runs a command and prints its peak memory (KiB, of its largest process) on stderr, last
@@ -401,8 +416,12 @@ def report(rows, ratio, verdicts, meta):
         print(f"correctness: ours == pywb `cdx-indexer -s -j` byte for byte, all {len(verdicts)} files")
 
 
-def report_columnar(exports, pruning):
+def report_columnar(exports, pruning, build_row, parquet_row):
     print()
+    print(f"build --parquet vs build, the same run (median of {len(build_row['wall'])}): "
+          f"{statistics.median(parquet_row['wall']) / statistics.median(build_row['wall']):.2f}x "
+          f"wall, {statistics.median(parquet_row['cpu']) / statistics.median(build_row['cpu']):.2f}x "
+          "CPU (the table equals export's of the cluster, byte for byte)")
     print("{:<22} {:>9} {:>8} {:>9} {:>10} {:>12} {:>8} {:>9}".format(
         "columnar index", "lines", "best s", "median s", "lines/s", "lines/cpu-s", "peak MB",
         "table MB"))
@@ -462,14 +481,19 @@ def main(argv=None):
     rows.update(pywb_rows)
     if len(files) > 1:
         add_sums(rows, files)
-    print("timing build ...", flush=True)
-    build_row = build(paths, args.repeat, ours_bin)
+    print("timing build and build --parquet ...", flush=True)
+    build_row, parquet_row = build(paths, args.repeat, ours_bin)
     order = [*files, *(["sum of files"] if len(files) > 1 else []), *(g for g in groups if g not in files)]
     rows = {(g, n): rows[g, n] for g in order for n in ORDER if (g, n) in rows}
     rows["whole corpus", "build"] = build_row
+    rows["whole corpus", "build --parquet"] = parquet_row
     print("timing export --format parquet ...", flush=True)
     cluster_dir = os.path.join(TMP, "build")
-    exports = [export(cluster_dir, "whole corpus", build_row["lines"], args.repeat, ours_bin)[0]]
+    export_row, whole_table = export(cluster_dir, "whole corpus", build_row["lines"], args.repeat,
+                                     ours_bin)
+    exports = [export_row]
+    if not same_tables(whole_table, os.path.join(TMP, "build-table")):
+        sys.exit("build --parquet wrote another table than export of its cluster")
     scaled, scaled_lines, host_key = scaled_cluster(cluster_dir, args.scale)
     scaled_row, table = export(scaled, f"x{args.scale} hosts", scaled_lines, args.repeat, ours_bin)
     exports.append(scaled_row)
@@ -484,7 +508,7 @@ def main(argv=None):
             "files": args.files, "captures": args.captures, "mean_kb": args.mean_kb,
             "total_mb": total_mb(paths), "loadavg_1_5_15min": {"start": load_start, "end": os.getloadavg()}}
     report(rows, ratio, verdicts, meta)
-    report_columnar(exports, pruning)
+    report_columnar(exports, pruning, build_row, parquet_row)
     ok = not any(verdicts.values())
     with open(os.path.join(OUT, "results.json"), "w") as fh:
         json.dump({"meta": meta, "correct": ok, "mismatches": {g: v for g, v in verdicts.items() if v},
