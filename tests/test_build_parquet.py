@@ -149,6 +149,16 @@ def test_options_that_cannot_work(tmp_path, archives, capsys, extra, message):
     assert not out.exists()
 
 
+def test_export_never_writes_over_its_cluster(mrjob_build, capsys):
+    base, _ = mrjob_build
+    before = sorted(os.listdir(base / "out" / "cluster"))
+    for table in (base / "out", base / "out" / "cluster", base / "out" / "cluster" / "t"):
+        assert main(["export", str(base / "out"), "--format", "parquet", "-o", str(table),
+                     "--no-progress"]) == 2
+        assert "would mix with or replace" in capsys.readouterr().err
+    assert sorted(os.listdir(base / "out" / "cluster")) == before
+
+
 def test_a_local_table_needs_tasks_here(tmp_path, archives):
     """On Hadoop the tasks write the table: a local directory would end up on its nodes."""
     with pytest.raises(UsageError, match="give an s3:// or hdfs:// directory"):
