@@ -311,9 +311,9 @@ def scaled_cluster(cluster_dir, copies):
     """A larger cluster for the columnar measurements: every line of ``cluster_dir`` once per
     copy, its host given one more label (``h7.example.com``), 4 shards; returns (its
     directory, its line count, a host of it)."""
-    from webarchive_indexing.query import open_cluster
+    from webarchive_indexing.indexinputs import ZipNumCluster, cluster_index
     from webarchive_indexing.zipnum import write_cluster
-    base = [line.decode("utf-8") for _, shard in open_cluster(cluster_dir).shards() for line in shard]
+    base = [line.decode("utf-8") + "\n" for line in ZipNumCluster(cluster_index(cluster_dir)).lines()]
     url_host = re.compile(r'("url": "https?://)([^/:"]+)')
     lines = []
     for copy in range(copies):

@@ -24,6 +24,15 @@ CC_LAYOUT = {
 }
 
 
+def export_table(location, table_dir, **options):
+    """``export --format parquet`` of the cluster at ``location`` into ``table_dir``; the
+    ``columnar.TableSummary``."""
+    from webarchive_indexing.export import export
+    from webarchive_indexing.options import ExportOptions
+    return export(ExportOptions(location=location, output=table_dir, format="parquet",
+                                **options)).table
+
+
 def lay_out_cc_excerpts(root):
     """Copy the excerpts of ``CC_LAYOUT`` to their paths under ``root``; ``root``."""
     for name, where in CC_LAYOUT.items():

@@ -9,13 +9,13 @@ import os
 import pytest
 
 import s3server
-from tables import CC_LAYOUT, assert_same_tables, lay_out_cc_excerpts, table_files, table_rows
-from webarchive_indexing import cdx
+from tables import (CC_LAYOUT, assert_same_tables, export_table, lay_out_cc_excerpts, table_files,
+                    table_rows)
+from webarchive_indexing import cdx, zipnum
 from webarchive_indexing import corpus as corpus_mod
 from webarchive_indexing.build import build
 from webarchive_indexing.cli import main
-from webarchive_indexing.export import export_table
-from webarchive_indexing.options import BuildOptions, TableOptions, UsageError
+from webarchive_indexing.options import BuildOptions, UsageError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # a build's table options, and the same for the export it is compared with
@@ -62,7 +62,7 @@ def check_build(summary, out, table, archives):
     assert summary.table.rows == summary.table.lines == len(lines)
     assert summary.table.error_count == 0 and summary.table.files
     assert summary.table.bytes == sum((table / name).stat().st_size for name in summary.table.files)
-    exported = export_table(str(out), str(out.parent / "exported"), TableOptions(**TABLE))
+    exported = export_table(str(out), str(out.parent / "exported"), **TABLE)
     assert exported.rows == len(lines)
     assert_same_tables(table, out.parent / "exported")
     return lines
@@ -97,6 +97,23 @@ def test_spark_build_parquet_is_the_same_table(tmp_path, spark, mrjob_build, arc
         parquet=str(tmp_path / "table"), **TABLE))
     check_build(summary, tmp_path / "out", tmp_path / "table", archives)
     assert_same_tables(mrjob_build[0] / "table", tmp_path / "table")
+
+
+def test_build_parquet_of_a_cluster_input(tmp_path, mrjob_build):
+    """A cluster as build's input (its lines go into the new cluster as they are): the same
+    shards, so the same table."""
+    base, summary = mrjob_build
+    again = build([str(base / "out" / "cluster")], str(tmp_path / "again"), BuildOptions(
+        shards=3, lines_per_block=25, runner="inline", parquet=str(tmp_path / "table"),
+        crawl="out", **TABLE))
+    assert again.table.rows == summary.table.rows and not again.errors
+    assert_same_tables(base / "table", tmp_path / "table")
+
+
+def test_shard_numbers_name_the_table_files():
+    assert [zipnum.shard_number(name) for name in (
+        "cdx-00000.gz", "build-20261125T010203Z-x/cdx-00042.gz", "cdx-1.gz", "part-00001",
+        "shard.gz", "00001", "cdx-00001.gz.bak")] == [0, 42, 1, None, None, None, None]
 
 
 def test_inline_build_from_the_command_line(tmp_path, archives, capsys):
@@ -199,7 +216,7 @@ def test_build_parquet_to_s3(tmp_path, archives, s3, capsys):
     capsys.readouterr()
     s3server.download_tree(bucket + "/table", str(tmp_path / "table"))
     s3server.download_tree(bucket + "/out/cluster", str(tmp_path / "out" / "cluster"))
-    export_table(str(tmp_path / "out"), str(tmp_path / "exported"), TableOptions(**TABLE))
+    export_table(str(tmp_path / "out"), str(tmp_path / "exported"), **TABLE)
     assert_same_tables(tmp_path / "table", tmp_path / "exported")
     assert main(args) == 2
     assert "is not empty: write the table to a new prefix" in capsys.readouterr().err

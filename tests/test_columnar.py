@@ -23,13 +23,11 @@ from warcio.archiveiterator import ArchiveIterator
 import rangeserver
 import s3server
 from helpers import REAL, gunzip_text
-from tables import CC_LAYOUT, lay_out_cc_excerpts, table_rows
+from tables import CC_LAYOUT, export_table, lay_out_cc_excerpts, table_rows
 from webarchive_indexing import ccschema, cdx, records
 from webarchive_indexing.cli import main
 from webarchive_indexing.corpus import make_corpus
-from webarchive_indexing.export import export_table
-from webarchive_indexing.options import TableOptions
-from webarchive_indexing.query import open_cluster
+from webarchive_indexing.indexinputs import ZipNumCluster, cluster_index
 from webarchive_indexing.zipnum import write_cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -372,7 +370,7 @@ def cc_table(tmp_path_factory):
     root = lay_out_cc_excerpts(base / "warcs")
     lines = index_tree(str(root), CC_LAYOUT.values())
     make_cluster(lines, str(base / "out" / "cluster"), shards=3)
-    summary = export_table(str(base / "out"), str(base / "table"), TableOptions(row_group_rows=10))
+    summary = export_table(str(base / "out"), str(base / "table"), row_group_rows=10)
     return base, root, lines, summary
 
 
@@ -451,7 +449,7 @@ def corpus_table(tmp_path_factory):
     lines = index_tree(str(base / "warcs"), [os.path.basename(p) for p in paths])
     make_cluster(lines, str(base / "out" / "cluster"), shards=3, lines_per_block=20)
     summary = export_table(str(base / "out" / "cluster" / "cluster.idx"), str(base / "table"),
-                           TableOptions(crawl="generated", row_group_rows=50))
+                           crawl="generated", row_group_rows=50)
     return base, paths, lines, summary
 
 
@@ -600,7 +598,7 @@ def test_doc_command_lines(tmp_path, monkeypatch, capsys):
     built = {str(p): p.read_bytes() for p in Path("table").rglob("*.parquet")}
     assert main(export.split()[1:]) == 0
     assert built == {str(p): p.read_bytes() for p in Path("table").rglob("*.parquet")}
-    cluster_lines = sum(1 for _, shard in open_cluster("out").shards() for _ in shard)
+    cluster_lines = sum(1 for _ in ZipNumCluster(cluster_index("out")).lines())
     assert duckdb.sql("SELECT count(*) FROM read_parquet('table/*/*/*.parquet')").fetchall() == [
         (cluster_lines,)]
     assert cluster_lines > 30 and len(built) == 4

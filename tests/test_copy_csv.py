@@ -10,11 +10,11 @@ import duckdb
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from tables import export_table
 from test_copy import REPO, launcher_env, run_launcher
 from webarchive_indexing import cli, extract
 from webarchive_indexing.build import build
 from webarchive_indexing.corpus import make_corpus, read_manifest
-from webarchive_indexing.export import export_table
 from webarchive_indexing.extract.csvrecords import read_records
 from webarchive_indexing.options import BuildOptions
 

@@ -7,6 +7,7 @@ Layout of the output directory::
 
     out/archives.txt             the archives indexed, one path per line
     out/cdx/<name>.cdx.gz        one sorted CDX per archive (+ .errors.json if it had problems)
+    out/indexes/                 index inputs rewritten for the jobs, if any (see indexprep)
     out/splits.txt, splits.seq   the shards-1 split points, as text and Hadoop SequenceFile
     out/cluster/                 cdx-NNNNN.gz, part-NNNNN, cluster.idx, cluster.loc
     out/errors.json              every problem met, when there were any
@@ -18,7 +19,9 @@ each shard's lines as the files of a Parquet table in Common Crawl's columnar sc
 Inputs and the output may be local, on S3 (``s3://bucket/prefix``) or, on a Hadoop
 cluster, on HDFS (``hdfs:///path``, ``s3a://``; through ``hadoop fs``). The steps run
 as tasks of the engine ``options.runner`` (``engines``), which read archives and write
-CDX files, splits and shards themselves, through ``storage``. The cluster is published
+CDX files, splits and shards themselves, through ``storage``. Existing indexes among
+the inputs (``indexinputs``) add their lines to the cluster: read and checked first
+(``indexprep``), then sampled and written with the archives' CDX files. The cluster is published
 only once it is complete (``publish``), so a failed build leaves the previous cluster
 as it was.
 """
@@ -29,7 +32,8 @@ from dataclasses import dataclass, field
 
 from . import storage
 from .engines import open_engine
-from .inputs import ARCHIVE_EXTENSIONS, cdx_name, expand
+from .indexprep import open_sources, prepare
+from .inputs import ARCHIVE_EXTENSIONS, INDEX_EXTENSIONS, cdx_name, expand
 from .options import BuildOptions, UsageError, check_indexing
 from .progress import Progress
 from .publish import check_table_place, publish_cluster, staged_table
@@ -42,6 +46,8 @@ class Summary:
     out_dir: str
     archives: int = 0
     archives_skipped: int = 0
+    indexes: int = 0
+    index_lines: int = 0
     records: int = 0
     lines: int = 0
     input_bytes: int = 0
@@ -78,12 +84,15 @@ def build(inputs, out_dir, options=None):
     ``BuildOptions``) say; return a Summary.
 
     Every engine gives the same bytes. Raises BuildFailed (with the summary) when
-    ``options.on_error`` is "fail" and any archive had a problem, or when the cluster
+    ``options.on_error`` is "fail" and any input had a problem, or when the cluster
     could not be completed; nothing is published then. ``options.root_index`` publishes
-    ``cluster.root`` beside ``cluster.idx`` (see ``zipnum.root_index``).
+    ``cluster.root`` beside ``cluster.idx`` (see ``zipnum.root_index``). Index inputs go
+    into the cluster beside the archives' lines; ``options.cdx_format`` (None: the index
+    inputs' format, else cdxj) must be theirs, and ``options.legacy_prefix`` restricts
+    legacy URL indexes to the keys starting with it. InputError (before anything is
+    written) for inputs that cannot go in one cluster.
     """
     options = options or BuildOptions()
-    check_indexing(options)
     started = time.monotonic()
     progress = Progress(enabled=options.progress)
     out_dir = storage.abspath(out_dir)
@@ -91,15 +100,32 @@ def build(inputs, out_dir, options=None):
         check_table_place(options.parquet, storage.join(out_dir, "cluster"),
                           storage.join(out_dir, "cdx"))
     summary = Summary(out_dir)
-    archives, missing, _ = expand(inputs, options.input_root)
+    found = expand(inputs, options.input_root)
+    archives = found.archives
+    sources, open_errors, cdx_format = open_sources(found.indexes, options.cdx_format,
+                                                    options.legacy_prefix.encode("utf-8"))
+    check_indexing(options.cdx_fields, cdx_format)
     summary.errors = [{"file": path, "offset": 0, "reason": "no such file or directory"}
-                      for path in missing]
-    if not archives and not missing:
-        raise BuildFailed(f"no WARC/ARC files ({', '.join(ARCHIVE_EXTENSIONS)}) found in "
+                      for path in found.missing] + open_errors
+    summary.warnings = list(found.warnings)
+    if not archives and not found.indexes and not found.missing:
+        raise BuildFailed(f"no WARC/ARC files ({', '.join(ARCHIVE_EXTENSIONS)}) or indexes "
+                          f"({', '.join(INDEX_EXTENSIONS)}, cluster.idx) found in "
                           f"{' '.join(inputs)}", summary)
     storage.makedirs(out_dir)
     storage.write_atomic(storage.join(out_dir, "archives.txt"),
                          "".join(a.path + "\n" for a in archives).encode("utf-8"))
+    index_files = []
+    if sources:
+        done = []
+        progress.step(f"[1/3] reading {len(sources)} index inputs", count=lambda: len(done),
+                      total=len(sources))
+        index_files, errors, warnings, summary.index_lines = prepare(
+            sources, out_dir, options.on_error, done)
+        progress.done()
+        summary.indexes = len(sources)
+        summary.errors += errors
+        summary.warnings += warnings
     shards = options.shards
     with contextlib.ExitStack() as stack:
         table = None
@@ -113,8 +139,10 @@ def build(inputs, out_dir, options=None):
                              "on other machines: give an s3:// or hdfs:// directory")
         cdx_dir = storage.join(out_dir, "cdx")
         expected = [storage.join(cdx_dir, cdx_name(a.name)) for a in archives]
-        progress.step(f"[1/3] indexing {len(archives)} archives", **_progress_count(out_dir, expected))
-        statuses = engine.index(archives, cdx_dir, options.cdx_format, options.skip_existing,
+        if archives or not sources:
+            progress.step(f"[1/3] indexing {len(archives)} archives",
+                          **_progress_count(out_dir, expected))
+        statuses = engine.index(archives, cdx_dir, cdx_format, options.skip_existing,
                                 options.cdx_fields)
         progress.done()
         for status in statuses:
@@ -130,7 +158,7 @@ def build(inputs, out_dir, options=None):
             raise BuildFailed(f"{len(summary.errors)} problems in the input; no cluster was built "
                               "(use --on-error skip to index what is readable)", summary)
 
-        cdx_files = [s["cdx"] for s in statuses]
+        cdx_files = [s["cdx"] for s in statuses] + index_files
         progress.step(f"[2/3] sampling split points for {shards} shards")
         split_lines = engine.sample(cdx_files, shards, out_dir)
         progress.done()

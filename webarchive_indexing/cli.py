@@ -3,6 +3,7 @@
     webarchive-index build warcs/ -o out --shards 4
     webarchive-index query out 'example.com/*'
     webarchive-index cdx warcs/example.warc.gz
+    webarchive-index export out -o all.cdxj.gz
     webarchive-index corpus --out corpus --files 2 --captures 500
 
 Exit status: 0 done; 1 failed (nothing published); 2 bad usage; 3 done, but
@@ -74,14 +75,19 @@ def _parser(command=None):
 def _build_parser(sub, help_line):
     build = sub.add_parser(
         "build", help=help_line,
-        description="Index every archive (one sorted .cdx.gz each), sample split points and "
-                    "write a ZipNum cluster of --shards shards into OUTDIR/cluster.",
-        epilog="Output: OUTDIR/cdx/ (per-archive CDX), OUTDIR/splits.txt and splits.seq, "
+        description="Index every archive (one sorted .cdx.gz each), read every index input, "
+                    "sample split points and write a ZipNum cluster of --shards shards of all "
+                    "their lines into OUTDIR/cluster.",
+        epilog="Output: OUTDIR/cdx/ (per-archive CDX), OUTDIR/indexes/ (index inputs "
+               "rewritten for the jobs: clusters, legacy indexes, files of several gzip "
+               "members or with malformed lines), OUTDIR/splits.txt and splits.seq, "
                "OUTDIR/cluster/ (cdx-NNNNN.gz, part-NNNNN, cluster.idx, cluster.loc), "
-               "OUTDIR/errors.json when there were problems.")
-    o.add(build, o.INPUTS, o.OUTDIR, o.SHARDS, o.LINES_PER_BLOCK, o.RUNNER, o.SPARK_MASTER,
-          o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF, o.VERBOSE, o.PROGRESS, *o.INDEXING,
-          o.PARQUET, *o.TABLE)
+               "OUTDIR/errors.json when there were problems. Malformed lines of index inputs "
+               "are problems as unreadable records are (--on-error). With --parquet DIR, the "
+               "columnar table of the cluster's lines in DIR (see docs/columnar.md).")
+    o.add(build, o.BUILD_INPUTS, o.OUTDIR, o.SHARDS, o.LINES_PER_BLOCK, o.RUNNER,
+          o.SPARK_MASTER, o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF, o.VERBOSE, o.PROGRESS,
+          *o.BUILD_INDEXING, o.PARQUET, *o.TABLE)
 
 
 def _cdx_parser(sub, help_line):
@@ -96,21 +102,6 @@ def _cdx_parser(sub, help_line):
           o.ON_ERROR.but(help="fail (default): stop at the first unreadable archive; skip: "
                               "index what is readable and report the rest"),
           *o.INDEXING)
-
-
-def _export_parser(sub, help_line):
-    export = sub.add_parser(
-        "export", help=help_line,
-        description="Read every line of a cluster (ours or one Common Crawl publishes), in "
-                    "order, block by block, and write it as --format. parquet: a table in "
-                    "Common Crawl's columnar schema (cc-index-table's flat one, the same "
-                    "column names and types), partitioned as crawl=NAME/subset=SUBSET/ "
-                    "directories, one part-NNNNN.parquet per cluster shard and partition, "
-                    "rows in URL key order; DuckDB, Spark SQL, Athena, pyarrow and Polars "
-                    "read it (see docs/columnar.md).",
-        epilog="Exit status: 0 done, 1 failed (no table written), 2 bad usage, 3 done but "
-               "some lines could not become rows (listed).")
-    o.add(export, o.CLUSTER, o.EXPORT_FORMAT, o.EXPORT_OUTPUT, *o.TABLE, o.PROGRESS)
 
 
 def _query_parser(sub, help_line):
@@ -128,6 +119,24 @@ def _query_parser(sub, help_line):
           o.QUERY_OUTPUT, o.PAGE, o.PAGE_SIZE, o.SHOW_NUM_PAGES,
           o.VERBOSE.but(help="print every request made to a remote cluster on stderr",
                         off_help="print no requests (default)"))
+
+
+def _export_parser(sub, help_line):
+    export = sub.add_parser(
+        "export", help=help_line,
+        description="Stream every line of a ZipNum cluster (ours or one Common Crawl "
+                    "publishes), in order, into another index. cdx: one flat sorted index (for "
+                    "tools that read flat files: OpenWayback, pywb's CDX directories, "
+                    "sort/grep), to stdout, or to FILE, which appears only once complete. "
+                    "parquet: a table in Common Crawl's columnar schema (cc-index-table's flat "
+                    "one, the same column names and types), partitioned as "
+                    "crawl=NAME/subset=SUBSET/ directories, one part-NNNNN.parquet per shard "
+                    "and partition, rows in URL key order, into DIR, published whole; DuckDB, "
+                    "Spark SQL, Athena, pyarrow and Polars read it (see docs/columnar.md).",
+        epilog="Exit status: 0 done; 1 failed, nothing written (a cluster with a malformed "
+               "line or out of order fails); 2 bad usage; 3 (parquet) done, but some lines "
+               "could not become rows (listed).")
+    o.add(export, o.CLUSTER, o.EXPORT_OUTPUT, o.EXPORT_FORMAT, *o.TABLE, o.PROGRESS)
 
 
 def _finalize_parser(sub, help_line):
@@ -231,12 +240,18 @@ def _cdx(args):
     if args.output:
         from .steps import index_archive
     try:
-        o.check_indexing(args)
-        archives, missing, _ = expand(args.inputs, args.input_root)
+        o.check_indexing(args.cdx_fields, args.cdx_format)
+        found = expand(args.inputs, args.input_root)
     except (o.UsageError, InputError) as exc:
         sys.stderr.write(f"webarchive-index: {exc}\n")
         return EXIT_USAGE
-    errors = [{"file": m, "offset": 0, "reason": "no such file or directory"} for m in missing]
+    if found.indexes:
+        sys.stderr.write(f"webarchive-index cdx: {found.indexes[0].path} is an index, not an "
+                         "archive: cdx indexes archives (build takes indexes as input too)\n")
+        return EXIT_USAGE
+    archives = found.archives
+    errors = [{"file": m, "offset": 0, "reason": "no such file or directory"}
+              for m in found.missing]
     out = sys.stdout
     for archive in archives:
         if errors and args.on_error == "fail":
@@ -253,7 +268,7 @@ def _cdx(args):
             break
         out.write(header_line(args.cdx_format))
         out.writelines(result.lines)
-    print_problems(errors, sys.stderr)
+    print_problems(errors, sys.stderr, found.warnings)
     if errors:
         return EXIT_FAILED if args.on_error == "fail" else EXIT_PARTIAL
     return EXIT_OK
@@ -302,31 +317,30 @@ def _query(args):
 
 
 def _export(args):
-    from .export import export_table
-    from .progress import Progress
+    from .export import ExportFailed, export
+    from .indexinputs import IndexInputError
     from .report import print_table, query_table_hint
-    progress = Progress(enabled=args.progress)
-    lines = [0]
-
-    def show(count):
-        lines[0] = count
-
-    progress.step("exporting", lambda: f"{lines[0]} lines")
     try:
-        summary = export_table(args.location, args.output, o.TableOptions.from_args(args), show)
+        done = export(o.ExportOptions.from_args(args), sys.stdout.buffer)
+    except BrokenPipeError:  # a reader that stopped (| head): as every command, not a failure
+        raise
     except o.UsageError as exc:
         sys.stderr.write(f"webarchive-index export: {exc}\n")
         return EXIT_USAGE
-    except (OSError, ValueError) as exc:
-        sys.stderr.write(f"webarchive-index export: {exc}; no table was written\n")
+    except (ExportFailed, IndexInputError, OSError, ValueError) as exc:
+        written = "" if args.output else " (what was printed is incomplete)"
+        sys.stderr.write(f"webarchive-index export: {exc}{written}\n")
         return EXIT_FAILED
-    finally:
-        progress.done()
-    print_table(summary, sys.stderr)
-    rate = summary.lines / summary.seconds if summary.seconds else 0
-    sys.stderr.write(f"time:     {summary.seconds:.1f} s ({rate:.0f} lines/s)\n"
-                     f"\nquery it: {query_table_hint(summary)}\n")
-    return EXIT_PARTIAL if summary.error_count else EXIT_OK
+    if done.table is not None:
+        print_table(done.table, sys.stderr)
+    rate = done.lines / done.seconds if done.seconds else 0
+    sys.stderr.write(f"exported: {done.lines} lines ({done.format}) from {args.location} "
+                     f"to {done.output or 'stdout'} in {done.seconds:.1f} s ({rate:.0f} "
+                     "lines/s)\n")
+    if done.table is None:
+        return EXIT_OK
+    sys.stderr.write(f"\nquery it: {query_table_hint(done.table)}\n")
+    return EXIT_PARTIAL if done.table.error_count else EXIT_OK
 
 
 def _finalize(args):
@@ -468,11 +482,12 @@ def _corpus(args):
 
 # Each command: its help, what adds its parser, what runs it
 COMMANDS = {
-    "build": ("index archives and build a ZipNum cluster", _build_parser, _build),
+    "build": ("index archives (and add existing indexes) into a ZipNum cluster", _build_parser,
+              _build),
     "cdx": ("write the sorted CDX of each archive (no cluster)", _cdx_parser, _cdx),
     "query": ("look up captures in a cluster", _query_parser, _query),
-    "export": ("write a cluster's lines as another kind of index (a Parquet table)",
-               _export_parser, _export),
+    "export": ("write every line of a cluster as one flat sorted CDX file, or as a columnar "
+               "table", _export_parser, _export),
     "finalize": ("check the shards of a cluster job's output and publish its index",
                  _finalize_parser, _finalize),
     "corpus": ("generate a Common-Crawl-shaped test corpus", _corpus_parser, _corpus),

@@ -11,7 +11,7 @@ registers options on an argparse parser, or on an MRJob job in ``configure_args`
     options = BuildOptions.from_args(parser.parse_args())
     build(inputs, out_dir, BuildOptions(shards=4, runner="inline"))
 
-The option objects (``BuildOptions``, ``CopyOptions``) are what the library's entry
+The option objects (``BuildOptions``, ``ExportOptions``, ``CopyOptions``) are what the library's entry
 points take instead of long parameter lists: an attribute per option, named as its
 destination, its default unless given.
 """
@@ -40,7 +40,8 @@ QUERY_OUTPUTS = ("cdxj", "json", "cdx11")
 # choice); DuckDB, Spark, Athena, pyarrow and Polars read each of these.
 ROW_GROUP_ROWS_DEFAULT = 100_000
 PARQUET_COMPRESSIONS = ("zstd", "gzip", "snappy")
-EXPORT_FORMATS = ("parquet",)
+# As export.FORMATS (the formats ``export`` writes)
+EXPORT_FORMATS = ("cdx", "parquet")
 
 
 class UsageError(ValueError):
@@ -145,10 +146,29 @@ INPUT_HELP = ("WARC/ARC files (.warc.gz .warc .arc.gz .arc), directories (search
               "manifests and directories may be s3://bucket/key URLs (s3://bucket/prefix/ is "
               "listed like a directory)")
 
+BUILD_INPUT_HELP = (
+    "WARC/ARC files (.warc.gz .warc .arc.gz .arc), and existing indexes whose lines go into "
+    "the cluster with the archives': flat CDXJ, CDX11 or CDX9 files (.cdx .cdxj .cdx.gz "
+    ".cdxj.gz, Common Crawl's cdx-NNNNN.gz; sorted or not), ZipNum clusters (a cluster.idx, "
+    "or a directory holding one, e.g. a build's output directory) and the 2012 Common Crawl "
+    "URL index (url-index.*); as files, directories (searched recursively), glob patterns or "
+    "manifest files listing one path per line; files, manifests and directories may be "
+    "s3://bucket/key URLs (s3://bucket/prefix/ is listed like a directory)")
+
 # what to index, and how
 INPUTS = Option("inputs", nargs="+", metavar="INPUT", help=INPUT_HELP)
+BUILD_INPUTS = INPUTS.but(help=BUILD_INPUT_HELP)
 CDX_FORMAT = Option("--cdx-format", choices=FORMATS, default="cdxj",
                     help="CDXJ (default, as Common Crawl and pywb write it) or classic CDX11/CDX9")
+BUILD_CDX_FORMAT = CDX_FORMAT.but(
+    default=None, help="the CDX format of the cluster: CDXJ (as Common Crawl and pywb write it) "
+                       "or classic CDX11/CDX9 (default: the format of the index inputs, else "
+                       "cdxj); archives are indexed in it, and index inputs must be in it")
+LEGACY_PREFIX = Option("--legacy-prefix", default="", metavar="KEY",
+                       help="read only the URL keys starting with KEY of 2012 Common Crawl URL "
+                            "index inputs (their keys are reversed host names: "
+                            "com.example.www/path:http; com.example takes example.com and its "
+                            "subdomains); default: every key")
 INPUT_ROOT = Option("--input-root", action="append", default=[], metavar="DIR",
                     help="make the CDX 'filename' of archives under DIR relative to it "
                          "(directory inputs and manifests are roots already); repeatable")
@@ -165,6 +185,8 @@ CDX_FIELDS = Option(
          "record after a response), truncated (WARC-Truncated) and redirect (a 3xx's "
          "Location, made absolute); CDXJ only")
 INDEXING = (CDX_FORMAT, CDX_FIELDS, INPUT_ROOT, SKIP_EXISTING)
+# what build takes of them, with index inputs
+BUILD_INDEXING = (BUILD_CDX_FORMAT, CDX_FIELDS, INPUT_ROOT, SKIP_EXISTING, LEGACY_PREFIX)
 
 # the cluster
 OUTDIR = Option("-o", "--output", required=True, metavar="OUTDIR",
@@ -201,11 +223,6 @@ PARQUET_COMPRESSION = Option("--parquet-compression", choices=PARQUET_COMPRESSIO
                              help="compression of the Parquet files (default zstd; Common "
                                   "Crawl's use gzip)")
 TABLE = (CRAWL, ROW_GROUP_ROWS, PARQUET_COMPRESSION)
-EXPORT_FORMAT = Option("--format", choices=EXPORT_FORMATS, required=True,
-                       help="parquet: a table in Common Crawl's columnar schema")
-EXPORT_OUTPUT = Option("-o", "--output", required=True, metavar="DIR",
-                       help="the table's directory: local (replaced once the new table is "
-                            "complete) or an empty s3://bucket/prefix")
 
 # how the work runs
 RUNNER = Option("--runner", choices=("inline", "local", "spark"), default="local",
@@ -251,6 +268,17 @@ PAGE_SIZE = Option("--page-size", type=positive, metavar="BLOCKS",
 SHOW_NUM_PAGES = Flag("show-num-pages", False,
                       "print only the page count as pywb's showNumPages does: "
                       '{"pages": ..., "pageSize": ..., "blocks": ...}', "print the lines (default)")
+
+# export
+EXPORT_OUTPUT = Option("-o", "--output", metavar="FILE|DIR",
+                       help="cdx: write FILE (local or s3://; gzipped when it ends in .gz), "
+                            "which appears only once complete, instead of printing; parquet "
+                            "(needed): the table's directory, local (replaced once the new "
+                            "table is complete) or an empty s3://bucket/prefix")
+EXPORT_FORMAT = Option("--format", choices=EXPORT_FORMATS, default="cdx",
+                       help="cdx (default): the lines as the cluster holds them, CDXJ, or "
+                            "CDX11/CDX9 after their ' CDX ...' header line; parquet: a table "
+                            "in Common Crawl's columnar schema (docs/columnar.md)")
 
 # copy
 COPY_CLUSTER = CLUSTER.but(nargs="?", help="the cluster: a build's output directory, its "
@@ -361,24 +389,23 @@ def check_engine(settings, strict=False):
         raise UsageError("--mrjob-conf goes with --runner inline or local")
 
 
-def check_indexing(settings):
+def check_indexing(cdx_fields, cdx_format):
     """``UsageError`` for indexing options that cannot go together."""
-    if settings.cdx_fields != "pywb" and settings.cdx_format != "cdxj":
-        raise UsageError(f"--cdx-fields {settings.cdx_fields} needs --cdx-format cdxj (CDX11 "
-                         "and CDX9 have no columns for charset and languages)")
-
-
-class TableOptions(Options):
-    """How a columnar table is written (``columnar``): the crawl of rows that are not
-    Common Crawl's (None: a name from the output's path), row groups, compression."""
-    OPTIONS = TABLE
+    if cdx_fields != "pywb" and cdx_format != "cdxj":
+        raise UsageError(f"--cdx-fields {cdx_fields} needs --cdx-format cdxj, not {cdx_format} "
+                         "(CDX11 and CDX9 have no columns for charset and languages)")
 
 
 class BuildOptions(Options):
     """What ``build.build(inputs, out_dir, options)`` does, and with which engine."""
     OPTIONS = (SHARDS, LINES_PER_BLOCK, ON_ERROR, ROOT_INDEX, PROGRESS, PARQUET, *TABLE,
-               *INDEXING, *ENGINE)
+               *BUILD_INDEXING, *ENGINE)
     EXTRA = {"spark_context": None}
+
+
+class ExportOptions(Options):
+    """What ``export.export(options)`` writes: which cluster, where to, in which format."""
+    OPTIONS = (CLUSTER, EXPORT_OUTPUT, EXPORT_FORMAT, *TABLE, PROGRESS)
 
 
 class CopyOptions(Options):

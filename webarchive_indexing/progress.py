@@ -29,9 +29,7 @@ class Progress:
     its own, so that a log shows how far a run got."""
 
     def __init__(self, stream=None, enabled=None):
-        # sys.stderr as it is now, not as it was when this module was imported
-        stream = sys.stderr if stream is None else stream
-        self.stream = stream
+        self.stream = stream = stream or sys.stderr  # (the one of now, not of the import)
         self.enabled = stream.isatty() if enabled is None else enabled
         self._stop = threading.Event()
         self._thread = None

@@ -404,29 +404,17 @@ class Cluster:
             return self.locations[shard]
         return [storage.resolve(self.shard_dir, shard)]
 
-    def shards(self):
-        """``(shard, lines)`` for every shard the index names, in index order: the lines
-        (bytes) of all its blocks, streamed; each ``lines`` must be read before the next
-        pair is asked for."""
-        idx_lines = self.idx.scan(b"")
-        for shard, lines in itertools.groupby(idx_lines, key=lambda line: line.split(b"\t", 2)[1:2]):
-            yield shard[0].decode("utf-8") if shard else "", self._all_lines(lines)
-
     def _lines(self, idx_lines, start, end):
         """The lines ``start <= line < end`` of the blocks named by ``idx_lines``."""
-        for line in self._all_lines(idx_lines):
-            if line >= end:
-                return
-            if line >= start:
-                yield line
-
-    def _all_lines(self, idx_lines):
-        """Every line of the blocks named by ``idx_lines``, in order."""
         for run in _runs(_entries(idx_lines), self.max_blocks_per_read):
             data = self._read(run)
             pos = 0
             for _, length in run.blocks:
-                yield from _block_lines(data[pos:pos + length])
+                for line in _block_lines(data[pos:pos + length]):
+                    if line >= end:
+                        return
+                    if line >= start:
+                        yield line
                 pos += length
 
     def _read(self, run):
