@@ -11,7 +11,7 @@ import pytest
 import s3server
 from tables import (CC_LAYOUT, assert_same_tables, export_table, lay_out_cc_excerpts, table_files,
                     table_rows)
-from webarchive_indexing import cdx, zipnum
+from webarchive_indexing import cdx, engines, zipnum
 from webarchive_indexing import corpus as corpus_mod
 from webarchive_indexing.build import build
 from webarchive_indexing.cli import main
@@ -99,6 +99,53 @@ def test_spark_build_parquet_is_the_same_table(tmp_path, spark, mrjob_build, arc
     assert_same_tables(mrjob_build[0] / "table", tmp_path / "table")
 
 
+class ShardsOnly:
+    """An engine that knows nothing of tables (as a new one would): mrjob's inline runner
+    whose cluster job is never handed ``engine.table``."""
+
+    def __init__(self, name, settings):
+        from webarchive_indexing.engines.mrjob_engine import MrjobEngine
+        self.engine = MrjobEngine("inline", settings)
+        self.table, self.tables_written = None, []
+
+    def __getattr__(self, name):
+        return getattr(self.engine, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.engine.close()
+
+    def write_cluster(self, *args):
+        return self.engine.write_cluster(*args)
+
+    def write_tables(self, cluster_dir, shards):
+        from webarchive_indexing.engines import Engine
+        self.tables_written.append(list(shards))
+        return Engine.write_tables(self, cluster_dir, shards)
+
+
+def test_an_engine_that_writes_no_table_gets_build_parquet(tmp_path, monkeypatch, mrjob_build,
+                                                             archives):
+    """The table of an engine whose shard tasks do not write it: each shard's files written
+    from the shard once written (one task per shard, on a pool of processes), the same
+    table as the reducers write."""
+    import sys
+    import types
+    made = []
+    module = types.ModuleType("webarchive_indexing.engines.shards_only")
+    module.ENGINE = lambda name, settings: made.append(ShardsOnly(name, settings)) or made[-1]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(engines.ENGINES, "local", "shards_only")
+    summary = build([str(archives)], str(tmp_path / "out"), BuildOptions(
+        shards=3, lines_per_block=25, runner="local", cdx_fields="cc",
+        parquet=str(tmp_path / "table"), **TABLE))
+    assert [sorted(shards) for shards in made[0].tables_written] == [[0, 1, 2]]
+    check_build(summary, tmp_path / "out", tmp_path / "table", archives)
+    assert_same_tables(mrjob_build[0] / "table", tmp_path / "table")
+
+
 def test_build_parquet_of_a_cluster_input(tmp_path, mrjob_build):
     """A cluster as build's input (its lines go into the new cluster as they are): the same
     shards, so the same table."""
@@ -116,7 +163,11 @@ def test_shard_numbers_name_the_table_files():
         "shard.gz", "00001", "cdx-00001.gz.bak")] == [0, 42, 1, None, None, None, None]
 
 
-def test_inline_build_from_the_command_line(tmp_path, archives, capsys):
+def test_inline_build_from_the_command_line(tmp_path, archives, capsys, monkeypatch):
+    def read_back(*args):
+        raise AssertionError("the cluster job's reducers write the table, nothing reads it back")
+
+    monkeypatch.setattr(engines.Engine, "write_tables", read_back)
     table = tmp_path / "table"
     args = ["build", str(archives), "-o", str(tmp_path / "out"), "--shards", "2",
             "--runner", "inline", "--cdx-fields", "cc", "--parquet", str(table), "--no-progress"]

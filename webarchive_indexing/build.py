@@ -12,9 +12,10 @@ Layout of the output directory::
     out/cluster/                 cdx-NNNNN.gz, part-NNNNN, cluster.idx, cluster.loc
     out/errors.json              every problem met, when there were any
 
-With ``options.parquet`` (``build --parquet DIR``), the cluster job's tasks also write
-each shard's lines as the files of a Parquet table in Common Crawl's columnar schema
-(``columnar``), published in DIR once the cluster is.
+With ``options.parquet`` (``build --parquet DIR``), each shard's lines also become the
+files of a Parquet table in Common Crawl's columnar schema (``columnar``), published in
+DIR once the cluster is: written by the task that writes the shard, on engines that do
+so (mrjob's runners, Spark), else from the shard once written (``Engine.write_tables``).
 
 Inputs and the output may be local, on S3 (``s3://bucket/prefix``) or, on a Hadoop
 cluster, on HDFS (``hdfs:///path``, ``s3a://``; through ``hadoop fs``). The steps run
@@ -169,12 +170,21 @@ def build(inputs, out_dir, options=None):
                           **_progress_count(out_dir, [storage.resolve(cluster_dir, shard_name(i))
                                                       for i in range(shards)]))
             try:
+                engine.table = table
                 written = engine.write_cluster(cdx_files, split_lines, shards,
-                                               options.lines_per_block, cluster_dir, table)
+                                               options.lines_per_block, cluster_dir)
             finally:
                 progress.done()
             if table is not None:
                 from .columnar import TableSummary
+                left = [shard for shard, stats in written.items() if "table" not in stats]
+                if left:
+                    progress.step(f"[3/3] writing the Parquet files of {len(left)} shards")
+                    try:
+                        for shard, stats in engine.write_tables(cluster_dir, left).items():
+                            written[shard]["table"] = stats
+                    finally:
+                        progress.done()
                 summary.table = TableSummary(storage.abspath(options.parquet),
                                              [stats["table"] for stats in written.values()])
             return written

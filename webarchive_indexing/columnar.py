@@ -55,6 +55,15 @@ class Table(namedtuple("Table", "dir crawl row_group_rows compression")):
         """The ``ShardTable`` of shard number ``shard``."""
         return ShardTable(self.dir, shard, self.crawl, self.row_group_rows, self.compression)
 
+    def write_chunks(self, shard, chunks):
+        """Write the files of shard number ``shard`` from ``chunks`` (lists of its sorted
+        lines); their stats."""
+        with self.shard(shard) as rows:
+            for chunk in chunks:
+                for line in chunk:
+                    rows.add(line)
+        return rows.stats
+
 
 def part_name(shard):
     return f"part-{shard:05d}.parquet"

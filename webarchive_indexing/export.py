@@ -104,11 +104,7 @@ def write_table(source, options, stdout=None):
                          options)
         numbers = _shard_numbers(source.shards)
         for number, (_, chunks) in zip(numbers, source.chunks_by_file()):
-            with table.shard(number) as rows:
-                for chunk in chunks:
-                    for line in chunk:
-                        rows.add(line)
-            summary.add(rows.stats)
+            summary.add(table.write_chunks(number, chunks))
         _check(source)
     return summary
 

@@ -4,6 +4,7 @@
 * ``write_splits``: the sampled split points -> ``splits.txt`` and ``splits.seq``;
 * ``write_shard``: the sorted lines of one shard -> ``cdx-NNNNN.gz`` and ``part-NNNNN``
   (and the shard's files of a columnar table);
+* ``write_shard_table``: a shard written -> its files of a columnar table;
 * ``finalize_cluster``: every shard checked -> ``cluster.loc``, ``cluster.root``, then ``cluster.idx``.
 
 Each writes through ``storage``, so an output either exists whole or not at all.
@@ -116,6 +117,20 @@ def write_shard(shard, lines, cluster_dir, lines_per_block=zipnum.LINES_PER_BLOC
              "bytes": writer.bytes_written}
     if rows is not None:
         stats["table"] = rows.stats
+    return stats
+
+
+def write_shard_table(shard, cluster_dir, table):
+    """Write the files of shard number ``shard`` of ``table`` (a ``columnar.Table``) from
+    the lines of that shard as written in ``cluster_dir``; their stats. For engines whose
+    shard tasks do not write the table themselves (``engines.Engine.write_tables``)."""
+    from .indexinputs import CdxFile
+    path = storage.join(cluster_dir, zipnum.shard_name(shard))
+    source = CdxFile(path)
+    stats = table.write_chunks(shard, source.chunks())
+    if source.malformed or source.unsorted:
+        raise ClusterIncomplete(f"{path} is not the sorted shard that was written: "
+                                f"{(source.problems or [source.unsorted])[0]}")
     return stats
 
 

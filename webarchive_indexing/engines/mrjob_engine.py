@@ -97,15 +97,15 @@ class MrjobEngine(Engine):
         return self._run(SampleSplitsJob, ["--shards", str(shards), "--splits-dir", splits_dir,
                                            *self._local(cdx_files)])
 
-    def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir,
-                      table=None):
+    def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
         from ..jobs.zip_cluster import ZipClusterJob
         splits_file = os.path.join(self.work, "splits.txt")
         with open(splits_file, "w", encoding="utf-8") as fh:
             fh.write(format_splits(split_lines))
         args = ["--splits", splits_file, "--shards", str(shards),
                 "--lines-per-block", str(lines_per_block), "--cluster-dir", cluster_dir]
-        if table is not None:
+        table = self.table
+        if table is not None:  # the reducers write it
             args += ["--table-dir", table.dir, "--crawl", table.crawl,
                      "--row-group-rows", str(table.row_group_rows),
                      "--parquet-compression", table.compression]

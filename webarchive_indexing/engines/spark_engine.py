@@ -271,11 +271,10 @@ class SparkEngine(Engine):
                              cdx_bytes_per_task=self.cdx_bytes_per_task,
                              sizes=self._sizes(cdx_files))
 
-    def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir,
-                      table=None):
+    def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
         return write_cluster(self.sc, cdx_files, split_lines, shards, cluster_dir,
                              lines_per_block, self.cdx_bytes_per_task, self._sizes(cdx_files),
-                             table)
+                             self.table)
 
     def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None):
         return copy_chunks(self.sc, chunk_paths, output, warc_prefix, threads, retries,
