@@ -207,6 +207,9 @@ def test_the_spark_entry_script_takes_the_options():
     (["--parquet", "{out}/cluster/t"], "would mix with or replace"),
     (["--parquet", "{out}"], "would mix with or replace"),
     (["--parquet", "{out}/cdx"], "would mix with or replace"),
+    (["--crawl", "x"], "--crawl goes with --parquet DIR, which writes a table"),
+    (["--row-group-rows", "9", "--parquet-compression", "gzip"],
+     "--row-group-rows and --parquet-compression go with --parquet DIR"),
 ])
 def test_options_that_cannot_work(tmp_path, archives, capsys, extra, message):
     out = tmp_path / "out"
@@ -215,6 +218,17 @@ def test_options_that_cannot_work(tmp_path, archives, capsys, extra, message):
                  "--no-progress", *extra]) == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--crawl", "x"], "--crawl goes with --format parquet, which writes a table"),
+    (["--format", "parquet"], "--format parquet writes a table: give its directory with -o DIR"),
+])
+def test_export_options_that_cannot_work(mrjob_build, capsys, extra, message):
+    base, _ = mrjob_build
+    assert main(["export", str(base / "out"), "--no-progress", *extra]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and not captured.out
 
 
 def test_export_never_writes_over_its_cluster(mrjob_build, capsys):

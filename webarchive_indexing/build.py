@@ -35,7 +35,7 @@ from . import storage
 from .engines import open_engine
 from .indexprep import open_sources, prepare
 from .inputs import ARCHIVE_EXTENSIONS, INDEX_EXTENSIONS, cdx_name, expand
-from .options import BuildOptions, UsageError, check_indexing
+from .options import BuildOptions, UsageError, check_indexing, check_table
 from .progress import Progress
 from .publish import check_table_place, publish_cluster, staged_table
 from .steps import ClusterIncomplete
@@ -97,6 +97,7 @@ def build(inputs, out_dir, options=None):
     started = time.monotonic()
     progress = Progress(enabled=options.progress)
     out_dir = storage.abspath(out_dir)
+    check_table(options, options.parquet, "--parquet DIR")
     if options.parquet:
         check_table_place(options.parquet, storage.join(out_dir, "cluster"),
                           storage.join(out_dir, "cdx"))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from . import storage
 from .indexinputs import ZipNumCluster, cluster_index
-from .options import UsageError
+from .options import UsageError, check_table
 from .progress import Progress
 
 
@@ -95,8 +95,6 @@ def write_table(source, options, stdout=None):
     ``options.output`` (``columnar``); its ``columnar.TableSummary``."""
     from .columnar import Table, TableSummary, default_collection
     from .publish import check_table_place, staged_table
-    if not options.output:
-        raise UsageError("--format parquet writes a table: give its directory with -o DIR")
     check_table_place(options.output, source.directory)
     summary = TableSummary(storage.abspath(options.output))
     with staged_table(options.output) as building:
@@ -124,6 +122,9 @@ def export(options, stdout=None):
     if options.format not in FORMATS:
         raise UsageError(f"unknown export format {options.format!r}: choose one of "
                          f"{', '.join(FORMATS)}")
+    check_table(options, options.format == "parquet", "--format parquet")
+    if options.format == "parquet" and not options.output:
+        raise UsageError("--format parquet writes a table: give its directory with -o DIR")
     started = time.monotonic()
     progress = Progress(enabled=options.progress)
     source = ZipNumCluster(cluster_index(options.location))

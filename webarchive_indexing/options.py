@@ -475,6 +475,17 @@ def check_engine(settings, strict=False):
         raise UsageError("--mrjob-conf goes with --runner inline or local")
 
 
+def check_table(settings, writes_table, needs):
+    """``UsageError`` for a table option (``TABLE``) set where no table is written; ``needs``
+    names what writes one (``--parquet DIR``)."""
+    if writes_table:
+        return
+    given = [option.name for option in TABLE if getattr(settings, option.dest) != option.default]
+    if given:
+        raise UsageError(f"{' and '.join(given)} {'goes' if len(given) == 1 else 'go'} with "
+                         f"{needs}, which writes a table")
+
+
 def check_indexing(cdx_fields, cdx_format):
     """``UsageError`` for indexing options that cannot go together."""
     if cdx_fields != "pywb" and cdx_format != "cdxj":
