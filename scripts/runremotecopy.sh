@@ -74,6 +74,7 @@ else
 fi
 require COPY_OUTPUT WARC_PREFIX RUNNER MRJOB_CONF
 check_runner
+check_mrjob_conf
 if [ -z "${COPY_RECORDS_CSV:-}" ] && [ -z "${COPY_DOMAINS:-}" ] && [ -z "${COPY_DOMAINS_FILE:-}" ]; then
     fail_usage "COPY_DOMAINS is not set: define it (or COPY_DOMAINS_FILE, or COPY_RECORDS_CSV) in $INDEX_ENV (see --help)"
 fi

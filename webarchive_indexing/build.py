@@ -3,14 +3,8 @@ ZipNum cluster (the three steps, run by an engine), with a summary and an error 
 
     summary = build(["warcs/"], "out", BuildOptions(shards=4, runner="local"))
 
-Layout of the output directory::
-
-    out/archives.txt             the archives indexed, one path per line
-    out/cdx/<name>.cdx.gz        one sorted CDX per archive (+ .errors.json if it had problems)
-    out/indexes/                 index inputs rewritten for the jobs, if any (see indexprep)
-    out/splits.txt, splits.seq   the shards-1 split points, as text and Hadoop SequenceFile
-    out/cluster/                 cdx-NNNNN.gz, part-NNNNN, cluster.idx, cluster.loc
-    out/errors.json              every problem met, when there were any
+The output directory holds what ``options.BUILD_OUTPUT`` lists (``--help`` and the
+README show it too).
 
 With ``options.parquet`` (``build --parquet DIR``), each shard's lines also become the
 files of a Parquet table in Common Crawl's columnar schema (``columnar``), published in
@@ -31,13 +25,13 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from . import storage
+from . import lock, storage
 from .engines import open_engine
 from .indexprep import open_sources, prepare
-from .inputs import ARCHIVE_EXTENSIONS, INDEX_EXTENSIONS, cdx_name, expand
+from .inputs import cdx_name, expand_named
 from .options import BuildOptions, UsageError, check_indexing, check_table
 from .progress import Progress
-from .publish import check_table_place, publish_cluster, staged_table
+from .publish import check_table_place, publish_cluster, remove_leftovers, staged_table
 from .steps import ClusterIncomplete
 from .zipnum import shard_name
 
@@ -59,11 +53,23 @@ class Summary:
     warnings: list = field(default_factory=list)
     seconds: float = 0.0
     published: bool = False
+    cluster_lines: int = 0
+    report: str = None  # errors.json, where written
     table: object = None  # with --parquet: the columnar.TableSummary of the table written
 
     @property
     def cluster_dir(self):
         return storage.join(self.out_dir, "cluster")
+
+    def add(self, status):
+        """Count in the status dict of one archive (``steps.index_archive``)."""
+        self.archives += 1
+        self.archives_skipped += status["skipped"]
+        self.records += status["records"]
+        self.lines += status["lines"]
+        self.input_bytes += status["bytes"]
+        self.errors += status["errors"]
+        self.warnings += status["warnings"]
 
 
 class BuildFailed(Exception):
@@ -84,37 +90,38 @@ def build(inputs, out_dir, options=None):
     """Index ``inputs`` and build a ZipNum cluster in ``out_dir`` as ``options`` (a
     ``BuildOptions``) say; return a Summary.
 
-    Every engine gives the same bytes. Raises BuildFailed (with the summary) when
-    ``options.on_error`` is "fail" and any input had a problem, or when the cluster
-    could not be completed; nothing is published then. ``options.root_index`` publishes
-    ``cluster.root`` beside ``cluster.idx`` (see ``zipnum.root_index``). Index inputs go
-    into the cluster beside the archives' lines; ``options.cdx_format`` (None: the index
-    inputs' format, else cdxj) must be theirs, and ``options.legacy_prefix`` restricts
-    legacy URL indexes to the keys starting with it. InputError (before anything is
-    written) for inputs that cannot go in one cluster.
+    Every engine gives the same bytes. Raises ``InputError`` before anything is written
+    when an input names nothing or inputs cannot go in one cluster, ``lock.Busy`` when
+    another build or copy writes into ``out_dir``, and BuildFailed (with the summary) when
+    ``options.on_error`` is "fail" and any input had a problem, when no input gave a line,
+    or when the cluster could not be completed; nothing is published then.
+    ``options.root_index`` publishes ``cluster.root`` beside ``cluster.idx`` (see
+    ``zipnum.root_index``). Index inputs go into the cluster beside the archives' lines;
+    ``options.cdx_format`` (None: the index inputs' format, else cdxj) must be theirs, and
+    ``options.legacy_prefix`` restricts legacy URL indexes to the keys starting with it.
     """
     options = options or BuildOptions()
     started = time.monotonic()
-    progress = Progress(enabled=options.progress)
     out_dir = storage.abspath(out_dir)
     check_table(options, options.parquet, "--parquet DIR")
     if options.parquet:
         check_table_place(options.parquet, storage.join(out_dir, "cluster"),
                           storage.join(out_dir, "cdx"))
     summary = Summary(out_dir)
-    found = expand(inputs, options.input_root)
-    archives = found.archives
+    found = expand_named(inputs, options.input_root)
     sources, open_errors, cdx_format = open_sources(found.indexes, options.cdx_format,
                                                     options.legacy_prefix.encode("utf-8"))
     check_indexing(options.cdx_fields, cdx_format)
     summary.errors = [{"file": path, "offset": 0, "reason": "no such file or directory"}
                       for path in found.missing] + open_errors
     summary.warnings = list(found.warnings)
-    if not archives and not found.indexes and not found.missing:
-        raise BuildFailed(f"no WARC/ARC files ({', '.join(ARCHIVE_EXTENSIONS)}) or indexes "
-                          f"({', '.join(INDEX_EXTENSIONS)}, cluster.idx) found in "
-                          f"{' '.join(inputs)}", summary)
-    storage.makedirs(out_dir)
+    with lock.hold(out_dir, "build"):
+        remove_leftovers(out_dir)
+        return _build(found.archives, sources, cdx_format, out_dir, options, summary, started)
+
+
+def _build(archives, sources, cdx_format, out_dir, options, summary, started):
+    progress = Progress(enabled=options.progress)
     storage.write_atomic(storage.join(out_dir, "archives.txt"),
                          "".join(a.path + "\n" for a in archives).encode("utf-8"))
     index_files = []
@@ -148,17 +155,17 @@ def build(inputs, out_dir, options=None):
                                 options.cdx_fields)
         progress.done()
         for status in statuses:
-            summary.archives += 1
-            summary.archives_skipped += status["skipped"]
-            for key, total in (("records", "records"), ("lines", "lines"), ("bytes", "input_bytes")):
-                setattr(summary, total, getattr(summary, total) + status[key])
-            summary.errors += status["errors"]
-            summary.warnings += status["warnings"]
+            summary.add(status)
         _write_report(summary)
         if summary.errors and options.on_error == "fail":
             summary.seconds = time.monotonic() - started
             raise BuildFailed(f"{len(summary.errors)} problems in the input; no cluster was built "
                               "(use --on-error skip to index what is readable)", summary)
+
+        if not summary.lines and not summary.archives_skipped and not summary.index_lines:
+            summary.seconds = time.monotonic() - started
+            raise BuildFailed("no input gave a CDX line: there is nothing to publish (a "
+                              "published cluster is left as it was)", summary)
 
         cdx_files = [s["cdx"] for s in statuses] + index_files
         progress.step(f"[2/3] sampling split points for {shards} shards")
@@ -197,6 +204,7 @@ def build(inputs, out_dir, options=None):
                               summary) from exc
     summary.published = True
     summary.shards, summary.blocks, summary.cluster_bytes = totals["shards"], totals["blocks"], totals["bytes"]
+    summary.cluster_lines = totals["lines"]
     summary.seconds = time.monotonic() - started
     return summary
 
@@ -206,5 +214,6 @@ def _write_report(summary):
     if summary.errors or summary.warnings:
         report = {"errors": summary.errors, "warnings": summary.warnings}
         storage.write_atomic(path, json.dumps(report, indent=1).encode("utf-8"))
+        summary.report = path
     else:
         storage.remove(path)

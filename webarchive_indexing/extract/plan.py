@@ -20,10 +20,11 @@ import threading
 from dataclasses import dataclass
 
 from .. import cdxline, storage
-from ..options import DEFAULT_NAME_PREFIX, DEFAULT_RECORDS_PER_FILE, UsageError
+from ..options import (DEFAULT_NAME_PREFIX, DEFAULT_RECORDS_PER_FILE, FILE_NAME, FILE_NAME_HELP,
+                       UsageError)
 from . import csvrecords
 from .fetch import again
-from .selection import check_source, lines_in, merge_ranges, read_selection
+from .selection import check_source, is_arc, lines_in, merge_ranges, read_selection
 
 PLAN_VERSION = 1
 PLAN_DIR = "plan"
@@ -62,6 +63,7 @@ class Plan:
     records: int = 0
     bytes: int = 0
     warc_files: int = 0
+    arc_records: int = 0  # selected, and left out: records of ARC files
     records_csv: str = None   # the CSV whose records these are, and its SHA-1
     records_sha1: str = None
 
@@ -73,7 +75,8 @@ class Plan:
                 "ranges": self.ranges, "records_csv": self.records_csv,
                 "records_sha1": self.records_sha1, "records_per_file": self.records_per_file,
                 "name_prefix": self.name_prefix, "records": self.records, "bytes": self.bytes,
-                "warc_files": self.warc_files, "chunks": self.chunks}
+                "warc_files": self.warc_files, "arc_records": self.arc_records,
+                "chunks": self.chunks}
 
     def identity(self):
         """What tells this copy from another in the same output, by what an option names."""
@@ -91,14 +94,20 @@ class Plan:
 
 
 def load_plan(output):
-    """The complete plan in ``output``, or None."""
+    """The complete plan in ``output``, or None. ``PlanMismatch`` for a plan whose names
+    would put files elsewhere than in ``output`` (it was not written here)."""
     try:
         data = json.loads(again(lambda: storage.read_bytes(plan_path(output)), output))
     except FileNotFoundError:
         return None
+    prefix, chunks = data["name_prefix"], data["chunks"]
+    if not FILE_NAME.fullmatch(prefix) or [c["name"] for c in chunks] != \
+            [chunk_name(prefix, i) for i in range(len(chunks))]:
+        raise PlanMismatch(f"{plan_path(output)} names its outputs otherwise than a plan does "
+                           f"({prefix!r}...): it was not made by a copy; use a new output directory")
     return Plan(output, data["cluster"], data["selection"], data["ranges"],
-                data["records_per_file"], data["name_prefix"], data["chunks"],
-                data["records"], data["bytes"], data["warc_files"], data.get("records_csv"),
+                data["records_per_file"], prefix, chunks, data["records"], data["bytes"],
+                data["warc_files"], data.get("arc_records", 0), data.get("records_csv"),
                 data.get("records_sha1"))
 
 
@@ -120,7 +129,8 @@ def make_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECORD
               name_prefix=DEFAULT_NAME_PREFIX):
     """Write the plan of copying ``inputs`` from ``cluster`` (found at ``location``) into
     ``output``: chunk files of at most ``records_per_file`` index lines, in index order,
-    then ``chunks.txt`` and, last, ``plan.json``. Streams: one chunk is open at a time."""
+    then ``chunks.txt`` and, last, ``plan.json``. Streams: one chunk is open at a time.
+    Records of ARC files are left out (counted in ``arc_records``)."""
     plan = _selection_plan(location, inputs, output, records_per_file, name_prefix)
     groups = merge_ranges(inputs)
     return _write(plan, ((line, cdxline.location(line)) for _, line in lines_in(cluster, groups)))
@@ -138,6 +148,9 @@ def _write(plan, records):
     """Write ``plan``'s chunks of ``records``, ``(line, cdxline.Location)`` pairs, then its
     listing and ``plan.json``; the plan."""
     output, records_per_file, name_prefix = plan.output, plan.records_per_file, plan.name_prefix
+    if not FILE_NAME.fullmatch(name_prefix):
+        raise UsageError(f"--name-prefix {name_prefix!r}: expected {FILE_NAME_HELP}")
+    storage.remove_temp_files(storage.join(output, PLAN_DIR))  # of a plan killed half-made
     files = set()
     chunk = None  # [ExitStack, file, name, records, bytes]
 
@@ -149,6 +162,9 @@ def _write(plan, records):
 
     try:
         for line, record in records:
+            if is_arc(record):
+                plan.arc_records += 1
+                continue
             if chunk is None:
                 name = chunk_name(name_prefix, len(plan.chunks))
                 stack = contextlib.ExitStack()
@@ -227,20 +243,22 @@ def ensure_csv_plan(records_csv, output, records_per_file=DEFAULT_RECORDS_PER_FI
     return _existing(wanted) or _write(wanted, csvrecords.chunk_lines(records_csv))
 
 
-def plan_copy(options):
-    """The plan of the copy ``options`` describe (a ``CopyOptions``, or parsed arguments
-    with its attributes): the one in ``options.output``, or a new one. Raises
-    ``SelectionError``, ``UsageError`` or ``PlanMismatch`` before anything is written."""
+def copy_planner(options):
+    """Check the copy ``options`` describe (a ``CopyOptions``, or parsed arguments with its
+    attributes), raising ``SelectionError`` or ``UsageError`` before anything is written;
+    the function (of no arguments) that gives its plan: the one in ``options.output``, or
+    a new one (``PlanMismatch`` if the output holds another copy's)."""
     check_source(options.location, options.domains, options.domains_file, options.records_csv)
     if options.records_csv:
         check_output(options.output)
-        return ensure_csv_plan(options.records_csv, options.output, options.records_per_file,
-                               options.name_prefix)
+        return lambda: ensure_csv_plan(options.records_csv, options.output,
+                                       options.records_per_file, options.name_prefix)
     from ..query import open_cluster
     inputs = read_selection(options.domains, options.domains_file)
     check_output(options.output)
-    return ensure_plan(lambda: open_cluster(options.location), options.location, inputs,
-                       options.output, options.records_per_file, options.name_prefix)
+    return lambda: ensure_plan(lambda: open_cluster(options.location), options.location,
+                               inputs, options.output, options.records_per_file,
+                               options.name_prefix)
 
 
 def output_files(output):

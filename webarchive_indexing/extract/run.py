@@ -16,12 +16,12 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from .. import storage
+from .. import lock, storage
 from ..engines import open_engine
 from ..options import DEFAULT_RETRIES, DEFAULT_THREADS, check_engine
 from ..progress import Progress
 from .fetch import again, check_prefix
-from .plan import Plan, load_plan, output_files, plan_copy, plan_path
+from .plan import Plan, copy_planner, load_plan, output_files, plan_path
 from .write import output_paths, read_progress
 
 
@@ -46,6 +46,7 @@ class Survey:
     copied: int = 0
     copied_bytes: int = 0
     failed: int = 0
+    failed_for_good: int = 0                            # that another attempt fails too
     reports: list = field(default_factory=list)         # failures.json paths
 
     @property
@@ -72,6 +73,7 @@ def survey(output, plan=None):
             result.with_failures.append(name)
             result.reports.append(paths["failures"])
             result.failed += len(failed)
+            result.failed_for_good += sum(1 for f in failed if f.get("permanent"))
             result.copied += chunk["records"] - len(failed)
             result.copied_bytes += chunk["bytes"] - sum(f.get("length", 0) for f in failed)
         elif name + ".cdxj" in present:
@@ -107,12 +109,19 @@ def copy(options, planned=None):
     ``planned(plan)`` is called once the plan is known, before anything is copied.
     Raises ``options.UsageError``, ``selection.SelectionError`` or ``plan.PlanMismatch``
     for options that cannot work, before anything is written; a job that fails whole is
-    reported in the result, with what the output holds.
+    reported in the result, with what the output holds. ``lock.Busy`` if another copy
+    writes into the output.
     """
     started = time.monotonic()
     check_prefix(options.warc_prefix)
     check_engine(options, strict=True)
-    plan = plan_copy(options)
+    planner = copy_planner(options)
+    with lock.hold(storage.abspath(options.output), "copy copy"):
+        return _copy(options, planner, planned, started)
+
+
+def _copy(options, planner, planned, started):
+    plan = planner()
     if planned:
         planned(plan)
     if not plan.chunks:
