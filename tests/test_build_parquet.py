@@ -3,7 +3,6 @@ the cluster job's tasks from the shards' own lines is the table ``export --forma
 parquet`` makes of the cluster published (the same files, byte for byte), and Common
 Crawl's fields reach the cluster's lines through each engine.
 """
-import gzip
 import os
 
 import pytest
@@ -15,6 +14,7 @@ from webarchive_indexing import cdx, engines, zipnum
 from webarchive_indexing import corpus as corpus_mod
 from webarchive_indexing.build import build
 from webarchive_indexing.cli import main
+from webarchive_indexing.indexinputs import ZipNumCluster, cluster_index
 from webarchive_indexing.options import BuildOptions, UsageError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,12 +36,9 @@ def archives(tmp_path_factory):
 
 
 def cluster_lines(out):
-    lines = []
-    for name in sorted(os.listdir(out / "cluster")):
-        if name.startswith("cdx-"):
-            data = (out / "cluster" / name).read_bytes()
-            lines += gzip.decompress(data).decode("utf-8").splitlines(True) if data else []
-    return lines
+    """The lines of the cluster published in ``out``, in order, as its index names them."""
+    return [line.decode("utf-8") + "\n"
+            for line in ZipNumCluster(cluster_index(str(out))).lines()]
 
 
 def expected_lines(root):
@@ -144,6 +141,24 @@ def test_an_engine_that_writes_no_table_gets_build_parquet(tmp_path, monkeypatch
     assert [sorted(shards) for shards in made[0].tables_written] == [[0, 1, 2]]
     check_build(summary, tmp_path / "out", tmp_path / "table", archives)
     assert_same_tables(mrjob_build[0] / "table", tmp_path / "table")
+
+
+def test_a_shard_table_from_a_shard_written(tmp_path, mrjob_build):
+    """What Engine.write_tables does for one shard: the files the reducer wrote, and none
+    for a shard without lines."""
+    from webarchive_indexing.columnar import Table
+    from webarchive_indexing.steps import write_shard, write_shard_table
+    base, summary = mrjob_build
+    (cluster,) = (base / "out" / "cluster").glob("build-*")
+    table = Table(str(tmp_path / "t"), "out", TABLE["row_group_rows"], TABLE["parquet_compression"])
+    stats = write_shard_table(1, str(cluster), table)
+    files = [name for name in table_files(base / "table") if name.endswith("part-00001.parquet")]
+    assert sorted(stats["files"]) == files and stats["rows"] == stats["lines"] > 0
+    for name in files:
+        assert (tmp_path / "t" / name).read_bytes() == (base / "table" / name).read_bytes()
+    write_shard(7, [], str(tmp_path / "c"))
+    empty = write_shard_table(7, str(tmp_path / "c"), table)
+    assert (empty["rows"], empty["lines"], empty["files"]) == (0, 0, [])
 
 
 def test_build_parquet_of_a_cluster_input(tmp_path, mrjob_build):

@@ -126,6 +126,8 @@ def write_shard_table(shard, cluster_dir, table):
     shard tasks do not write the table themselves (``engines.Engine.write_tables``)."""
     from .indexinputs import CdxFile
     path = storage.join(cluster_dir, zipnum.shard_name(shard))
+    if not storage.size(path):  # a shard without lines: no rows, no files
+        return table.write_chunks(shard, ())
     source = CdxFile(path)
     stats = table.write_chunks(shard, source.chunks())
     if source.malformed or source.unsorted:
