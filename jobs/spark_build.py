@@ -30,7 +30,7 @@ def parser():
     o.add(p, o.BUILD_INPUTS, o.OUTDIR, o.SHARDS, o.LINES_PER_BLOCK, o.ON_ERROR, o.ROOT_INDEX,
           o.ARCHIVES_PER_TASK, o.CDX_BYTES_PER_TASK,
           o.VERBOSE.but(help="Spark's INFO log", off_help="Spark's errors only (default)"),
-          o.PROGRESS, *o.BUILD_INDEXING)
+          o.PROGRESS, *o.BUILD_INDEXING, o.PARQUET, *o.TABLE)
     return p
 
 

@@ -6,6 +6,11 @@ ZipNum cluster (the three steps, run by an engine), with a summary and an error 
 The output directory holds what ``options.BUILD_OUTPUT`` lists (``--help`` and the
 README show it too).
 
+With ``options.parquet`` (``build --parquet DIR``), each shard's lines also become the
+files of a Parquet table in Common Crawl's columnar schema (``columnar``), published in
+DIR once the cluster is: written by the task that writes the shard, on engines that do
+so (mrjob's runners, Spark), else from the shard once written (``Engine.write_tables``).
+
 Inputs and the output may be local, on S3 (``s3://bucket/prefix``) or, on a Hadoop
 cluster, on HDFS (``hdfs:///path``, ``s3a://``; through ``hadoop fs``). The steps run
 as tasks of the engine ``options.runner`` (``engines``), which read archives and write
@@ -15,6 +20,7 @@ the inputs (``indexinputs``) add their lines to the cluster: read and checked fi
 only once it is complete (``publish``), so a failed build leaves the previous cluster
 as it was.
 """
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -23,9 +29,9 @@ from . import lock, storage
 from .engines import open_engine
 from .indexprep import open_sources, prepare
 from .inputs import cdx_name, dictionary_file, expand_named
-from .options import BuildOptions
+from .options import BuildOptions, UsageError, check_indexing, check_table
 from .progress import Progress
-from .publish import publish_cluster, remove_leftovers
+from .publish import check_table_place, publish_cluster, remove_leftovers, staged_table
 from .steps import ClusterIncomplete
 from .zipnum import shard_name
 
@@ -49,6 +55,7 @@ class Summary:
     published: bool = False
     cluster_lines: int = 0
     report: str = None  # errors.json, where written
+    table: object = None  # with --parquet: the columnar.TableSummary of the table written
 
     @property
     def cluster_dir(self):
@@ -96,11 +103,16 @@ def build(inputs, out_dir, options=None):
     options = options or BuildOptions()
     started = time.monotonic()
     out_dir = storage.abspath(out_dir)
+    check_table(options, options.parquet, "--parquet DIR")
+    if options.parquet:
+        check_table_place(options.parquet, storage.join(out_dir, "cluster"),
+                          storage.join(out_dir, "cdx"))
     summary = Summary(out_dir)
     found = expand_named(inputs, options.input_root)
     zstd_dictionary = dictionary_file(options.zstd_dictionary)
     sources, open_errors, cdx_format = open_sources(found.indexes, options.cdx_format,
                                                     options.legacy_prefix.encode("utf-8"))
+    check_indexing(options.cdx_fields, cdx_format)
     summary.errors = [{"file": path, "offset": 0, "reason": "no such file or directory"}
                       for path in found.missing] + open_errors
     summary.warnings = list(found.warnings)
@@ -126,14 +138,23 @@ def _build(archives, sources, cdx_format, zstd_dictionary, out_dir, options, sum
         summary.errors += errors
         summary.warnings += warnings
     shards = options.shards
-    with open_engine(options.runner, options) as engine:
+    with contextlib.ExitStack() as stack:
+        table = None
+        if options.parquet:
+            from .columnar import Table, default_collection
+            table = Table.of(stack.enter_context(staged_table(options.parquet)),
+                             options.crawl or default_collection(out_dir), options)
+        engine = stack.enter_context(open_engine(options.runner, options))
+        if table is not None and storage.is_local(table.dir) and not engine.tasks_here:
+            raise UsageError(f"--parquet {options.parquet}: the tasks that write the table run "
+                             "on other machines: give an s3:// or hdfs:// directory")
         cdx_dir = storage.join(out_dir, "cdx")
         expected = [storage.join(cdx_dir, cdx_name(a.name)) for a in archives]
         if archives or not sources:
             progress.step(f"[1/3] indexing {len(archives)} archives",
                           **_progress_count(out_dir, expected))
         statuses = engine.index(archives, cdx_dir, cdx_format, options.skip_existing,
-                                zstd_dictionary)
+                                options.cdx_fields, zstd_dictionary)
         progress.done()
         for status in statuses:
             summary.add(status)
@@ -154,14 +175,29 @@ def _build(archives, sources, cdx_format, zstd_dictionary, out_dir, options, sum
         progress.done()
 
         def write(cluster_dir):
-            progress.step(f"[3/3] writing {shards} shards",
+            progress.step(f"[3/3] writing {shards} shards" + (" and their Parquet files"
+                                                               if table else ""),
                           **_progress_count(out_dir, [storage.resolve(cluster_dir, shard_name(i))
                                                       for i in range(shards)]))
             try:
-                return engine.write_cluster(cdx_files, split_lines, shards,
-                                            options.lines_per_block, cluster_dir)
+                engine.table = table
+                written = engine.write_cluster(cdx_files, split_lines, shards,
+                                               options.lines_per_block, cluster_dir)
             finally:
                 progress.done()
+            if table is not None:
+                from .columnar import TableSummary
+                left = [shard for shard, stats in written.items() if "table" not in stats]
+                if left:
+                    progress.step(f"[3/3] writing the Parquet files of {len(left)} shards")
+                    try:
+                        for shard, stats in engine.write_tables(cluster_dir, left).items():
+                            written[shard]["table"] = stats
+                    finally:
+                        progress.done()
+                summary.table = TableSummary(storage.abspath(options.parquet),
+                                             [stats["table"] for stats in written.values()])
+            return written
 
         try:
             totals = publish_cluster(out_dir, shards, write, options.root_index)

@@ -2,11 +2,14 @@
 
 * ``index_archive``: one WARC/ARC file -> its sorted ``.cdx.gz``;
 * ``write_splits``: the sampled split points -> ``splits.txt`` and ``splits.seq``;
-* ``write_shard``: the sorted lines of one shard -> ``cdx-NNNNN.gz`` and ``part-NNNNN``;
+* ``write_shard``: the sorted lines of one shard -> ``cdx-NNNNN.gz`` and ``part-NNNNN``
+  (and the shard's files of a columnar table);
+* ``write_shard_table``: a shard written -> its files of a columnar table;
 * ``finalize_cluster``: every shard checked -> ``cluster.loc``, ``cluster.root``, then ``cluster.idx``.
 
 Each writes through ``storage``, so an output either exists whole or not at all.
 """
+import contextlib
 import gzip
 import io
 import json
@@ -27,13 +30,14 @@ class IndexingFailed(Exception):
 
 
 def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error="fail",
-                  zstd_dictionary=None):
+                  cdx_fields="pywb", zstd_dictionary=None):
     """Index one archive into ``cdx_dir/<name>.cdx.gz``; return a status dict.
 
     With ``on_error="skip"`` the records read before and after a problem are
     written, and the problems are recorded
     beside the CDX file in ``.errors.json``, which also makes the next run with
     ``skip_existing`` index the file again instead of trusting a partial CDX.
+    ``cdx_fields`` as ``cdx.index_file`` takes it.
     """
     out = storage.join(cdx_dir, cdx_name(name))
     errors_out = out + ERRORS_SUFFIX
@@ -42,7 +46,7 @@ def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error=
     if skip_existing and storage.exists(out) and not storage.exists(errors_out):
         status["skipped"] = True
         return status
-    result = cdx.index_file(path, name, fmt, zstd_dictionary=zstd_dictionary)
+    result = cdx.index_file(path, name, fmt, cdx_fields=cdx_fields, zstd_dictionary=zstd_dictionary)
     if result.errors and on_error == "fail":
         raise IndexingFailed(result.errors)
     status.update(records=result.records, lines=len(result.lines),
@@ -91,21 +95,45 @@ def read_splits(splits_path):
     return splits.parse_splits(storage.read_bytes(splits_path).decode("utf-8"))
 
 
-def write_shard(shard, lines, cluster_dir, lines_per_block=zipnum.LINES_PER_BLOCK):
+def write_shard(shard, lines, cluster_dir, lines_per_block=zipnum.LINES_PER_BLOCK, table=None):
     """Write one shard from its sorted lines (str, no newline); return its stats.
 
     The shard file is published before its part file, so an index line never
-    points at a shard that is not there.
+    points at a shard that is not there. With ``table`` (a ``columnar.Table``) the
+    same lines also become the shard's files of that table (their stats: ``"table"``).
     """
     name = zipnum.shard_name(shard)
-    with storage.open_atomic(storage.join(cluster_dir, name)) as fh:
+    with contextlib.ExitStack() as stack:
+        fh = stack.enter_context(storage.open_atomic(storage.join(cluster_dir, name)))
         writer = zipnum.ShardWriter(fh, name, lines_per_block)
+        rows = None if table is None else stack.enter_context(table.shard(shard))
         for line in lines:
             writer.add(line.encode("utf-8") + b"\n")
+            if rows is not None:
+                rows.add(line)
         part = writer.close()
     storage.write_atomic(storage.join(cluster_dir, zipnum.part_name(shard)), part)
-    return {"shard": shard, "lines": writer.lines, "blocks": writer.blocks,
-            "bytes": writer.bytes_written}
+    stats = {"shard": shard, "lines": writer.lines, "blocks": writer.blocks,
+             "bytes": writer.bytes_written}
+    if rows is not None:
+        stats["table"] = rows.stats
+    return stats
+
+
+def write_shard_table(shard, cluster_dir, table):
+    """Write the files of shard number ``shard`` of ``table`` (a ``columnar.Table``) from
+    the lines of that shard as written in ``cluster_dir``; their stats. For engines whose
+    shard tasks do not write the table themselves (``engines.Engine.write_tables``)."""
+    from .indexinputs import CdxFile
+    path = storage.join(cluster_dir, zipnum.shard_name(shard))
+    if not storage.size(path):  # a shard without lines: no rows, no files
+        return table.write_chunks(shard, ())
+    source = CdxFile(path)
+    stats = table.write_chunks(shard, source.chunks())
+    if source.malformed or source.unsorted:
+        raise ClusterIncomplete(f"{path} is not the sorted shard that was written: "
+                                f"{(source.problems or [source.unsorted])[0]}")
+    return stats
 
 
 class ClusterIncomplete(Exception):

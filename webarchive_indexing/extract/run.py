@@ -21,9 +21,7 @@ from ..engines import open_engine
 from ..options import DEFAULT_RETRIES, DEFAULT_THREADS, check_engine
 from ..progress import Progress
 from .fetch import again, check_dictionary, check_prefix
-from .plan import (Plan, check_output, ensure_plan, load_plan, output_files, plan_path,
-                   warc_output)
-from .selection import read_selection
+from .plan import Plan, copy_planner, load_plan, output_files, plan_path
 from .write import output_paths, read_progress
 
 
@@ -105,7 +103,9 @@ class CopyResult:
 
 def copy(options, planned=None):
     """Plan (or reuse the plan in ``options.output``) and copy every planned record that is
-    not copied yet, as ``options`` (a ``CopyOptions``) say; a ``CopyResult``.
+    not copied yet, as ``options`` (a ``CopyOptions``) say; a ``CopyResult``. The records
+    are those ``options.domains`` and ``domains_file`` select in the cluster at
+    ``options.location``, or those the CSV ``options.records_csv`` names.
 
     ``planned(plan)`` is called once the plan is known, before anything is copied.
     Raises ``options.UsageError``, ``selection.SelectionError`` or ``plan.PlanMismatch``
@@ -114,20 +114,16 @@ def copy(options, planned=None):
     writes into the output.
     """
     started = time.monotonic()
-    inputs = read_selection(options.domains, options.domains_file)
-    check_output(options.output)
     check_prefix(options.warc_prefix)
     check_engine(options, strict=True)
-    warc = warc_output(options.output_format, options.level, options.dictionary)
+    planner = copy_planner(options)
     zstd_dictionary = check_dictionary(options.zstd_dictionary)
     with lock.hold(storage.abspath(options.output), "copy copy"):
-        return _copy(options, inputs, planned, started, warc, zstd_dictionary)
+        return _copy(options, planner, planned, started, zstd_dictionary)
 
 
-def _copy(options, inputs, planned, started, warc, zstd_dictionary):
-    from ..query import open_cluster
-    plan = ensure_plan(lambda: open_cluster(options.location), options.location, inputs,
-                       options.output, options.records_per_file, options.name_prefix, warc)
+def _copy(options, planner, planned, started, zstd_dictionary):
+    plan = planner()
     if planned:
         planned(plan)
     if not plan.chunks:
