@@ -1,0 +1,354 @@
+"""A ZipNum cluster's shards written by merging sorted CDX files on a pool of processes.
+
+Nothing is sorted globally: CDX files are sorted already (those found not to be are
+sorted here, in bounded memory), so the work is merging, and compressing, which is
+most of the time and runs on every core.
+
+* **Phase A** (:func:`make_run`, one task per group of at most ``fan_in`` inputs, at
+  least as many groups as workers): each input is read once and the group merged into
+  one sorted run in the work directory (:mod:`runs`). An input found out of order is
+  cut into sorted runs of at most ``memory`` bytes, and the task starts again with them.
+  Where asked, the task samples its inputs on the way (:func:`sample_every`).
+* **Rounds**: while there are more runs than ``fan_in``, groups of them are merged
+  into one (:func:`merge_group`), so that no task holds more than ``fan_in`` files open.
+* **Phase B** (:func:`plan_pieces`, :func:`write_piece`): each shard (the lines
+  between two split points) is cut into *pieces* at lines of the sample, so that there
+  are enough pieces for every worker even with one shard. A piece task finds, by
+  binary search in every run (:meth:`runs.Run.position`), how many lines of its shard
+  come before its range and so which whole blocks are its own (block ``j`` of a shard
+  holds its lines ``j*B .. j*B+B-1``), merges the runs from there and writes those
+  blocks. A shard of one piece is written in place; the pieces of a larger one are
+  joined by :func:`join_shard`. The result is the bytes ``steps.write_shard`` writes
+  for the whole shard: the same lines, blocks and zlib settings.
+
+Usage (``pool`` is a ``concurrent.futures`` executor)::
+
+    stats = write_cluster(pool, inputs, split_lines, sample_lines, "out/cluster-new",
+                          work_dir, lines_per_block=3000, workers=8)
+"""
+import bisect
+import math
+import os
+from typing import NamedTuple
+
+from . import runs, splits, storage, zipnum
+
+# Most inputs one task merges at once, or runs one piece reads: files open at once.
+FAN_IN = 256
+# Memory for the lines a task holds at once (read buffers, a chunk being sorted).
+MEMORY = 256 << 20
+# Pieces per worker, for an even load when pieces differ in size.
+PIECES_PER_WORKER = 4
+# Fewest blocks in a piece: a piece reads up to a block of lines it does not keep.
+MIN_PIECE_BLOCKS = 16
+# 1 in SAMPLE_STRIDE lines of each CDX input is offered to its sample.
+SAMPLE_STRIDE = 16
+
+
+class InputFailed(Exception):
+    """An input could not be read to its end; ``path`` says which."""
+
+    def __init__(self, path, reason):
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+
+
+class RunTask(NamedTuple):
+    inputs: tuple          # paths of CDX files
+    sampled: dict          # input -> stride, for the inputs to sample (see sample_every)
+    path: str              # the run to write
+    work_dir: str          # for runs of unsorted inputs
+    fan_in: int = FAN_IN
+    memory: int = MEMORY
+    sample_size: int = 0
+
+
+class RunResult(NamedTuple):
+    run: runs.Run
+    sample: list           # (key, line) pairs of the sampled inputs' bottom-k
+    unsorted: list         # inputs that were not sorted
+
+
+def sample_every(chunks, reservoir, stride):
+    """``chunks`` passed on, offering to ``reservoir`` the lines at positions 0, stride,
+    2*stride... of the stream: every line (stride 1, as the sample job), or a fixed
+    subset that spares hashing every line (SAMPLE_STRIDE, for CDX inputs)."""
+    position = 0
+    for chunk in chunks:
+        for line in chunk[-position % stride::stride]:
+            reservoir.add(line.decode("utf-8"))
+        position += len(chunk)
+        yield chunk
+
+
+def make_run(task):
+    """Phase A: merge ``task.inputs`` into the sorted run ``task.path``; a RunResult."""
+    unsorted = []
+    while True:
+        try:
+            return _make_run(task, unsorted)
+        except runs.NotSorted as exc:
+            unsorted.append(exc.name)
+
+
+def _read(path, size):
+    try:
+        yield from runs.read_chunks(path, size)
+    except (OSError, EOFError, ValueError) as exc:
+        raise InputFailed(path, str(exc) or type(exc).__name__) from exc
+
+
+def _make_run(task, unsorted):
+    reservoir = splits.Reservoir(task.sample_size) if task.sampled else None
+
+    def lines_of(path, size):
+        chunks = _read(path, size)
+        return sample_every(chunks, reservoir, task.sampled[path]) if path in task.sampled \
+            else chunks
+
+    in_order = [path for path in task.inputs if path not in unsorted]
+    spilled = []
+    for path in unsorted:
+        spilled += runs.spill(lines_of(path, runs.CHUNK_BYTES), task.work_dir, task.memory)
+    spilled = runs.merge_runs(spilled, task.work_dir, task.fan_in, task.memory,
+                              limit=max(1, task.fan_in - len(in_order)))
+    size = runs.chunk_bytes_for(len(in_order) + len(spilled), task.memory)
+    streams = [runs.checked(lines_of(path, size), path) for path in in_order]
+    streams += [run.chunks(0, size) for run in spilled]
+    try:
+        run = runs.write_run(runs.merge(streams), task.path)
+    finally:
+        for spilled_run in spilled:
+            spilled_run.remove()
+    return RunResult(run, reservoir.items() if reservoir else [], list(unsorted))
+
+
+def merge_group(group, path, memory=MEMORY):
+    """A round above the fan-in: the runs of ``group`` merged into the run ``path``
+    (and removed)."""
+    size = runs.chunk_bytes_for(len(group), memory)
+    merged = runs.write_run(runs.merge([run.chunks(0, size) for run in group]), path)
+    for run in group:
+        run.remove()
+    return merged
+
+
+def group_inputs(paths, sizes, groups, fan_in=FAN_IN):
+    """``paths`` dealt into at least ``groups`` groups (fewer only if there are fewer
+    paths) of at most ``fan_in``, about even in bytes: largest first, each to the
+    group with the fewest bytes so far."""
+    count = max(min(groups, len(paths)), math.ceil(len(paths) / fan_in))
+    dealt = [[0, i, []] for i in range(count)]
+    for size, path in sorted(zip(sizes, paths), key=lambda pair: -pair[0]):
+        target = min((g for g in dealt if len(g[2]) < fan_in), key=lambda g: (g[0], g[1]))
+        target[0] += size
+        target[2].append(path)
+    return [paths for _, _, paths in dealt if paths]
+
+
+class Piece(NamedTuple):
+    shard: int
+    number: int            # within its shard
+    shard_low: bytes       # None: from the first line
+    shard_high: bytes      # None: to the last line
+    low: bytes
+    high: bytes
+
+
+def plan_pieces(split_lines, sample_lines, total_lines, workers, lines_per_block):
+    """The pieces of every shard, in order: each shard cut at lines of the (sorted)
+    sample into about ``total_lines / (workers * PIECES_PER_WORKER)`` lines a piece,
+    and no piece smaller than MIN_PIECE_BLOCKS blocks."""
+    bounds = [None] + [line.encode("utf-8") for line in split_lines] + [None]
+    sample = sorted(line.encode("utf-8") for line in set(sample_lines))
+    target = max(total_lines / max(1, workers * PIECES_PER_WORKER),
+                 MIN_PIECE_BLOCKS * lines_per_block)
+    pieces = []
+    for shard in range(len(bounds) - 1):
+        low, high = bounds[shard], bounds[shard + 1]
+        inside = sample[0 if low is None else bisect.bisect_right(sample, low):
+                        len(sample) if high is None else bisect.bisect_left(sample, high)]
+        estimate = total_lines * len(inside) / max(1, len(sample))
+        count = min(len(inside) + 1, max(1, round(estimate / target)))
+        # distinct sample lines strictly inside the shard: the cuts strictly increase
+        cuts = [low] + [inside[i * len(inside) // count] for i in range(1, count)] + [high]
+        pieces += [Piece(shard, n, low, high, cuts[n], cuts[n + 1]) for n in range(len(cuts) - 1)]
+    return pieces
+
+
+class PieceTask(NamedTuple):
+    piece: Piece
+    runs: tuple
+    lines_per_block: int
+    path: str              # where its blocks go (a shard of one piece: the shard itself)
+    part_path: str = None  # the shard's part file, for a shard of one piece
+    memory: int = MEMORY
+
+
+class PieceResult(NamedTuple):
+    piece: Piece
+    path: str
+    lines: int
+    blocks: list           # (block key, compressed length) in order
+
+
+def write_piece(task):
+    """Phase B: the whole blocks of the shard that begin inside the piece's range, from
+    the merged runs, written to ``task.path``; a PieceResult."""
+    piece, block = task.piece, task.lines_per_block
+    found = {}
+
+    def below(key, at_none):
+        """Lines of all runs below ``key`` (``at_none`` for None), and where each run's
+        first line at or above it starts."""
+        if key is None:
+            return at_none, [(0 if at_none == 0 else run.size) for run in task.runs]
+        if key not in found:
+            positions = [run.position(key) for run in task.runs]
+            found[key] = sum(n for n, _ in positions), [offset for _, offset in positions]
+        return found[key]
+
+    total = sum(run.lines for run in task.runs)
+    shard_start, _ = below(piece.shard_low, 0)
+    shard_end, _ = below(piece.shard_high, total)
+    low, offsets = below(piece.low, 0)
+    high, _ = below(piece.high, total)
+    # block j of the shard holds its lines j*block .. j*block+block-1 (counted from 0)
+    first = shard_start + -(-(low - shard_start) // block) * block
+    end = min(shard_start + -(-(high - shard_start) // block) * block, shard_end)
+    blocks = []
+    with storage.open_atomic(task.path) as out:
+        if end > first:
+            size = runs.chunk_bytes_for(len(task.runs), task.memory)
+            merged = runs.merge([run.chunks(offset, size)
+                                 for run, offset in zip(task.runs, offsets)])
+            for lines in _blocks(merged, first - low, end - first, block):
+                member = zipnum.gzip_block([b"\n".join(lines) + b"\n"])
+                out.write(member)
+                blocks.append((zipnum.block_key(lines[0]), len(member)))
+    if task.part_path:
+        storage.write_atomic(task.part_path, part_file(blocks, zipnum.shard_name(piece.shard)))
+    return PieceResult(piece, task.path, max(0, end - first), blocks)
+
+
+def _blocks(chunks, skip, count, block):
+    """``count`` lines after the first ``skip`` of the chunked stream, in lists of ``block``."""
+    pending = []
+    chunks = iter(chunks)
+    try:
+        for chunk in chunks:
+            if skip:
+                taken = min(skip, len(chunk))
+                chunk, skip = chunk[taken:], skip - taken
+            if len(chunk) > count:
+                chunk = chunk[:count]
+            count -= len(chunk)
+            pending += chunk
+            while len(pending) >= block:
+                yield pending[:block]
+                del pending[:block]
+            if not count:
+                break
+    finally:
+        chunks.close()
+    if pending:
+        yield pending
+
+
+def part_file(blocks, shard):
+    """A shard's part file from its blocks' ``(key, length)``, in order."""
+    offset, lines = 0, []
+    for key, length in blocks:
+        lines.append(zipnum.idx_line(key, shard, offset, length))
+        offset += length
+    return b"".join(lines)
+
+
+def join_shard(pieces, shard_path, part_path):
+    """A shard made of its pieces' files (in order, then removed), and its part file."""
+    blocks = []
+    with storage.open_atomic(shard_path) as out:
+        for piece in pieces:
+            with open(piece.path, "rb") as fh:
+                while data := fh.read(runs.CHUNK_BYTES):
+                    out.write(data)
+            blocks += piece.blocks
+    storage.write_atomic(part_path, part_file(blocks, zipnum.shard_name(pieces[0].piece.shard)))
+    for piece in pieces:
+        os.remove(piece.path)
+    return shard_stats(pieces[0].piece.shard, pieces)
+
+
+def shard_stats(shard, pieces):
+    """What ``steps.write_shard`` returns for a shard, from its pieces."""
+    return {"shard": shard, "lines": sum(p.lines for p in pieces),
+            "blocks": sum(len(p.blocks) for p in pieces),
+            "bytes": sum(length for p in pieces for _, length in p.blocks)}
+
+
+def make_runs(pool, inputs, sizes, work_dir, workers, sampled=None, sample_size=0,
+              fan_in=FAN_IN, memory=MEMORY):
+    """Phase A and the rounds above ``fan_in``: ``(runs, sample pairs, unsorted inputs)``.
+
+    ``sizes`` are the inputs' sizes in bytes (to deal them evenly); ``sampled`` maps
+    the inputs to sample to their stride (``sample_every``), into a bottom-k of
+    ``sample_size`` pairs.
+    """
+    sampled = sampled or {}
+    groups = group_inputs(list(inputs), list(sizes), workers, fan_in)
+    tasks = [RunTask(tuple(group), {p: sampled[p] for p in group if p in sampled},
+                     os.path.join(work_dir, f"run-{i:06d}.run"), work_dir, fan_in, memory,
+                     sample_size)
+             for i, group in enumerate(groups)]
+    results = list(pool.map(make_run, tasks))
+    run_list = [result.run for result in results]
+    round_number = 0
+    while len(run_list) > fan_in:
+        round_number += 1
+        run_list.sort(key=lambda run: run.size)
+        merges = math.ceil((len(run_list) - fan_in) / (fan_in - 1))
+        if merges <= fan_in:
+            # one round: the smallest runs, in ``merges`` groups, leave exactly fan_in
+            merged = len(run_list) - fan_in + merges
+            chosen, run_list = run_list[:merged], run_list[merged:]
+        else:
+            chosen, run_list = run_list, []
+            merges = math.ceil(len(chosen) / fan_in)
+        groups = [chosen[i::merges] for i in range(merges)]
+        paths = [os.path.join(work_dir, f"round{round_number}-{i:06d}.run") for i in range(merges)]
+        run_list += pool.map(merge_group, groups, paths, [memory] * merges)
+    sample = [pair for result in results for pair in result.sample]
+    unsorted = [path for result in results for path in result.unsorted]
+    return run_list, sample, unsorted
+
+
+def write_shards(pool, run_list, split_lines, sample_lines, cluster_dir, work_dir,
+                 lines_per_block=zipnum.LINES_PER_BLOCK, workers=1, memory=MEMORY):
+    """Phase B: every shard of the cluster (``cdx-NNNNN.gz`` and ``part-NNNNN`` in
+    ``cluster_dir``) from the merged runs; ``{shard: stats}`` as ``steps.write_shard``
+    gives them, empty shards included."""
+    total = sum(run.lines for run in run_list)
+    pieces = plan_pieces(split_lines, sample_lines, total, workers, lines_per_block)
+    counts = {}
+    for piece in pieces:
+        counts[piece.shard] = counts.get(piece.shard, 0) + 1
+    tasks = []
+    for piece in pieces:
+        if counts[piece.shard] == 1:
+            path = storage.join(cluster_dir, zipnum.shard_name(piece.shard))
+            part = storage.join(cluster_dir, zipnum.part_name(piece.shard))
+        else:
+            path = os.path.join(work_dir, f"piece-{piece.shard:05d}-{piece.number:06d}.gz")
+            part = None
+        tasks.append(PieceTask(piece, tuple(run_list), lines_per_block, path, part, memory))
+    by_shard = {}
+    for result in pool.map(write_piece, tasks):
+        by_shard.setdefault(result.piece.shard, []).append(result)
+    written = {shard: shard_stats(shard, found) for shard, found in by_shard.items()
+               if counts[shard] == 1}
+    joins = {shard: pool.submit(join_shard, found,
+                                storage.join(cluster_dir, zipnum.shard_name(shard)),
+                                storage.join(cluster_dir, zipnum.part_name(shard)))
+             for shard, found in by_shard.items() if counts[shard] > 1}
+    written.update({shard: future.result() for shard, future in joins.items()})
+    return written
