@@ -28,21 +28,32 @@ class IndexingFailed(Exception):
         super().__init__(f"{errors[0]}{more}")
 
 
-def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error="fail"):
+def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error="fail",
+                  sample_size=0):
     """Index one archive into ``cdx_dir/<name>.cdx.gz``; return a status dict.
 
     With ``on_error="skip"`` the records read before (and, in record-by-record
     gzipped files, after) a problem are written, and the problems are recorded
     beside the CDX file in ``.errors.json``, which also makes the next run with
     ``skip_existing`` index the file again instead of trusting a partial CDX.
+    ``skip_existing`` keeps a CDX file only if its ``cdxmeta`` says that it was made
+    in format ``fmt`` from the archive as it is now (else ``status["stale"]`` says why
+    it was made again). The meta keeps a sample of ``sample_size`` lines.
     """
+    from . import cdxmeta
     out = storage.join(cdx_dir, cdx_name(name))
     errors_out = out + ERRORS_SUFFIX
-    status = {"name": name, "path": path, "cdx": out, "skipped": False, "records": 0,
-              "lines": 0, "bytes": 0, "errors": [], "warnings": []}
+    status = {"name": name, "path": path, "cdx": out, "skipped": False, "stale": None,
+              "records": 0, "lines": 0, "bytes": 0, "errors": [], "warnings": []}
+    try:
+        source = cdxmeta.source_of(path)
+    except OSError:
+        source = None  # indexing reports it
     if skip_existing and storage.exists(out) and not storage.exists(errors_out):
-        status["skipped"] = True
-        return status
+        status["stale"] = cdxmeta.stale(cdxmeta.read(out), fmt, source)
+        if status["stale"] is None:
+            status["skipped"] = True
+            return status
     result = cdx.index_file(path, name, fmt)
     if result.errors and on_error == "fail":
         raise IndexingFailed(result.errors)
@@ -52,7 +63,10 @@ def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error=
     if result.errors:
         storage.write_atomic(errors_out, json.dumps(status["errors"], indent=1).encode())
     text = cdx.header_line(fmt) + "".join(result.lines)
+    # the meta goes first and comes back last: a CDX file with one always matches it
+    storage.remove(cdxmeta.meta_path(out))
     storage.write_atomic(out, gzip.compress(text.encode("utf-8"), 6, mtime=0))
+    cdxmeta.write(out, cdxmeta.make(fmt, source, text, sample_size))
     if not result.errors:
         storage.remove(errors_out)
     return status
