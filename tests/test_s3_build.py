@@ -2,6 +2,7 @@
 compared with a local build of the same archives."""
 import gzip
 import io
+import json
 import logging
 import os
 import pathlib
@@ -11,7 +12,7 @@ from warcio.warcwriter import WARCWriter
 
 import s3server
 from helpers import REAL, pywb_lookup
-from webarchive_indexing import cli, storage
+from webarchive_indexing import cdxmeta, cli, storage
 from webarchive_indexing.jobs import zip_cluster
 from webarchive_indexing.corpus import make_corpus
 from webarchive_indexing.pipeline import BUILD_PREFIX, BuildFailed, build
@@ -68,8 +69,16 @@ def test_s3_build_equals_local_build(tmp_path, corpus, warcs, capsys):
     expected = files(local)
     built = files(got)
     # the same per-archive CDX files (names relative to the prefix) and split points
-    same = sorted(n for n in expected if not n.startswith("cluster") and n != "archives.txt")
+    same = sorted(n for n in expected if not n.startswith("cluster") and n != "archives.txt"
+                  and not n.endswith(cdxmeta.SUFFIX))
     assert same and all(built[n] == expected[n] for n in same), same
+    # what each CDX file was made from: a local file's size and mtime, an S3 object's size
+    metas = [n for n in expected if n.endswith(cdxmeta.SUFFIX)]
+    assert len(metas) == len([n for n in same if n.endswith(".cdx.gz")])
+    for name in metas:
+        local_meta, s3_meta = json.loads(expected[name]), json.loads(built[name])
+        assert s3_meta.pop("source") == {"size": local_meta.pop("source")["size"]}
+        assert s3_meta == local_meta
     assert built["archives.txt"] == expected["archives.txt"].replace(f"{corpus}/".encode(), warcs.encode())
     # the cluster: the same shards and part files, under one build prefix; cluster.idx
     # the same but for its shard column, which names the shard relative to cluster/
