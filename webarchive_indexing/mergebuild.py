@@ -61,6 +61,7 @@ class RunTask(NamedTuple):
     fan_in: int = FAN_IN
     memory: int = MEMORY
     sample_size: int = 0
+    removal: object = None  # a shardrun.Removal: lines it removes are left out
 
 
 class RunResult(NamedTuple):
@@ -103,6 +104,8 @@ def _make_run(task, unsorted):
 
     def lines_of(path, size):
         chunks = _read(path, size)
+        if task.removal:
+            chunks = task.removal.kept(chunks)
         return sample_every(chunks, reservoir, task.sampled[path]) if path in task.sampled \
             else chunks
 
@@ -196,23 +199,21 @@ def write_piece(task):
     """Phase B: the whole blocks of the shard that begin inside the piece's range, from
     the merged runs, written to ``task.path``; a PieceResult."""
     piece, block = task.piece, task.lines_per_block
-    found = {}
+    total = sum(run.lines for run in task.runs)
+    places = {}
+
+    def where(key):
+        """Each run's ``(lines below key, where its first line at or above it is)``."""
+        if key not in places:
+            places[key] = [run.position(key) for run in task.runs]
+        return places[key]
 
     def below(key, at_none):
-        """Lines of all runs below ``key`` (``at_none`` for None), and where each run's
-        first line at or above it starts."""
-        if key is None:
-            return at_none, [(0 if at_none == 0 else run.size) for run in task.runs]
-        if key not in found:
-            positions = [run.position(key) for run in task.runs]
-            found[key] = sum(n for n, _ in positions), [offset for _, offset in positions]
-        return found[key]
+        """Lines of all runs below ``key``; ``at_none`` for None (the start or the end)."""
+        return at_none if key is None else sum(n for n, _ in where(key))
 
-    total = sum(run.lines for run in task.runs)
-    shard_start, _ = below(piece.shard_low, 0)
-    shard_end, _ = below(piece.shard_high, total)
-    low, offsets = below(piece.low, 0)
-    high, _ = below(piece.high, total)
+    shard_start, shard_end = below(piece.shard_low, 0), below(piece.shard_high, total)
+    low, high = below(piece.low, 0), below(piece.high, total)
     # block j of the shard holds its lines j*block .. j*block+block-1 (counted from 0)
     first = shard_start + -(-(low - shard_start) // block) * block
     end = min(shard_start + -(-(high - shard_start) // block) * block, shard_end)
@@ -220,8 +221,8 @@ def write_piece(task):
     with storage.open_atomic(task.path) as out:
         if end > first:
             size = runs.chunk_bytes_for(len(task.runs), task.memory)
-            merged = runs.merge([run.chunks(offset, size)
-                                 for run, offset in zip(task.runs, offsets)])
+            merged = runs.merge([run.chunks(place, size)
+                                 for run, (_, place) in zip(task.runs, where(piece.low))])
             for lines in _blocks(merged, first - low, end - first, block):
                 member = zipnum.gzip_block([b"\n".join(lines) + b"\n"])
                 out.write(member)
@@ -287,18 +288,18 @@ def shard_stats(shard, pieces):
 
 
 def make_runs(pool, inputs, sizes, work_dir, workers, sampled=None, sample_size=0,
-              fan_in=FAN_IN, memory=MEMORY):
+              fan_in=FAN_IN, memory=MEMORY, removal=None):
     """Phase A and the rounds above ``fan_in``: ``(runs, sample pairs, unsorted inputs)``.
 
     ``sizes`` are the inputs' sizes in bytes (to deal them evenly); ``sampled`` maps
     the inputs to sample to their stride (``sample_every``), into a bottom-k of
-    ``sample_size`` pairs.
+    ``sample_size`` pairs; lines that ``removal`` removes are left out.
     """
     sampled = sampled or {}
     groups = group_inputs(list(inputs), list(sizes), workers, fan_in)
     tasks = [RunTask(tuple(group), {p: sampled[p] for p in group if p in sampled},
                      os.path.join(work_dir, f"run-{i:06d}.run"), work_dir, fan_in, memory,
-                     sample_size)
+                     sample_size, removal)
              for i, group in enumerate(groups)]
     results = list(pool.map(make_run, tasks))
     run_list = [result.run for result in results]
@@ -323,12 +324,20 @@ def make_runs(pool, inputs, sizes, work_dir, workers, sampled=None, sample_size=
 
 
 def write_shards(pool, run_list, split_lines, sample_lines, cluster_dir, work_dir,
-                 lines_per_block=zipnum.LINES_PER_BLOCK, workers=1, memory=MEMORY):
+                 lines_per_block=zipnum.LINES_PER_BLOCK, workers=1, memory=MEMORY, old=None,
+                 skip=()):
     """Phase B: every shard of the cluster (``cdx-NNNNN.gz`` and ``part-NNNNN`` in
     ``cluster_dir``) from the merged runs; ``{shard: stats}`` as ``steps.write_shard``
-    gives them, empty shards included."""
-    total = sum(run.lines for run in run_list)
-    pieces = plan_pieces(split_lines, sample_lines, total, workers, lines_per_block)
+    gives them, empty shards included.
+
+    ``old`` maps shard numbers to a run of that shard alone (an update's
+    ``shardrun.ShardRun``), merged in with the others; shards in ``skip`` are not
+    written (an update copies them).
+    """
+    old = old or {}
+    total = sum(run.lines for run in run_list) + sum(run.lines for run in old.values())
+    pieces = [piece for piece in plan_pieces(split_lines, sample_lines, total, workers, lines_per_block)
+              if piece.shard not in skip]
     counts = {}
     for piece in pieces:
         counts[piece.shard] = counts.get(piece.shard, 0) + 1
@@ -340,7 +349,8 @@ def write_shards(pool, run_list, split_lines, sample_lines, cluster_dir, work_di
         else:
             path = os.path.join(work_dir, f"piece-{piece.shard:05d}-{piece.number:06d}.gz")
             part = None
-        tasks.append(PieceTask(piece, tuple(run_list), lines_per_block, path, part, memory))
+        own = (old[piece.shard],) if piece.shard in old else ()
+        tasks.append(PieceTask(piece, tuple(run_list) + own, lines_per_block, path, part, memory))
     by_shard = {}
     for result in pool.map(write_piece, tasks):
         by_shard.setdefault(result.piece.shard, []).append(result)
