@@ -1,14 +1,14 @@
 """Shards written by merging sorted CDX files (webarchive_indexing.mergebuild): byte-identical
 to one ShardWriter over the whole sorted input, whatever the pieces, runs and rounds."""
 import gzip
-import multiprocessing
 import os
 import random
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 
 import pytest
 
 from webarchive_indexing import mergebuild, runs, splits, zipnum
+from webarchive_indexing.localengine import process_pool
 
 
 class Inline:
@@ -157,7 +157,7 @@ def test_unsorted_inputs_are_sorted_in_bounded_memory_and_named(tmp_path):
 def test_a_process_pool_writes_the_same_bytes(tmp_path):
     rng = random.Random(23)
     paths, lines = write_inputs(str(tmp_path), rng, 10, 300)
-    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("forkserver")) as pool:
+    with process_pool(2) as pool:
         cluster, split_lines, _, _, _ = build(pool, tmp_path, paths, 3, 20, 8)
     expected = reference_cluster(lines, split_lines, tmp_path / "expected", 20)
     assert_same_shards(cluster, expected, 3)

@@ -41,6 +41,13 @@ def workers_available():
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
+def process_pool(workers):
+    """The engine's pool: ``spawn``ed workers, children of this process, which inherit
+    none of its threads (a progress display) and whose CPU time and memory are counted
+    as its children's (a forkserver's workers would be the server's)."""
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+
+
 def archive_sample_size(shards, archives, scaler=SCALER):
     """Pairs each archive's meta keeps: its share of ``shards x scaler`` with a margin."""
     size = shards * scaler
@@ -70,9 +77,7 @@ class LocalSteps:
 
     def __enter__(self):
         self.work = tempfile.mkdtemp(prefix="webarchive-index-", dir=self.work_parent)
-        # forkserver: workers do not inherit the caller's threads (a progress display)
-        context = multiprocessing.get_context("forkserver")
-        self.pool = ProcessPoolExecutor(self.workers, mp_context=context)
+        self.pool = process_pool(self.workers)
         return self
 
     def __exit__(self, *exc):

@@ -44,8 +44,8 @@ import re
 from . import storage
 from .steps import is_cdx_line
 
-# Bytes read at a time from one stream. A merge of n streams reads max(MIN_CHUNK_BYTES,
-# memory / n) from each, to stay within its memory whatever n is.
+# Bytes read at a time from one stream; a merge of n streams reads less from each when
+# n * CHUNK_BYTES is more than its memory, but not under MIN_CHUNK_BYTES.
 CHUNK_BYTES = 1 << 20
 MIN_CHUNK_BYTES = 64 << 10
 # Lines between two entries of a run's index: 8 bytes per entry, and a lookup reads at
@@ -326,8 +326,9 @@ def spill(chunks, directory, memory):
 
 
 def chunk_bytes_for(streams, memory):
-    """How much to read from each of ``streams`` merged at once within ``memory`` bytes."""
-    return max(MIN_CHUNK_BYTES, memory // max(1, streams))
+    """How much to read from each of ``streams`` merged at once within ``memory`` bytes
+    (no more than CHUNK_BYTES: larger reads are no faster)."""
+    return max(MIN_CHUNK_BYTES, min(CHUNK_BYTES, memory // max(1, streams)))
 
 
 def merge_runs(runs, directory, fan_in, memory, limit=None):
