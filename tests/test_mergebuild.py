@@ -14,9 +14,6 @@ from webarchive_indexing.localengine import process_pool
 class Inline:
     """An executor that runs each task at once, in this process."""
 
-    def map(self, fn, *iterables):
-        return [fn(*args) for args in zip(*iterables)]
-
     def submit(self, fn, *args):
         future = Future()
         future.set_result(fn(*args))
@@ -63,7 +60,7 @@ def assert_same_shards(got, expected, shards):
 
 
 def build(pool, tmp_path, paths, shards, lines_per_block, workers, fan_in=mergebuild.FAN_IN,
-          memory=mergebuild.MEMORY, stride=1):
+          memory=mergebuild.MEMORY, stride=1, progress=None):
     work = tmp_path / "work"
     cluster = tmp_path / "cluster"
     work.mkdir()
@@ -71,11 +68,11 @@ def build(pool, tmp_path, paths, shards, lines_per_block, workers, fan_in=mergeb
     sizes = [os.path.getsize(p) for p in paths]
     run_list, pairs, unsorted = mergebuild.make_runs(
         pool, paths, sizes, str(work), workers, {p: stride for p in paths}, shards * 100,
-        fan_in, memory)
+        fan_in, memory, progress=progress)
     sample = splits.merge(pairs, shards * 100)
     split_lines = splits.choose_splits(sample, shards)
     written = mergebuild.write_shards(pool, run_list, split_lines, sample, str(cluster), str(work),
-                                      lines_per_block, workers, memory)
+                                      lines_per_block, workers, memory, progress=progress)
     return cluster, split_lines, written, run_list, unsorted
 
 
@@ -118,6 +115,19 @@ def test_sample_every_offers_a_fixed_subset_of_each_stream():
     assert offered == ["a", "d", "g"]
 
 
+class Steps:
+    """A progress display that keeps what it was shown: [label, count() at the end, total]."""
+
+    def __init__(self):
+        self.shown = []
+
+    def step(self, label, count=None, total=None):
+        self.shown.append([label, count, total])
+
+    def done(self):
+        self.shown[-1][1] = self.shown[-1][1]()
+
+
 def test_many_small_files_within_a_low_fan_in(tmp_path, monkeypatch):
     rng = random.Random(11)
     paths, lines = write_inputs(str(tmp_path), rng, 60, 8)
@@ -136,8 +146,15 @@ def test_many_small_files_within_a_low_fan_in(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runs, "read_chunks", counting(read_chunks))
     monkeypatch.setattr(runs.Run, "chunks", counting(run_chunks))
-    cluster, split_lines, _, run_list, _ = build(Inline(), tmp_path, paths, 3, 5, 2, fan_in=3)
+    steps = Steps()
+    cluster, split_lines, _, run_list, _ = build(Inline(), tmp_path, paths, 3, 5, 2, fan_in=3,
+                                                 progress=steps)
     assert len(run_list) == 3 and most[0] == 3
+    # 20 runs: 7 merges of at most 3, then 2 that leave exactly 3
+    assert steps.shown[:3] == [["merging 60 CDX files into 20 sorted runs", 20, 20],
+                               ["merging runs above the fan-in of 3, round 1", 7, 7],
+                               ["merging runs above the fan-in of 3, round 2", 2, 2]]
+    assert steps.shown[3][0].startswith("writing 3 shards in ")
     expected = reference_cluster(lines, split_lines, tmp_path / "expected", 5)
     assert_same_shards(cluster, expected, 3)
     assert sorted(os.listdir(tmp_path / "work")) == sorted(

@@ -86,8 +86,8 @@ class LocalSteps:
 
     def index(self, archives, cdx_dir, roots, cdx_format, skip_existing):
         size = archive_sample_size(self.shards, len(archives))
-        done = self.pool.map(_index, [a.path for a in archives], [a.name for a in archives],
-                             *zip(*[(cdx_dir, cdx_format, skip_existing, size)] * len(archives)))
+        done = mergebuild.run_tasks(self.pool, _index, [
+            (a.path, a.name, cdx_dir, cdx_format, skip_existing, size) for a in archives])
         statuses = []
         for status, meta, cdx_size in done:
             self.metas[status["cdx"]], self.sizes[status["cdx"]] = meta, cdx_size
@@ -98,7 +98,8 @@ class LocalSteps:
         size = shards * SCALER
         metas = [self.metas.get(path) or cdxmeta.read(path) for path in cdx_files]
         pairs, whole = cdxmeta.combine(metas, size)
-        sizes = [self.sizes[path] if path in self.sizes else storage.size(path) for path in cdx_files]
+        sizes = [self.sizes[path] if path in self.sizes else storage.size(path)
+                 for path in cdx_files]
         self.runs, found, _ = mergebuild.make_runs(
             self.pool, cdx_files, sizes, self.work, self.workers,
             {cdx_files[i]: 1 for i in whole}, size, self.fan_in, self.memory)

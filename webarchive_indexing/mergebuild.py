@@ -27,6 +27,7 @@ Usage (``pool`` is a ``concurrent.futures`` executor)::
                           work_dir, lines_per_block=3000, workers=8)
 """
 import bisect
+import concurrent.futures
 import math
 import os
 from typing import NamedTuple
@@ -51,6 +52,19 @@ class InputFailed(Exception):
     def __init__(self, path, reason):
         super().__init__(f"{path}: {reason}")
         self.path, self.reason = path, reason
+
+
+def run_tasks(pool, function, calls, progress=None, label=None):
+    """``function(*args)`` for each ``args`` of ``calls`` on the pool, the results in that
+    order; ``progress`` (a ``Progress``) shows ``label: done/total`` meanwhile."""
+    futures = [pool.submit(function, *args) for args in calls]
+    if progress is not None:
+        finished = [0]
+        progress.step(label, count=lambda: finished[0], total=len(futures))
+        for _ in concurrent.futures.as_completed(futures):
+            finished[0] += 1
+        progress.done()
+    return [future.result() for future in futures]
 
 
 class RunTask(NamedTuple):
@@ -288,7 +302,7 @@ def shard_stats(shard, pieces):
 
 
 def make_runs(pool, inputs, sizes, work_dir, workers, sampled=None, sample_size=0,
-              fan_in=FAN_IN, memory=MEMORY, removal=None):
+              fan_in=FAN_IN, memory=MEMORY, removal=None, progress=None):
     """Phase A and the rounds above ``fan_in``: ``(runs, sample pairs, unsorted inputs)``.
 
     ``sizes`` are the inputs' sizes in bytes (to deal them evenly); ``sampled`` maps
@@ -301,7 +315,8 @@ def make_runs(pool, inputs, sizes, work_dir, workers, sampled=None, sample_size=
                      os.path.join(work_dir, f"run-{i:06d}.run"), work_dir, fan_in, memory,
                      sample_size, removal)
              for i, group in enumerate(groups)]
-    results = list(pool.map(make_run, tasks))
+    results = run_tasks(pool, make_run, [(task,) for task in tasks], progress,
+                        f"merging {len(inputs)} CDX files into {len(tasks)} sorted runs")
     run_list = [result.run for result in results]
     round_number = 0
     while len(run_list) > fan_in:
@@ -317,7 +332,9 @@ def make_runs(pool, inputs, sizes, work_dir, workers, sampled=None, sample_size=
             merges = math.ceil(len(chosen) / fan_in)
         groups = [chosen[i::merges] for i in range(merges)]
         paths = [os.path.join(work_dir, f"round{round_number}-{i:06d}.run") for i in range(merges)]
-        run_list += pool.map(merge_group, groups, paths, [memory] * merges)
+        run_list += run_tasks(pool, merge_group, [(g, p, memory) for g, p in zip(groups, paths)],
+                              progress, f"merging runs above the fan-in of {fan_in}, "
+                                        f"round {round_number}")
     sample = [pair for result in results for pair in result.sample]
     unsorted = [path for result in results for path in result.unsorted]
     return run_list, sample, unsorted
@@ -325,7 +342,7 @@ def make_runs(pool, inputs, sizes, work_dir, workers, sampled=None, sample_size=
 
 def write_shards(pool, run_list, split_lines, sample_lines, cluster_dir, work_dir,
                  lines_per_block=zipnum.LINES_PER_BLOCK, workers=1, memory=MEMORY, old=None,
-                 skip=()):
+                 skip=(), progress=None):
     """Phase B: every shard of the cluster (``cdx-NNNNN.gz`` and ``part-NNNNN`` in
     ``cluster_dir``) from the merged runs; ``{shard: stats}`` as ``steps.write_shard``
     gives them, empty shards included.
@@ -336,8 +353,8 @@ def write_shards(pool, run_list, split_lines, sample_lines, cluster_dir, work_di
     """
     old = old or {}
     total = sum(run.lines for run in run_list) + sum(run.lines for run in old.values())
-    pieces = [piece for piece in plan_pieces(split_lines, sample_lines, total, workers, lines_per_block)
-              if piece.shard not in skip]
+    pieces = [piece for piece in plan_pieces(split_lines, sample_lines, total, workers,
+                                             lines_per_block) if piece.shard not in skip]
     counts = {}
     for piece in pieces:
         counts[piece.shard] = counts.get(piece.shard, 0) + 1
@@ -352,13 +369,15 @@ def write_shards(pool, run_list, split_lines, sample_lines, cluster_dir, work_di
         own = (old[piece.shard],) if piece.shard in old else ()
         tasks.append(PieceTask(piece, tuple(run_list) + own, lines_per_block, path, part, memory))
     by_shard = {}
-    for result in pool.map(write_piece, tasks):
+    label = f"writing {len(counts)} shards in {len(tasks)} pieces"
+    for result in run_tasks(pool, write_piece, [(task,) for task in tasks], progress, label):
         by_shard.setdefault(result.piece.shard, []).append(result)
     written = {shard: shard_stats(shard, found) for shard, found in by_shard.items()
                if counts[shard] == 1}
-    joins = {shard: pool.submit(join_shard, found,
-                                storage.join(cluster_dir, zipnum.shard_name(shard)),
-                                storage.join(cluster_dir, zipnum.part_name(shard)))
-             for shard, found in by_shard.items() if counts[shard] > 1}
-    written.update({shard: future.result() for shard, future in joins.items()})
+    joined = [shard for shard in by_shard if counts[shard] > 1]
+    calls = [(by_shard[shard], storage.join(cluster_dir, zipnum.shard_name(shard)),
+              storage.join(cluster_dir, zipnum.part_name(shard))) for shard in joined]
+    for shard, stats in zip(joined, run_tasks(pool, join_shard, calls, progress,
+                                              f"joining the pieces of {len(joined)} shards")):
+        written[shard] = stats
     return written

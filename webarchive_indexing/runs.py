@@ -217,7 +217,8 @@ class Run:
         index = array.array("Q")
         with open(self.path + ".idx", "rb") as fh:
             index.frombytes(fh.read())
-        with open(self.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        with open(self.path, "rb") as fh, \
+                mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
             def line_at(offset):
                 return data[offset:data.find(b"\n", offset)]
 

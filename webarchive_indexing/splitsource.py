@@ -30,7 +30,8 @@ def _cluster_index(path):
     """The ``cluster.idx`` that ``path`` names, if it names a cluster; else None."""
     if path.endswith(".idx"):
         return path
-    for candidate in (storage.join(path, "cluster.idx"), storage.join(path, "cluster", "cluster.idx")):
+    for candidate in (storage.join(path, "cluster.idx"),
+                      storage.join(path, "cluster", "cluster.idx")):
         if storage.exists(candidate):
             return candidate
     return None

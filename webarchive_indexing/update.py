@@ -17,6 +17,7 @@ from . import mergebuild, runs, storage, zipnum
 from .shardrun import ClusterChanged, read_index, survey
 
 SHARD_NAME = re.compile(r"(?:.*/)?cdx-(\d{5,})\.gz\Z")
+CUTS_PER_SHARD = 100
 
 
 def old_shards(cluster_dir, shards):
@@ -63,28 +64,35 @@ def copy_shard(run, cluster_dir):
 
 
 def update_shards(pool, new_runs, new_sample, old_cluster, split_lines, removal, cluster_dir,
-                  work_dir, lines_per_block, workers=1, memory=mergebuild.MEMORY):
+                  work_dir, lines_per_block, workers=1, memory=mergebuild.MEMORY, progress=None):
     """Every shard of the updated cluster, written into ``cluster_dir``: ``{shard: stats}``
     as ``mergebuild.write_shards`` gives them, and the number of shards copied."""
     shards = len(split_lines) + 1
     bounds = [None] + [line.encode("utf-8") for line in split_lines] + [None]
     located = old_shards(old_cluster, shards)
-    surveyed = list(pool.map(survey, range(shards), [path for path, _ in located],
-                             [blocks for _, blocks in located], [lines_per_block] * shards,
-                             [removal] * shards))
+    surveyed = mergebuild.run_tasks(
+        pool, survey, [(i, path, blocks, lines_per_block, removal)
+                       for i, (path, blocks) in enumerate(located)],
+        progress, f"reading the {shards} shards of {old_cluster}"
+        + (" for lines to remove" if removal else ""))
     for run in surveyed:
         _check_range(run, bounds[run.shard], bounds[run.shard + 1])
-    below = [0] + list(pool.map(_lines_below, [new_runs] * (shards - 1), bounds[1:-1])) \
+    below = [0] + mergebuild.run_tasks(pool, _lines_below,
+                                       [(new_runs, bound) for bound in bounds[1:-1]]) \
         + [sum(run.lines for run in new_runs)]
     unchanged = {run.shard for run in surveyed
                  if below[run.shard + 1] == below[run.shard] and not run.removed}
-    copies = pool.map(copy_shard, [surveyed[i] for i in sorted(unchanged)],
-                      [cluster_dir] * len(unchanged))
-    sample = list(new_sample) + [block.key.decode("utf-8") for run in surveyed
-                                 if run.shard not in unchanged for block in run.blocks]
+    copies = mergebuild.run_tasks(
+        pool, copy_shard, [(surveyed[i], cluster_dir) for i in sorted(unchanged)], progress,
+        f"copying {len(unchanged)} shards with nothing new")
+    # where pieces may be cut: the new lines' sample, and about CUTS_PER_SHARD block keys
+    # of each changed shard (each stands for a block of lines)
+    sample = list(new_sample) + [
+        block.key.decode("utf-8") for run in surveyed if run.shard not in unchanged
+        for block in run.blocks[::max(1, len(run.blocks) // CUTS_PER_SHARD)]]
     written = mergebuild.write_shards(
         pool, new_runs, split_lines, sample, cluster_dir, work_dir, lines_per_block, workers,
         memory, old={run.shard: run for run in surveyed if run.shard not in unchanged},
-        skip=unchanged)
+        skip=unchanged, progress=progress)
     written.update({stats["shard"]: stats for stats in copies})
     return written, len(unchanged)
