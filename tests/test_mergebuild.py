@@ -180,11 +180,17 @@ def test_a_process_pool_writes_the_same_bytes(tmp_path):
     assert_same_shards(cluster, expected, 3)
 
 
-def test_a_broken_input_is_named(tmp_path):
+@pytest.mark.parametrize("damage", ["cut", "flipped"])
+def test_a_broken_input_is_named(tmp_path, damage):
     rng = random.Random(1)
     paths, _ = write_inputs(str(tmp_path), rng, 3, 50)
-    with open(paths[1], "r+b") as fh:
-        fh.truncate(os.path.getsize(paths[1]) // 2)
+    data = bytearray(open(paths[1], "rb").read())
+    if damage == "cut":
+        del data[len(data) // 2:]
+    else:
+        data[30] ^= 0xff
+    with open(paths[1], "wb") as fh:
+        fh.write(data)
     with pytest.raises(mergebuild.InputFailed) as failed:
         build(Inline(), tmp_path, paths, 2, 10, 1)
     assert failed.value.path == paths[1]

@@ -126,3 +126,20 @@ def test_filename_of_each_format():
     assert removal.removed(b'k 1 {"filename": "crawl/deep/x.warc.gz"}')
     assert not removal.removed(b'k 1 {"filename": "other/x.warc.gz"}')
     assert removal.may_match(b'..."filename": "crawl/x.warc.gz"') and not removal.may_match(b"crawl/")
+
+
+def test_a_damaged_cluster_is_refused_with_the_shard_named(tmp_path):
+    rng = random.Random(5)
+    pool = Inline()
+    paths, _ = write_files(str(tmp_path), rng, ["a.warc.gz"], 100)
+    build_cluster(pool, paths, [], tmp_path / "old", str(tmp_path / "w1"), 10)
+    shard = tmp_path / "old" / "cdx-00000.gz"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xff
+    shard.write_bytes(data)
+    new_runs, _, _ = runs_of(pool, paths, str(tmp_path / "w2"))
+    (tmp_path / "new").mkdir()
+    with pytest.raises(ClusterChanged, match=r"cdx-00000.gz: the blocks at bytes \d+-\d+ cannot "
+                                             r"be read .*: the cluster is damaged"):
+        update_shards(pool, new_runs, [], str(tmp_path / "old"), [], shardrun.Removal(["x"]),
+                      str(tmp_path / "new"), str(tmp_path / "w2"), 10)

@@ -32,6 +32,8 @@ import math
 import os
 from typing import NamedTuple
 
+from isal import isal_zlib
+
 from . import runs, splits, storage, zipnum
 
 # Most inputs one task merges at once, or runs one piece reads: files open at once.
@@ -109,7 +111,7 @@ def make_run(task):
 def _read(path, size):
     try:
         yield from runs.read_chunks(path, size)
-    except (OSError, EOFError, ValueError) as exc:
+    except (OSError, EOFError, ValueError, isal_zlib.error) as exc:
         raise InputFailed(path, str(exc) or type(exc).__name__) from exc
 
 

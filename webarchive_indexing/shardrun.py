@@ -19,7 +19,7 @@ import json
 import re
 from typing import NamedTuple
 
-from isal import igzip
+from isal import igzip, isal_zlib
 
 from . import storage
 
@@ -93,10 +93,21 @@ class ShardRun:
         self.lines = self.stored - len(self.removed)
         self.size = sum(block.length for block in self.blocks)
 
+    def _inflate(self, offset, length):
+        """The lines of the blocks in ``length`` bytes at ``offset``; ClusterChanged if they
+        are not whole gzip members."""
+        data = storage.read_range(self.path, offset, length)
+        try:
+            if len(data) != length:
+                raise EOFError(f"{len(data)} bytes where the index says {length}")
+            return igzip.decompress(data).split(b"\n")[:-1]
+        except (OSError, EOFError, isal_zlib.error) as exc:
+            raise ClusterChanged(f"{self.path}: the blocks at bytes {offset}-{offset + length - 1} "
+                                 f"cannot be read ({exc}): the cluster is damaged") from None
+
     def _block_lines(self, number):
         block = self.blocks[number]
-        data = igzip.decompress(storage.read_range(self.path, block.offset, block.length))
-        return data.split(b"\n")[:-1]
+        return self._inflate(block.offset, block.length)
 
     def position(self, key):
         """``(n, (block, line))``: the lines (not removed) below ``key``, and where the
@@ -129,9 +140,7 @@ class ShardRun:
             while number < len(self.blocks) and end - self.blocks[first].offset < chunk_bytes:
                 end = self.blocks[number].offset + self.blocks[number].length
                 number += 1
-            data = storage.read_range(self.path, self.blocks[first].offset,
-                                      end - self.blocks[first].offset)
-            lines = igzip.decompress(data).split(b"\n")[:-1]
+            lines = self._inflate(self.blocks[first].offset, end - self.blocks[first].offset)
             self._check(first, number, len(lines))
             start = first * self.lines_per_block + skip
             lines = lines[skip:] if skip else lines
