@@ -28,6 +28,7 @@ Usage (``pool`` is a ``concurrent.futures`` executor)::
 """
 import bisect
 import concurrent.futures
+import heapq
 import math
 import os
 from typing import NamedTuple
@@ -155,14 +156,16 @@ def merge_group(group, path, memory=MEMORY):
 def group_inputs(paths, sizes, groups, fan_in=FAN_IN):
     """``paths`` dealt into at least ``groups`` groups (fewer only if there are fewer
     paths) of at most ``fan_in``, about even in bytes: largest first, each to the
-    group with the fewest bytes so far."""
+    group with the fewest bytes so far (a heap: 100,000 files are dealt at once)."""
     count = max(min(groups, len(paths)), math.ceil(len(paths) / fan_in))
-    dealt = [[0, i, []] for i in range(count)]
+    dealt = [[] for _ in range(count)]
+    open_groups = [(0, number) for number in range(count)]
     for size, path in sorted(zip(sizes, paths), key=lambda pair: -pair[0]):
-        target = min((g for g in dealt if len(g[2]) < fan_in), key=lambda g: (g[0], g[1]))
-        target[0] += size
-        target[2].append(path)
-    return [paths for _, _, paths in dealt if paths]
+        total, number = heapq.heappop(open_groups)
+        dealt[number].append(path)
+        if len(dealt[number]) < fan_in:
+            heapq.heappush(open_groups, (total + size, number))
+    return [group for group in dealt if group]
 
 
 class Piece(NamedTuple):
