@@ -21,10 +21,14 @@ most of the time and runs on every core.
   joined by :func:`join_shard`. The result is the bytes ``steps.write_shard`` writes
   for the whole shard: the same lines, blocks and zlib settings.
 
-Usage (``pool`` is a ``concurrent.futures`` executor)::
+Usage (``pool`` is a ``concurrent.futures`` executor, ``workers`` its processes)::
 
-    stats = write_cluster(pool, inputs, split_lines, sample_lines, "out/cluster-new",
-                          work_dir, lines_per_block=3000, workers=8)
+    run_list, pairs, unsorted = make_runs(pool, paths, sizes, work_dir, workers,
+                                          {p: SAMPLE_STRIDE for p in paths}, shards * 100)
+    sample = splits.merge(pairs, shards * 100)
+    written = write_shards(pool, run_list, splits.choose_splits(sample, shards), sample,
+                           "out/.cluster-build-x", work_dir, 3000, workers)
+    # {shard: {"shard", "lines", "blocks", "bytes"}}: for steps.finalize_cluster
 """
 import bisect
 import concurrent.futures
