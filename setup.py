@@ -21,7 +21,8 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.11",
     # the MRJob jobs live in jobs/ beside setup.py, and install as webarchive_indexing.jobs
-    packages=["webarchive_indexing", "webarchive_indexing.jobs"],
+    packages=["webarchive_indexing", "webarchive_indexing.engines", "webarchive_indexing.extract",
+              "webarchive_indexing.storage", "webarchive_indexing.jobs"],
     package_dir={"webarchive_indexing": "webarchive_indexing", "webarchive_indexing.jobs": "jobs"},
     ext_modules=EXTENSIONS,
     install_requires=[

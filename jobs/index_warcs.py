@@ -14,9 +14,9 @@ import webarchive_indexing.compat  # noqa: F401  (before mrjob: Python 3.13)
 from mrjob.job import MRJob
 from mrjob.protocol import JSONValueProtocol, RawValueProtocol
 
-from webarchive_indexing.cdx import FORMATS
+from webarchive_indexing import options
 from webarchive_indexing.inputs import relative_name
-from webarchive_indexing.steps import ON_ERROR, index_archive
+from webarchive_indexing.steps import index_archive
 
 COUNTERS = "webarchive-index"
 
@@ -35,20 +35,13 @@ class IndexWarcsJob(MRJob):
 
     def configure_args(self):
         super().configure_args()
-        self.add_passthru_arg("--cdx-dir", required=True,
-                              help="where the .cdx.gz files go (mirrors the archive names)")
-        self.add_passthru_arg("--cdx-format", choices=FORMATS, default="cdxj",
-                              help="CDXJ (default, as Common Crawl) or classic CDX11")
-        self.add_passthru_arg("--input-root", action="append", default=[],
-                              help="archive names (the CDX filename field) are relative to the "
-                                   "longest matching root, else base names; repeatable")
-        self.add_passthru_arg("--skip-existing", dest="skip_existing", action="store_true",
-                              default=True, help="keep CDX files already written (default)")
-        self.add_passthru_arg("--no-skip-existing", dest="skip_existing", action="store_false",
-                              help="index every archive again")
-        self.add_passthru_arg("--on-error", choices=ON_ERROR, default="fail",
-                              help="fail: a bad archive fails its task (default); skip: index "
-                                   "what is readable and report the problems")
+        options.add(
+            self, options.CDX_DIR, options.CDX_FORMAT,
+            options.INPUT_ROOT.but(help="archive names (the CDX filename field) are relative to "
+                                        "the longest matching root, else base names; repeatable"),
+            options.SKIP_EXISTING,
+            options.ON_ERROR.but(help="fail: a bad archive fails its task (default); skip: index "
+                                      "what is readable and report the problems"))
 
     def mapper(self, _, line):
         # NLineInputFormat hands the mapper "offset<TAB>path"

@@ -20,8 +20,8 @@ import webarchive_indexing.compat  # noqa: F401  (before mrjob: Python 3.13)
 from mrjob.job import MRJob
 from mrjob.protocol import JSONValueProtocol, RawValueProtocol
 
-from webarchive_indexing import cli
-from webarchive_indexing.copy import DEFAULT_RETRIES, DEFAULT_THREADS, run_chunk
+from webarchive_indexing import options
+from webarchive_indexing.extract import run_chunk
 
 COUNTERS = "webarchive-index copy"
 
@@ -40,18 +40,8 @@ class RemoteCopyJob(MRJob):
 
     def configure_args(self):
         super().configure_args()
-        self.add_passthru_arg("--copy-dir", required=True,
-                              help="where the plan is and the WARC files go (local or s3://)")
-        self.add_passthru_arg("--warc-prefix", required=True,
-                              help="where the archives named by the CDX 'filename' are: "
-                                   "s3://bucket/, https://host/ or a local directory")
-        self.add_passthru_arg("--threads", type=cli._positive, default=DEFAULT_THREADS,
-                              help=f"range requests in flight per task (default {DEFAULT_THREADS})")
-        self.add_passthru_arg("--retries", type=cli._non_negative, default=DEFAULT_RETRIES,
-                              help="further reads of a record after a transient error "
-                                   f"(default {DEFAULT_RETRIES})")
-        self.add_passthru_arg("--progress-dir",
-                              help="a local directory for progress files (same machine only)")
+        options.add(self, options.COPY_DIR, options.WARC_PREFIX, options.THREADS,
+                    options.RETRIES, options.PROGRESS_DIR)
 
     def mapper_init(self):
         self.reported = 0

@@ -12,8 +12,10 @@ import webarchive_indexing.compat  # noqa: F401  (before mrjob: Python 3.13)
 from mrjob.job import MRJob
 from mrjob.protocol import JSONProtocol, RawValueProtocol
 
+from webarchive_indexing import options
 from webarchive_indexing.splits import Reservoir, choose_splits, merge
-from webarchive_indexing.steps import is_cdx_line, write_splits
+from webarchive_indexing.cdxline import is_cdx_line
+from webarchive_indexing.steps import write_splits
 
 
 class SampleSplitsJob(MRJob):
@@ -38,11 +40,9 @@ class SampleSplitsJob(MRJob):
 
     def configure_args(self):
         super().configure_args()
-        self.add_passthru_arg("--shards", type=int, required=True, help="shards of the cluster")
-        self.add_passthru_arg("--scaler", type=int, default=100,
-                              help="sample lines per shard (default 100, as production)")
-        self.add_passthru_arg("--splits-dir", required=True,
-                              help="where splits.txt and splits.seq are written")
+        options.add(self, options.SHARDS.but(required=True, default=None,
+                                             help="shards of the cluster"),
+                    options.SCALER, options.SPLITS_DIR)
 
     def mapper_init(self):
         self.reservoir = Reservoir(self.options.shards * self.options.scaler)

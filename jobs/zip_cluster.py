@@ -24,9 +24,10 @@ import webarchive_indexing.compat  # noqa: F401  (before mrjob: Python 3.13)
 from mrjob.job import MRJob
 from mrjob.protocol import JSONValueProtocol, RawProtocol, RawValueProtocol
 
+from webarchive_indexing import options
 from webarchive_indexing.splits import shard_of
-from webarchive_indexing.steps import is_cdx_line, read_splits, shard_key, write_shard
-from webarchive_indexing.zipnum import LINES_PER_BLOCK
+from webarchive_indexing.cdxline import is_cdx_line
+from webarchive_indexing.steps import read_splits, shard_key, write_shard
 
 TOTAL_ORDER = "org.apache.hadoop.mapred.lib.TotalOrderPartitioner"
 PARTITION_FILE = "_partition.lst"
@@ -54,16 +55,11 @@ class ZipClusterJob(MRJob):
 
     def configure_args(self):
         super().configure_args()
-        self.add_file_arg("--splits", required=True, help="splits.txt from sample_splits")
-        self.add_passthru_arg("--shards", type=int, required=True,
-                              help="shards of the cluster: one more than the split points")
-        self.add_passthru_arg("--lines-per-block", type=int, default=LINES_PER_BLOCK,
-                              help=f"CDX lines per gzip block (default {LINES_PER_BLOCK})")
-        self.add_passthru_arg("--cluster-dir", required=True,
-                              help="where cdx-NNNNN.gz and part-NNNNN are written")
-        self.add_file_arg("--partitions",
-                          help="partitions.seq from sample_splits: on Hadoop/EMR, reducer i "
-                               "then writes shard i (TotalOrderPartitioner)")
+        options.add(self, options.SPLITS,
+                    options.SHARDS.but(required=True, default=None,
+                                       help="shards of the cluster: one more than the split "
+                                            "points"),
+                    options.LINES_PER_BLOCK, options.CLUSTER_DIR, options.PARTITIONS)
 
     def partitioner(self):
         if not self.options.partitions:

@@ -2,28 +2,57 @@
 import gzip
 import io
 import os
+import re
+import tempfile
 
 from pywb.indexer.cdxindexer import write_cdx_index
 from pywb.warcserver.index.zipnum import ZipNumIndexSource
-from warcio.exceptions import ArchiveLoadFailed
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 REAL = os.path.join(DATA, "real")
+OFFSET = re.compile(r'"offset": "(\d+)"')
+RESUMED = re.compile(r"reading goes on at .*at offset (\d+)$")
 
 
 def pywb_cdx(path, fmt="cdxj", filename=None):
     """What pywb 2.10's ``cdx-indexer -s [-j]`` writes for one file (as text).
 
-    Like its command line, what was indexed before an unreadable record is kept.
+    What was indexed before a record it cannot read is kept, as its command line keeps it
+    where it fails with ArchiveLoadFailed, and also where it fails otherwise (an
+    AttributeError, OverflowError, zlib.error... on damaged input).
     """
     out = io.BytesIO()
     with open(path, "rb") as fh:
         try:
             write_cdx_index(out, fh, filename or os.path.basename(path), sort=True,
                             cdxj=fmt == "cdxj", cdx09=fmt == "cdx9")
-        except ArchiveLoadFailed:
+        except Exception:  # noqa: BLE001 (pywb fails in many ways on damaged input)
             pass
     return out.getvalue().decode("utf-8")
+
+
+def pywb_cdx_from(path, start, filename=None):
+    """The CDXJ lines pywb writes reading ``path`` from byte ``start`` on, with offsets in the
+    whole file: what it reads of the records after that point."""
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        rest = fh.read()
+    with tempfile.NamedTemporaryFile(suffix=os.path.splitext(path)[1]) as tail:
+        tail.write(rest)
+        tail.flush()
+        text = pywb_cdx(tail.name, filename=filename or os.path.basename(path))
+    return [OFFSET.sub(lambda m: f'"offset": "{int(m[1]) + start}"', line)
+            for line in text.splitlines(True)]
+
+
+def line_offset(line):
+    """The offset field of a CDXJ line."""
+    return int(OFFSET.search(line)[1])
+
+
+def resumed_at(errors):
+    """The offsets at which our walk went on after the problems it reported."""
+    return [int(m[1]) for e in errors for m in [RESUMED.search(str(e))] if m]
 
 
 def pywb_lookup(idx_path, url, match_type=None, max_blocks=3, page_size=None):

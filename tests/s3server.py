@@ -22,6 +22,7 @@ import pytest
 from moto.server import ThreadedMotoServer
 
 from webarchive_indexing import storage
+from webarchive_indexing.storage import s3 as s3_storage
 
 # Variables that could send boto3 elsewhere or to real credentials.
 CLEARED = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
@@ -62,17 +63,17 @@ def running():
                 patch.setenv(name, value)
             patch.setattr(socket.socket, "connect", _loopback_only(socket.socket.connect))
             patch.setattr(socket.socket, "connect_ex", _loopback_only(socket.socket.connect_ex))
-            storage._client.cache_clear()  # a client made before has another endpoint
+            s3_storage._client.cache_clear()  # a client made before has another endpoint
             yield endpoint
     finally:
-        storage._client.cache_clear()
+        s3_storage._client.cache_clear()
         server.stop()
 
 
 def new_bucket():
     """A new, empty bucket; its ``s3://`` URL."""
     name = "test-" + secrets.token_hex(4)
-    storage._client().create_bucket(Bucket=name)
+    s3_storage._client().create_bucket(Bucket=name)
     return f"s3://{name}"
 
 

@@ -1,5 +1,6 @@
 """Per-archive CDX: identical to pywb 2.10's indexer, right against ground truth, clear on bad input."""
 import gzip
+import io
 import json
 import os
 import random
@@ -9,7 +10,9 @@ import tempfile
 
 import pytest
 
-from helpers import REAL, pywb_cdx
+import badinput
+from helpers import REAL, line_offset, pywb_cdx, pywb_cdx_from, resumed_at
+from webarchive_indexing import cli, records
 from webarchive_indexing.cdx import FieldError, format_line, index_file, url_key, warc_timestamp
 from webarchive_indexing.corpus import make_corpus, read_manifest
 
@@ -19,6 +22,8 @@ BAD_SAMPLES = {
     "webrecorder+warcio__example-bad-non-chunked.warc.gz": (0, "not compressed record by record"),
     "webrecorder+warcio__example-trunc.warc": (1197, "Content-Length is wrong"),
     "iipc+webarchive-commons__link-extraction-test.warc": (2807, "Content-Length is wrong"),
+    # its one capture's ARC length runs 12 bytes past the end of the file
+    "webrecorder+warcio__example-space-in-url.arc": (151, "the file ends 12 bytes before"),
 }
 GOOD_SAMPLES = sorted(n for n in os.listdir(REAL)
                       if not n.endswith((".cdx", ".md")) and n not in BAD_SAMPLES)
@@ -50,9 +55,12 @@ def test_bad_real_samples_are_reported_and_the_rest_kept(name):
     result, text = ours(path)
     assert [(e.offset, reason in e.reason) for e in result.errors][:1] == [(offset, True)]
     assert str(result.errors[0]).startswith(f"{path}: offset {offset}: ")
-    # pywb indexes the broken record silently; everything else is the same
-    kept = [line for line in pywb_cdx(path).splitlines(True) if f'"offset": "{offset}"' not in line]
-    assert text == "".join(kept)
+    # pywb indexes the broken record silently; everything else it reads is ours too, and so
+    # is what pywb reads from where our walk went on past a broken record
+    bad = {e.offset for e in result.errors}
+    kept = [line for start in [0] + resumed_at(result.errors) for line in pywb_cdx_from(path, start)
+            if line_offset(line) not in bad]
+    assert text == "".join(sorted(set(kept)))
 
 
 def test_outbackcdx_expected_cdx():
@@ -338,8 +346,11 @@ def test_blank_lines_before_a_record_header(sample, tmp_path):
     result = index_file(str(bad))
     assert [(e.offset, "blank lines where the record's header should start" in e.reason)
             for e in result.errors] == [(offset, True)]
-    assert result.lines == [line for line in index_file(sample, "blank.warc.gz").lines
-                            if int(line.split('"offset": "')[1].split('"')[0]) < offset]
+    shift = os.path.getsize(bad) - os.path.getsize(sample)
+    assert result.lines == [
+        re.sub(r'"offset": "(\d+)"', lambda m: f'"offset": "{int(m[1]) + shift}"', line)
+        if line_offset(line) > offset else line
+        for line in index_file(sample, "blank.warc.gz").lines if line_offset(line) != offset]
 
 
 def test_wrong_content_length_in_uncompressed_warc(tmp_path):
@@ -365,47 +376,68 @@ def test_space_in_url_is_escaped_and_reported():
 
 def test_arc_url_with_spaces_equals_pywb(tmp_path):
     path = tmp_path / "space.arc"
-    shutil.copy(os.path.join(REAL, "webrecorder+warcio__example-space-in-url.arc"), path)
-    assert "".join(index_file(str(path)).lines) == pywb_cdx(str(path))
+    data = open(os.path.join(REAL, "webrecorder+warcio__example-space-in-url.arc"), "rb").read()
+    # (its ARC length, 1591, runs past the end of the file: put right here)
+    path.write_bytes(data.replace(b" text/html 1591\n", b" text/html 1579\n"))
+    lines = index_file(str(path)).lines
+    assert "".join(lines) == pywb_cdx(str(path))
+    assert len(lines) == 1 and "examples%20from%20the%20live%20web" in lines[0]
 
 
 def test_socket_is_loaded_for_hosts_written_as_a_number():
-    """In a fresh interpreter: surt's socket is deferred by indexing and works once needed."""
+    """In a fresh interpreter: surt's socket is deferred by indexing (nothing stands in for
+    it in sys.modules) and works once needed."""
     import subprocess
     import sys
     script = (
         "import sys\n"
         "from webarchive_indexing.cdx import url_key\n"
         "assert url_key('http://example.com/a') == 'com,example)/a'\n"
-        "assert type(sys.modules['socket']).__name__ == '_ImportedOnUse'\n"
+        "assert 'socket' not in sys.modules\n"
         "assert url_key('http://3232235777/a') == '1,1,168,192)/a'\n"
         "assert type(sys.modules['socket']).__name__ == 'module'\n"
+        "assert sys.modules['surt.GoogleURLCanonicalizer'].socket is sys.modules['socket']\n"
         "import socket\n"
         "assert socket.inet_aton('1.2.3.4') == bytes([1, 2, 3, 4])\n")
     subprocess.run([sys.executable, "-c", script], check=True)
 
 
 def test_tldextract_is_loaded_when_first_used():
-    """In a fresh interpreter: deferred by indexing, real and working once used."""
+    """In a fresh interpreter: deferred by indexing (only surt's handyurl holds a stand-in,
+    not sys.modules), real and working once used."""
     import subprocess
     import sys
     script = (
         "import sys, webarchive_indexing.cdx\n"
-        "stand_in = sys.modules['tldextract']\n"
-        "assert 'requests' not in sys.modules\n"
+        "assert 'tldextract' not in sys.modules and 'requests' not in sys.modules\n"
+        "handyurl = sys.modules['surt.handyurl']\n"
+        "stand_in = handyurl.tldextract\n"
         "extract = stand_in.TLDExtract(suffix_list_urls=())  # the bundled list, no download\n"
         "assert extract('http://forum.example.co.uk/a').registered_domain == 'example.co.uk'\n"
         "real = sys.modules['tldextract']\n"
-        "assert real is not stand_in\n"
+        "assert real is not stand_in and type(real).__name__ == 'module'\n"
         "assert stand_in.TLDExtract is real.TLDExtract  # later uses find the real names\n"
-        "assert sys.modules['tldextract'] is real\n")
+        "assert handyurl.tldextract is real  # and surt's own, the module itself\n")
+    subprocess.run([sys.executable, "-c", script], check=True)
+
+
+def test_a_later_import_gets_the_real_modules():
+    """Indexing changes sys.modules for nobody: after it, importing socket or tldextract
+    imports the modules themselves."""
+    import subprocess
+    import sys
+    script = (
+        "import sys, webarchive_indexing.cdx\n"
+        "import socket, tldextract\n"
+        "assert type(socket).__name__ == type(tldextract).__name__ == 'module'\n"
+        "assert socket.inet_aton('1.2.3.4') == bytes([1, 2, 3, 4])\n")
     subprocess.run([sys.executable, "-c", script], check=True)
 
 
 def test_indexing_a_local_file_leaves_the_remote_and_unused_libraries_unimported():
     """Start-up time is part of every per-archive indexing command: `cdx` of a local file
-    imports no S3, HTTP or Hadoop client, nor copy's module, dataclasses, random, socket or
-    logging (of a file whose records all take the fast path, past warcio's loader), each of
+    imports no S3, HTTP or Hadoop client, nor the copy package (extract), dataclasses, random, socket,
+    tldextract or logging (of a file whose records all take the fast path, past warcio's loader), each of
     which costs more than indexing a small archive."""
     import subprocess
     import sys
@@ -417,9 +449,9 @@ def test_indexing_a_local_file_leaves_the_remote_and_unused_libraries_unimported
         f"assert main(['cdx', {sample!r}]) == 0\n"
         "assert sys.stdout.getvalue().count('\\n') == 1\n"
         "unwanted = {'boto3', 'botocore', 'urllib3', 'http.client', 'ssl', 'subprocess',\n"
-        "            'dataclasses', 'logging', 'random', 'socket', 'webarchive_indexing.copy',\n"
-        "            'webarchive_indexing.steps', 'importlib.metadata'}\n"
-        "loaded = {n for n, m in sys.modules.items() if type(m).__name__ != '_ImportedOnUse'}\n"
+        "            'dataclasses', 'logging', 'random', 'socket', 'webarchive_indexing.extract',\n"
+        "            'webarchive_indexing.steps', 'importlib.metadata', 'tldextract', 'requests'}\n"
+        "loaded = set(sys.modules)\n"
         "assert not unwanted & loaded, sorted(unwanted & loaded)\n")
     subprocess.run([sys.executable, "-c", script], check=True)
 
@@ -462,3 +494,192 @@ def test_problems_before_a_fatal_one_are_kept(sample, tmp_path, walker):
         [(offset, "RecordError"), (offset + len(gzip.compress(record)) + cut_at - offset - length, "ArchiveError")]
     assert "cut short" in result.errors[0].reason and "truncated" in result.errors[1].reason
     assert result.records == i  # the records before the request (warcinfo, ...)
+
+
+# -- issue 16: one bad record must not end the walk ------------------------------------------
+
+def _shifted(lines, after, shift):
+    """CDXJ lines with the offsets past ``after`` moved by ``shift``."""
+    return [re.sub(r'"offset": "(\d+)"', lambda m: f'"offset": "{int(m[1]) + shift}"', line)
+            if line_offset(line) > after else line for line in lines]
+
+
+@pytest.mark.parametrize("change", [
+    lambda r: re.sub(rb"\r\nContent-Length: (\d+)", lambda m: b"\r\nContent-Length: %d" % (int(m[1]) - 10), r, 1),
+    lambda r: r.replace(b"\r\n\r\nHTTP/1.1 ", b"\r\n\r\nHTTP/1.1  ", 1)[:-4] + b"x\r\n\r\n",
+], ids=["content-length-too-small", "byte-inserted-in-http-header"])
+def test_record_longer_than_its_content_length_is_reported_and_the_walk_goes_on(tmp_path, walker, change):
+    """Issue 16, item 3: a 304-record file gave 6 lines where pywb gives 304."""
+    (path,) = make_corpus(tmp_path, files=1, captures=100, seed=16)
+    i = [k for k, fact in enumerate(read_manifest(path)) if fact["warc_type"] == "response"][40]
+    bad = tmp_path / "bad.warc.gz"
+    offset = _rewrite_member(path, bad, i, change)
+    result = index_file(str(bad), "x.warc.gz")
+    assert [(e.offset, type(e).__name__) for e in result.errors] == [(offset, "RecordError")]
+    assert "record is longer than its Content-Length says" in result.errors[0].reason
+    shift = os.path.getsize(bad) - os.path.getsize(path)
+    good = [line for line in index_file(path, "x.warc.gz").lines if line_offset(line) != offset]
+    assert result.lines == sorted(_shifted(good, offset, shift))
+    assert result.records >= 300
+    pywb = pywb_cdx(str(bad), filename="x.warc.gz").splitlines(True)
+    assert {line for line in pywb if line_offset(line) != offset} <= set(result.lines)
+
+
+def _plain_with(tmp_path, change):
+    """An uncompressed corpus file with one response changed: its path, the response's offset,
+    the lines of the unchanged file and the change in size."""
+    (path,) = make_corpus(tmp_path / "plain", files=1, captures=30, seed=16, gzip=False)
+    data = open(path, "rb").read()
+    fact = [fact for fact in read_manifest(path) if fact["warc_type"] == "response"][20]
+    record = data[fact["offset"]:fact["offset"] + fact["length"]]
+    bad = tmp_path / "bad.warc"
+    changed = change(record)
+    bad.write_bytes(data[:fact["offset"]] + changed + data[fact["offset"] + fact["length"]:])
+    return bad, fact["offset"], index_file(path, "bad.warc").lines, len(changed) - len(record)
+
+
+@pytest.mark.parametrize("change,reason", [
+    (lambda r: re.sub(rb"\r\nContent-Length: \d+", b"", r, 1), "record has no Content-Length"),
+    (lambda r: re.sub(rb"\r\nContent-Length: (\d+)", lambda m: b"\r\nContent-Length: %d" % (int(m[1]) + 900), r, 1),
+     "Content-Length is wrong"),
+    (lambda r: re.sub(rb"\r\nContent-Length: (\d+)", b"\r\nContent-Length: %d" % 2 ** 63, r, 1), "the file ends"),
+    (lambda r: re.sub(rb"\r\nContent-Length: (\d+)", b"\r\nContent-Length: " + b"9" * 40, r, 1), "the file ends"),
+], ids=["missing", "too-large", "2^63", "40-digits"])
+def test_uncompressed_record_with_a_wrong_content_length_is_reported_and_the_rest_kept(tmp_path, change, reason):
+    """Issue 16, item 4: these exited 0, the records after the bad one gone (or raised
+    OverflowError)."""
+    bad, offset, good, shift = _plain_with(tmp_path, change)
+    result = index_file(str(bad))
+    assert [(e.offset, reason in e.reason) for e in result.errors] == [(offset, True)]
+    assert re.search(r"; reading goes on at the next record, at offset \d+$", result.errors[0].reason)
+    assert result.lines == sorted(_shifted([l for l in good if line_offset(l) != offset], offset, shift))
+
+
+def test_uncompressed_file_cut_inside_a_record_is_an_error(tmp_path, capsys):
+    (path,) = make_corpus(tmp_path, files=1, captures=10, seed=16, gzip=False)
+    fact = read_manifest(path)[-2]
+    cut = tmp_path / "cut.warc"
+    cut.write_bytes(open(path, "rb").read()[:fact["offset"] + fact["length"] // 2])
+    assert cli.main(["cdx", str(cut)]) == cli.EXIT_FAILED
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {cut}: offset {fact['offset']}: record is cut short: the file ends ")
+    result = index_file(str(cut))
+    assert [type(e).__name__ for e in result.errors] == ["ArchiveError"]
+    assert result.lines == [l for l in index_file(path, "cut.warc").lines if line_offset(l) < fact["offset"]]
+
+
+def test_huge_content_length_in_build_is_reported_beside_the_good_archives(tmp_path, capsys):
+    """Issue 16, item 4: `build` aborted with no errors.json (OverflowError)."""
+    bad, offset, _, _ = _plain_with(tmp_path, lambda r: re.sub(
+        rb"\r\nContent-Length: (\d+)", b"\r\nContent-Length: %d" % 2 ** 64, r, 1))
+    archives = tmp_path / "archives"
+    archives.mkdir()
+    shutil.move(bad, archives / "bad.warc")
+    shutil.copy(os.path.join(REAL, "webrecorder+warcio__example.warc.gz"), archives / "good.warc.gz")
+    out = tmp_path / "out"
+    assert cli.main(["build", str(archives), "-o", str(out), "--runner", "inline", "--on-error", "skip",
+                     "--no-progress"]) == cli.EXIT_PARTIAL
+    assert "Traceback" not in capsys.readouterr().err
+    (error,) = json.loads((out / "errors.json").read_text())["errors"]
+    assert (error["file"], error["offset"]) == (str(archives / "bad.warc"), offset)
+    assert "the file ends" in error["reason"]
+    cluster = gzip.decompress((out / "cluster" / "cdx-00000.gz").read_bytes()).decode()
+    assert '"filename": "good.warc.gz"' in cluster and '"filename": "bad.warc"' in cluster
+
+
+def test_response_without_target_uri_is_a_clear_error(sample, tmp_path, walker):
+    """Issue 16, item 12: warcio's AttributeError text was shown."""
+    i, fact = _first_response(sample)
+    bad = tmp_path / "nouri.warc.gz"
+    offset = _rewrite_member(sample, bad, i, lambda r: re.sub(rb"\r\nWARC-Target-URI: [^\r]*", b"", r, 1))
+    result = index_file(str(bad))
+    assert [(e.offset, e.reason) for e in result.errors] == [
+        (offset, "WARC response record without a WARC-Target-URI")]
+    assert len(result.lines) == len(index_file(sample).lines) - 1
+
+
+def test_header_longer_than_a_mebibyte_is_read_whole(sample, tmp_path, walker):
+    """A request whose header block runs past 1 MiB after its Content-Length: its end was
+    taken from the first MiB, and the record was reported as not ending there."""
+    i = next(k for k, fact in enumerate(read_manifest(sample)) if fact["warc_type"] == "request")
+    big = b"X-Big: " + b"a" * (2 << 20) + b"\r\n"
+
+    def change(record):
+        head, _, rest = record.partition(b"\r\n\r\n")
+        return head + b"\r\n" + big + b"\r\n" + rest
+
+    bad = tmp_path / "big.warc.gz"
+    offset = _rewrite_member(sample, bad, i, change)
+    result = index_file(str(bad), "x.warc.gz")
+    assert result.errors == []
+    shift = os.path.getsize(bad) - os.path.getsize(sample)
+    assert result.lines == sorted(_shifted(index_file(sample, "x.warc.gz").lines, offset, shift))
+
+
+class _Stream(io.RawIOBase):
+    """A file read as S3 and HTTP files are: forward only, no seek."""
+
+    def __init__(self, path):
+        self.fh = open(path, "rb")
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        return self.fh.readinto(buffer)
+
+    def close(self):
+        self.fh.close()
+        super().close()
+
+
+def _as_stream(path):
+    return io.BufferedReader(_Stream(path))
+
+
+def test_uncompressed_stream_goes_on_after_a_bad_record_like_a_file(tmp_path):
+    bases = badinput.make_bases(str(tmp_path))
+    checked = 0
+    for case in badinput.cases([base for base in bases if not base.gz]):
+        path = badinput.write(case, str(tmp_path))
+        from_file, from_stream = index_file(path), index_file(path, opener=_as_stream)
+        assert (from_stream.lines, list(map(str, from_stream.errors))) == \
+            (from_file.lines, list(map(str, from_file.errors))), case.name
+        checked += bool(from_file.errors)
+    assert checked > 100
+
+
+def test_uncompressed_stream_looks_back_no_further_than_rewind_max(tmp_path):
+    """A Content-Length 6 MB too large: a file is read again from just after the bad
+    record's start; a stream only from where it is, and says so in where it went on."""
+    (path,) = make_corpus(tmp_path, files=1, captures=20, seed=16, gzip=False, mean_kb=800)
+    data = open(path, "rb").read()
+    fact = [fact for fact in read_manifest(path) if fact["warc_type"] == "response"][1]
+    record = data[fact["offset"]:fact["offset"] + fact["length"]]
+    longer = re.sub(rb"\r\nContent-Length: (\d+)", lambda m: b"\r\nContent-Length: %d" % (int(m[1]) + 6_000_000),
+                    record, 1)
+    assert len(data) - fact["offset"] > 8_000_000 > records.REWIND_MAX
+    bad = tmp_path / "bad.warc"
+    bad.write_bytes(data[:fact["offset"]] + longer + data[fact["offset"] + fact["length"]:])
+    shift = len(longer) - len(record)
+    good = _shifted([l for l in index_file(path, "bad.warc").lines if line_offset(l) != fact["offset"]],
+                    fact["offset"], shift)
+    from_file, from_stream = index_file(str(bad)), index_file(str(bad), opener=_as_stream)
+    assert from_file.lines == sorted(good)
+    (error,) = from_stream.errors
+    assert error.offset == fact["offset"] and "Content-Length is wrong" in error.reason
+    (resumed,) = resumed_at([error])
+    assert resumed > fact["offset"] + records.REWIND_MAX
+    assert from_stream.lines == sorted(l for l in good if not fact["offset"] <= line_offset(l) < resumed)
+    assert len(from_stream.lines) < len(from_file.lines)
+
+
+@pytest.mark.parametrize("fmt", ["warc", "arc"])
+def test_whole_file_gzip_is_told_from_a_wrong_content_length(tmp_path, walker, fmt):
+    (path,) = make_corpus(tmp_path, files=1, captures=5, seed=16, fmt=fmt, gzip=False)
+    whole = tmp_path / f"whole.{fmt}.gz"
+    whole.write_bytes(gzip.compress(open(path, "rb").read()))
+    result = index_file(str(whole))
+    assert [(e.offset, "gzip member holds more than one record" in e.reason
+             and "not compressed record by record" in e.reason) for e in result.errors] == [(0, True)]
+    assert result.lines == []

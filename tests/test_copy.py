@@ -40,10 +40,16 @@ import faultproxy
 import rangeserver
 import s3server
 from helpers import pywb_cdx
-from webarchive_indexing import cli, copy, storage
+from webarchive_indexing import cli, extract, storage
+from webarchive_indexing.storage import s3 as s3_storage
+from webarchive_indexing.cdxline import Location, location
 from webarchive_indexing.corpus import make_corpus, read_manifest
 from webarchive_indexing.jobs.remote_copy import RemoteCopyJob
-from webarchive_indexing.pipeline import build, run_job
+from webarchive_indexing.build import build
+from webarchive_indexing.engines import open_engine
+from webarchive_indexing.engines.mrjob_engine import run_job
+from webarchive_indexing.options import BuildOptions, CopyOptions
+from webarchive_indexing.progress import Progress
 from webarchive_indexing.query import open_cluster
 
 REPO = Path(__file__).resolve().parents[1]
@@ -118,8 +124,8 @@ def collection(tmp_path_factory):
     make_corpus(crawl / "seg-a", files=2, captures=150, seed=61, hosts=25, mean_kb=2)
     (crawl / "seg-b").mkdir()
     write_lookalikes(crawl / "seg-b" / LOOKALIKE)
-    summary = build([str(crawl)], str(root / "index"), shards=3, lines_per_block=20,
-                    runner="inline")
+    summary = build([str(crawl)], str(root / "index"), BuildOptions(shards=3, lines_per_block=20,
+                                                                    runner="inline"))
     assert summary.published and not summary.errors
     manifest = []
     for archive in sorted(crawl.rglob("*.warc.gz")):
@@ -288,7 +294,7 @@ def copy_args(cluster, inputs, out, prefix, *more):
 # -- selection --------------------------------------------------------------------------------
 
 def test_selection_syntax():
-    [domain, star, prefix, www, url, host_port] = copy.parse_selection(
+    [domain, star, prefix, www, url, host_port] = extract.parse_selection(
         ["example.com", "*.example.com", "example.com/path", "www.example.com/*",
          "https://Example.com/A*", "example.com:8080"])
     assert (domain.kind, star.kind, prefix.kind, www.kind, url.kind) == (
@@ -299,47 +305,47 @@ def test_selection_syntax():
     assert www.ranges == (("com,example)/", "com,example)0"),)
     assert url.ranges == (("com,example)/a", "com,example)/b"),)
     assert host_port.ranges[0] == ("com,example:8080)/", "com,example:8080-")
-    [port_prefix] = copy.parse_selection(["example.com:8080/x"])
+    [port_prefix] = extract.parse_selection(["example.com:8080/x"])
     assert port_prefix.ranges == (("com,example:8080)/x", "com,example:8080)/y"),)
     for line, selected in ((b"com,example)/ 2024", True), (b"com,example,a,b)/x 2024", True),
                            (b"com,example:8080)/ 2024", True), (b"com,examples)/ 2024", False),
                            (b"com,example-foo)/ 2024", False), (b"au,com,example)/ 2024", False)):
         assert domain.covers(line) is selected, line
     # an IP address is a host (it has no subdomains)
-    [ip] = copy.parse_selection(["1.2.3.4"])
+    [ip] = extract.parse_selection(["1.2.3.4"])
     assert ip.covers(b"4,3,2,1)/ 2024") and not ip.covers(b"4,3,2,1,5)/ 2024")
     # duplicates and blanks dropped; overlaps merged into disjoint groups
-    inputs = copy.parse_selection(["example.com", " ", "example.com", "example.com/a*",
+    inputs = extract.parse_selection(["example.com", " ", "example.com", "example.com/a*",
                                    "examples.com"])
     assert [i.text for i in inputs] == ["example.com", "example.com/a*", "examples.com"]
-    groups = copy.merge_ranges(inputs)
+    groups = extract.merge_ranges(inputs)
     assert [(g.start, g.end, sorted(g.members)) for g in groups] == [
         ("com,example)/", "com,example-", [0, 1]), ("com,example:", "com,example;", [0]),
         ("com,examples)/", "com,examples-", [2]), ("com,examples:", "com,examples;", [2])]
     for bad, says in (("exa mple.com", "white space"), ("a*b.com", "may only end"),
                       ("*.example.com/x", "takes a host name"), ("*.", "takes a host name")):
-        with pytest.raises(copy.SelectionError, match=says):
-            copy.parse_input(bad)
+        with pytest.raises(extract.SelectionError, match=says):
+            extract.parse_input(bad)
 
 
 def test_check_member():
     member = gzip.compress(b"WARC/1.0\r\nWARC-Type: response\r\n\r\n")
-    assert copy.check_member(member, len(member)) == member
+    assert extract.check_member(member, len(member)) == member
     for data, length, says in ((member[:-3], len(member), "short read"),
                                (member[:-4] + b"\xff\0\0\0", len(member), "incorrect length check"),
                                (member[:-8] + b"\0\0\0\0" + member[-4:], len(member), "corrupt"),
                                (member + member, 2 * len(member), "more than one gzip member"),
                                (gzip.compress(b"<html>"), len(gzip.compress(b"<html>")),
                                 "does not hold a WARC record")):
-        with pytest.raises(copy._Failed, match=says):
-            copy.check_member(data, length)
+        with pytest.raises(extract.Failed, match=says):
+            extract.check_member(data, length)
     arc = gzip.compress(b"http://example.com/ 1.2.3.4 20240101000000 text/html 5\nhello")
-    with pytest.raises(copy._Failed, match="ARC record") as failed:
-        copy.check_member(arc, len(arc))
+    with pytest.raises(extract.Failed, match="ARC record") as failed:
+        extract.check_member(arc, len(arc))
     assert failed.value.permanent
     # a record of an uncompressed WARC becomes a member of its own
     raw = b"WARC/1.0\r\nWARC-Type: resource\r\n\r\n\r\n\r\n"
-    assert gzip.decompress(copy.check_member(raw, len(raw))) == raw
+    assert gzip.decompress(extract.check_member(raw, len(raw))) == raw
 
 
 def test_parse_line():
@@ -347,26 +353,26 @@ def test_parse_line():
            b'"offset": "3000", "filename": "a/b c.warc.gz"}\n'
     cdx11 = b"com,example)/ 20240101000000 http://example.com/ text/html 200 ABC - - 120 3000 " \
             b"a/b.warc.gz\n"
-    assert copy.parse_line(cdxj) == copy.Record("a/b c.warc.gz", 3000, 120)
-    assert copy.parse_line(cdx11.decode()) == copy.Record("a/b.warc.gz", 3000, 120)
+    assert location(cdxj) == Location("a/b c.warc.gz", 3000, 120)
+    assert location(cdx11.decode()) == Location("a/b.warc.gz", 3000, 120)
     for bad in (b"com,example)/ 20240101000000 http://example.com/ text/html 200 ABC - 3000 a.gz",
                 b"com,example)/ 20240101000000 {}", b"nonsense"):
         with pytest.raises(ValueError, match="CDX"):
-            copy.parse_line(bad)
+            location(bad)
 
 
 def test_progress_line():
     stream = io.StringIO()
-    progress = copy.CopyProgress(stream, enabled=True)
-    progress.start("copying", lambda: (5, 1500), 10, 3000)
+    progress = Progress(stream, enabled=True)
+    progress.transfer("copying", lambda: (5, 1500), 10, 3000)
     time.sleep(0.1)
-    progress.stop()
+    progress.done()
     assert stream.getvalue().startswith("\r\x1b[Kcopying: 5/10 records, 1.5 KB/3.0 KB  0s")
     assert stream.getvalue().endswith("\r\x1b[K")
     quiet = io.StringIO()  # not a terminal: nothing
-    progress = copy.CopyProgress(quiet)
-    progress.start("copying", lambda: (5, 1500), 10, 3000)
-    progress.stop()
+    progress = Progress(quiet)
+    progress.transfer("copying", lambda: (5, 1500), 10, 3000)
+    progress.done()
     assert quiet.getvalue() == ""
 
 
@@ -453,13 +459,13 @@ def test_copy_through_faults_from_s3_to_s3(collection, domains, s3, tmp_path, ca
     with faultproxy.running(s3["endpoint"], seed=7, p_503=0.05, p_reset=0.2,
                             p_truncate=0.2) as proxy:
         monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
-        storage._client.cache_clear()
+        s3_storage._client.cache_clear()
         try:
             code = cli.main(copy_args(s3["cluster"], domains[:2], out, s3["crawl"], "--runner",
                                       "inline", "--records-per-file", "50", "--threads", "8"))
         finally:
             monkeypatch.setenv("AWS_ENDPOINT_URL", s3["endpoint"])
-            storage._client.cache_clear()
+            s3_storage._client.cache_clear()
     assert code == cli.EXIT_OK, capsys.readouterr().err
     faults = collections.Counter(fault for *_, fault in proxy.requests if fault)
     assert faults["503"] >= 1 and faults["reset"] >= 10 and faults["truncate"] >= 10, faults
@@ -478,13 +484,13 @@ def test_copy_from_http_with_local_runner(collection, domains, tmp_path):
 
 
 def test_job_inline_and_spark(collection, domains, tmp_path, spark):
-    inputs = copy.parse_selection(domains[3:])
+    inputs = extract.parse_selection(domains[3:])
     cluster = open_cluster(str(collection["index"]))
     results = {}
     for engine in ("job", "spark"):
         out, progress = tmp_path / engine, tmp_path / f"{engine}-progress"
         progress.mkdir()
-        plan = copy.make_plan(cluster, str(collection["index"]), inputs, str(out), 30)
+        plan = extract.make_plan(cluster, str(collection["index"]), inputs, str(out), 30)
         assert plan.records == len(expected(collection, domains[3:])[1])
         if engine == "job":
             manifest = tmp_path / "chunks.txt"
@@ -494,10 +500,11 @@ def test_job_inline_and_spark(collection, domains, tmp_path, spark):
                                                str(collection["crawl"]), "--progress-dir",
                                                str(progress), str(manifest)], "inline")
         else:
-            statuses = copy.run_copy(plan.chunk_paths(), str(out), str(collection["crawl"]),
-                                     runner="spark", sc=spark, progress_dir=str(progress))
+            with open_engine("spark", CopyOptions(spark_context=spark)) as on_spark:
+                statuses = extract.copy_chunks(on_spark, plan.chunk_paths(), str(out),
+                                            str(collection["crawl"]), progress_dir=str(progress))
         # what the tasks told the progress bar: every record and byte of the plan
-        assert copy.read_progress(progress) == (plan.records, plan.bytes)
+        assert extract.read_progress(progress) == (plan.records, plan.bytes)
         assert sorted(s["name"] for s in statuses) == [c["name"] for c in plan.chunks]
         assert sum(s["copied"] for s in statuses) == plan.records
         assert all(s["index_lines"] == s["records"] for s in statuses)
@@ -573,8 +580,8 @@ def test_killed_copy_completes_on_rerun_without_duplicates(collection, domains, 
                                                            p_reset=0.1, p_truncate=0.1))
             # the copy (in a child process, as the rerun here) reads S3 through the proxy
             monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
-            storage._client.cache_clear()
-            stack.callback(storage._client.cache_clear)
+            s3_storage._client.cache_clear()
+            stack.callback(s3_storage._client.cache_clear)
         args = copy_args(cluster, domains, out, prefix, "--runner", "inline",
                          "--records-per-file", "6", "--threads", "2")
         proc = subprocess.Popen([sys.executable, "-c", SLOW_COPY, *args], stdout=subprocess.DEVNULL,

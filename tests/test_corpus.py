@@ -295,3 +295,16 @@ def test_cli_prints_the_written_paths(tmp_path, capsys):
     printed = capsys.readouterr().out.split()
     assert printed == [str(out / f"CORPUS-003-{n:05d}.arc") for n in range(2)]
     assert all(len(read_manifest(p)) == 6 for p in printed)
+
+
+def test_webarchive_index_corpus_as_the_readme_writes_it(tmp_path, capsys):
+    """`webarchive-index corpus --out DIR [--files 2] [--captures 1000]`: the same files as
+    the module's own command line."""
+    from webarchive_indexing import cli
+    args = ["--files", "2", "--captures", "5", "--seed", "3", "--hosts", "10"]
+    assert cli.main(["corpus", "--out", str(tmp_path / "cli"), *args]) == 0
+    assert main(["--out", str(tmp_path / "module"), *args]) == 0
+    printed = capsys.readouterr().out.split()
+    assert [os.path.basename(p) for p in printed[:2]] == [os.path.basename(p) for p in printed[2:]]
+    for name in map(os.path.basename, printed[:2]):
+        assert (tmp_path / "cli" / name).read_bytes() == (tmp_path / "module" / name).read_bytes()

@@ -10,6 +10,7 @@ import pytest
 import fake_hadoop
 from helpers import REAL
 from webarchive_indexing import storage
+from webarchive_indexing.storage import hadoop as hadoop_storage, s3 as s3_storage
 from webarchive_indexing.cdx import index_file
 from webarchive_indexing.steps import index_archive
 
@@ -27,7 +28,7 @@ def hadoop(tmp_path, monkeypatch):
     def no_boto3():
         raise AssertionError("boto3 used for a Hadoop URI")
 
-    monkeypatch.setattr(storage, "_client", no_boto3)
+    monkeypatch.setattr(s3_storage, "_client", no_boto3)
     return {"root": root, "bin": binary}
 
 
@@ -55,7 +56,7 @@ def local_of(hadoop, uri):
 @pytest.mark.parametrize("base", BASES)
 def test_round_trip(hadoop, base, tmp_path):
     path = storage.join(base, "a", "b.txt")
-    assert storage.is_hadoop(path) and not storage.is_s3(path)
+    assert storage.backend_name(path) == "hadoop"
     assert storage.abspath(path) == path
     assert not storage.exists(path)
     storage.write_atomic(path, b"hello, world")  # a/ did not exist: made on the way
@@ -192,13 +193,13 @@ def test_exists_is_false_only_for_an_absent_path(hadoop, tmp_path, monkeypatch):
 
 def test_without_hadoop_a_clear_error(hadoop, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    with pytest.raises(storage.HadoopNotFound, match="set HADOOP_BIN or put hadoop on PATH.*hdfs:///x"):
+    with pytest.raises(hadoop_storage.HadoopNotFound, match="set HADOOP_BIN or put hadoop on PATH.*hdfs:///x"):
         storage.exists("hdfs:///x")
     monkeypatch.setenv("HADOOP_BIN", str(tmp_path / "no-such-hadoop"))
-    with pytest.raises(storage.HadoopNotFound, match="cannot run .*no-such-hadoop"):
+    with pytest.raises(hadoop_storage.HadoopNotFound, match="cannot run .*no-such-hadoop"):
         storage.open_read("hdfs:///x")
     # not "absent": callers that treat FileNotFoundError so must not take it for that
-    assert not issubclass(storage.HadoopNotFound, FileNotFoundError)
+    assert not issubclass(hadoop_storage.HadoopNotFound, FileNotFoundError)
 
 
 def test_a_stream_cut_short_raises(hadoop, tmp_path, monkeypatch):

@@ -27,7 +27,8 @@ import yaml
 import fake_hadoop
 from emr_moto import MotoEMR, Requests, client_env, network_guard
 from webarchive_indexing.corpus import make_corpus
-from webarchive_indexing.pipeline import build
+from webarchive_indexing.build import build
+from webarchive_indexing.options import BuildOptions
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "scripts"
@@ -114,8 +115,9 @@ def corpus(tmp_path_factory):
 def built(corpus, tmp_path_factory):
     """The reference: `webarchive-index build` of the same archives, same shards."""
     out = tmp_path_factory.mktemp("launch-built") / "out"
-    summary = build([str(corpus["root"])], str(out), shards=SHARDS, lines_per_block=PER_BLOCK,
-                    runner="inline")
+    summary = build([str(corpus["root"])], str(out), BuildOptions(shards=SHARDS,
+                                                                  lines_per_block=PER_BLOCK,
+                                                                  runner="inline"))
     assert summary.published and summary.lines > 100
     return out
 
@@ -206,7 +208,7 @@ def test_runall_local_writes_the_shards_that_got_no_lines(tmp_path, corpus):
     manifest = tmp_path / "one.txt"
     manifest.write_text(archive + "\n")
     out = tmp_path / "built"
-    build([archive], str(out), shards=5, runner="inline")
+    build([archive], str(out), BuildOptions(shards=5, runner="inline"))
     env_file = write_env(tmp_path / "env.sh", **settings(
         tmp_path, corpus, WARC_MANIFEST=manifest, INPUT_ROOT=Path(archive).parent,
         SHARDS=5, LINES_PER_BLOCK=3000, RUNNER="local"))

@@ -12,7 +12,9 @@ from webarchive_indexing.jobs.sample_splits import SampleSplitsJob
 from webarchive_indexing.jobs.zip_cluster import ZipClusterJob
 from webarchive_indexing import cli
 from webarchive_indexing.corpus import make_corpus
-from webarchive_indexing.pipeline import BuildFailed, build, run_job
+from webarchive_indexing.build import BuildFailed, build
+from webarchive_indexing.engines.mrjob_engine import run_job
+from webarchive_indexing.options import BuildOptions
 from webarchive_indexing.query import search_range
 from webarchive_indexing.seqfile import read_text_keys
 from webarchive_indexing.splits import parse_splits
@@ -83,7 +85,7 @@ def test_index_job_fail_mode_fails_the_task(tmp_path):
 
 def test_sample_and_cluster_jobs_inline(tmp_path, corpus):
     out = tmp_path / "out"
-    summary = build([str(corpus)], str(out), shards=1, runner="inline")
+    summary = build([str(corpus)], str(out), BuildOptions(shards=1, runner="inline"))
     cdx_files = [os.path.join(r, n) for r, _, f in os.walk(out / "cdx") for n in f]
     splits = run_job(SampleSplitsJob, ["--shards", "5", "--scaler", "3", "--splits-dir",
                                        str(tmp_path), *cdx_files], "inline")
@@ -114,7 +116,9 @@ def test_build_inline_and_local_are_identical_and_pywb_reads_them(tmp_path, corp
     runs = {}
     for runner in ("inline", "local") if shards == 4 else ("inline",):
         out = tmp_path / runner
-        summary = build([str(corpus)], str(out), shards=shards, lines_per_block=per_block, runner=runner)
+        summary = build([str(corpus)], str(out), BuildOptions(shards=shards,
+                                                              lines_per_block=per_block,
+                                                              runner=runner))
         assert summary.published and summary.shards == shards and not summary.errors
         runs[runner] = out
     out = runs["inline"]
@@ -156,7 +160,8 @@ def queries(lines):
 
 def test_more_shards_than_lines_leaves_empty_shards(tmp_path):
     out = tmp_path / "out"
-    summary = build([f"{REAL}/webrecorder+warcio__example.warc.gz"], str(out), shards=5, runner="inline")
+    summary = build([f"{REAL}/webrecorder+warcio__example.warc.gz"], str(out), BuildOptions(shards=5,
+                                                                                            runner="inline"))
     sizes = [os.path.getsize(out / "cluster" / f"cdx-{i:05d}.gz") for i in range(5)]
     assert summary.lines == 2 and sizes[0] > 0 and sizes[2:] == [0, 0, 0]
     assert pywb_lookup(out / "cluster" / "cluster.idx", "example.com", "domain") == all_lines(out)
@@ -164,9 +169,10 @@ def test_more_shards_than_lines_leaves_empty_shards(tmp_path):
 
 def test_rebuild_is_byte_identical_and_skips_indexed_archives(tmp_path, corpus):
     out = tmp_path / "out"
-    build([str(corpus)], str(out), shards=3, lines_per_block=50, runner="inline")
+    build([str(corpus)], str(out), BuildOptions(shards=3, lines_per_block=50, runner="inline"))
     first = {n: (out / "cluster" / n).read_bytes() for n in os.listdir(out / "cluster")}
-    summary = build([str(corpus)], str(out), shards=3, lines_per_block=50, runner="inline")
+    summary = build([str(corpus)], str(out), BuildOptions(shards=3, lines_per_block=50,
+                                                          runner="inline"))
     assert summary.archives_skipped == summary.archives == 3
     assert {n: (out / "cluster" / n).read_bytes() for n in os.listdir(out / "cluster")} == first
 
@@ -184,10 +190,10 @@ def bad_collection(tmp_path):
 
 def test_on_error_fail_publishes_nothing_and_keeps_the_old_cluster(tmp_path):
     out = tmp_path / "out"
-    build([f"{REAL}/webrecorder+warcio__example.warc.gz"], str(out), runner="inline")
+    build([f"{REAL}/webrecorder+warcio__example.warc.gz"], str(out), BuildOptions(runner="inline"))
     before = (out / "cluster" / "cluster.idx").read_bytes()
     with pytest.raises(BuildFailed, match="4 problems in the input; no cluster was built") as failed:
-        build([str(bad_collection(tmp_path)), str(tmp_path / "missing.warc.gz")], str(out), runner="inline")
+        build([str(bad_collection(tmp_path)), str(tmp_path / "missing.warc.gz")], str(out), BuildOptions(runner="inline"))
     reasons = sorted((os.path.basename(e["file"]), e["offset"]) for e in failed.value.summary.errors)
     assert reasons == [("cut.warc.gz", 14426), ("empty.warc", 0), ("missing.warc.gz", 0), ("whole.warc.gz", 0)]
     assert (out / "cluster" / "cluster.idx").read_bytes() == before
@@ -210,12 +216,12 @@ def test_on_error_skip_indexes_every_readable_record(tmp_path, capsys):
     assert cluster_lines(out / "cluster") == all_lines(out)
     assert (out / "cdx" / "cut.cdx.gz.errors.json").exists()
     # a rerun does not trust the partial CDX of a file that had errors
-    build([str(warcs)], str(out), shards=2, runner="inline", on_error="skip")
+    build([str(warcs)], str(out), BuildOptions(shards=2, runner="inline", on_error="skip"))
 
 
 def test_splits_seq_read_by_hadoop_equals_splits_txt(tmp_path, corpus, spark):
     out = tmp_path / "out"
-    build([str(corpus)], str(out), shards=6, runner="inline")
+    build([str(corpus)], str(out), BuildOptions(shards=6, runner="inline"))
     text = parse_splits((out / "splits.txt").read_text())
     assert len(text) == 5
     assert [k for k, _ in spark.sequenceFile(str(out / "splits.seq")).collect()] == text
@@ -225,7 +231,7 @@ def test_splits_seq_read_by_hadoop_equals_splits_txt(tmp_path, corpus, spark):
 
 def test_finalize_publishes_only_a_complete_cluster(tmp_path, corpus, capsys):
     out = tmp_path / "out"
-    build([str(corpus)], str(out), shards=3, lines_per_block=30, runner="inline")
+    build([str(corpus)], str(out), BuildOptions(shards=3, lines_per_block=30, runner="inline"))
     cluster = out / "cluster"
     published = {n: (cluster / n).read_bytes() for n in ("cluster.idx", "cluster.loc")}
     for name in published:
@@ -271,7 +277,8 @@ def test_cli_usage_errors(tmp_path, capsys):
 
 def test_no_root_index(tmp_path, corpus):
     out = tmp_path / "out"
-    build([str(corpus)], str(out), shards=2, lines_per_block=40, runner="inline", root_index=False)
+    build([str(corpus)], str(out), BuildOptions(shards=2, lines_per_block=40, runner="inline",
+                                                root_index=False))
     cluster = out / "cluster"
     assert not (cluster / "cluster.root").exists()
     # finalize with a root, then without: the older root goes rather than describe another index

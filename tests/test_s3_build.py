@@ -15,7 +15,9 @@ from helpers import REAL, pywb_lookup
 from webarchive_indexing import cdxmeta, cli, storage
 from webarchive_indexing.jobs import zip_cluster
 from webarchive_indexing.corpus import make_corpus
-from webarchive_indexing.pipeline import BUILD_PREFIX, BuildFailed, build
+from webarchive_indexing.build import BuildFailed, build
+from webarchive_indexing.options import BuildOptions
+from webarchive_indexing.publish import BUILD_PREFIX
 from webarchive_indexing.query import Cluster, open_cluster
 
 
@@ -58,7 +60,7 @@ def without_shard_column(idx):
 
 def test_s3_build_equals_local_build(tmp_path, corpus, warcs, capsys):
     local = tmp_path / "local"
-    build([str(corpus)], str(local), shards=3, lines_per_block=40, runner="inline")
+    build([str(corpus)], str(local), BuildOptions(shards=3, lines_per_block=40, runner="inline"))
     out = s3server.new_bucket() + "/index/out"
     assert cli.main(["build", warcs, "-o", out, "--shards", "3", "--lines-per-block", "40",
                      "--runner", "local", "--no-progress"]) == cli.EXIT_OK
@@ -147,7 +149,7 @@ def lookup(idx, loc, tmp_path):
 
 def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypatch):
     out = s3server.new_bucket() + "/out"
-    build([warcs], out, shards=2, lines_per_block=50, runner="inline")
+    build([warcs], out, BuildOptions(shards=2, lines_per_block=50, runner="inline"))
     published = cluster_objects(out)
     assert len(published) == 3 + 2 * 2  # idx, loc, root; a shard and a part file each
     lines = lookup(published["cluster.idx"], published["cluster.loc"], tmp_path)
@@ -158,7 +160,7 @@ def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypat
     storage.write_atomic(bad, open(f"{REAL}/webrecorder+warcio__example-bad-non-chunked.warc.gz", "rb").read())
     try:
         with pytest.raises(BuildFailed, match="1 problems in the input; no cluster was built"):
-            build([warcs], out, shards=2, runner="inline")
+            build([warcs], out, BuildOptions(shards=2, runner="inline"))
     finally:
         storage.remove(bad)
     assert cluster_objects(out) == published
@@ -173,7 +175,7 @@ def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypat
     write_shard = zip_cluster.write_shard
     monkeypatch.setattr(zip_cluster, "write_shard", failing_shard)
     with pytest.raises(Exception, match="upload failed"):
-        build([warcs], out, shards=2, lines_per_block=10, runner="inline")
+        build([warcs], out, BuildOptions(shards=2, lines_per_block=10, runner="inline"))
     monkeypatch.undo()
     assert cluster_objects(out) == published
 
@@ -187,7 +189,7 @@ def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypat
     write_atomic = storage.write_atomic
     monkeypatch.setattr(storage, "write_atomic", failing_idx)
     with pytest.raises(OSError, match="upload failed"):
-        build([warcs], out, shards=3, lines_per_block=10, runner="inline")
+        build([warcs], out, BuildOptions(shards=3, lines_per_block=10, runner="inline"))
     monkeypatch.undo()
     now = cluster_objects(out)
     assert now.pop("cluster.loc") != published["cluster.loc"]
@@ -202,11 +204,11 @@ def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypat
 
 def test_s3_rebuilds_keep_the_replaced_build_and_delete_older_ones(tmp_path, warcs):
     out = s3server.new_bucket() + "/out"
-    build([warcs], out, shards=2, lines_per_block=50, runner="inline")
+    build([warcs], out, BuildOptions(shards=2, lines_per_block=50, runner="inline"))
     storage.write_atomic(f"{out}/cluster/{BUILD_PREFIX}abandoned/cdx-00000.gz", b"")
     builds, indexes = [_builds(out) - {BUILD_PREFIX + "abandoned"}], [cluster_objects(out)]
     for per_block in (20, 30):
-        build([warcs], out, shards=2, lines_per_block=per_block, runner="inline")
+        build([warcs], out, BuildOptions(shards=2, lines_per_block=per_block, runner="inline"))
         builds.append(_builds(out) - set().union(*builds))
         indexes.append(cluster_objects(out))
     assert all(len(b) == 1 for b in builds)
@@ -245,7 +247,8 @@ def test_s3_rebuild_of_a_cluster_without_lines(tmp_path, s3):
     bucket = s3server.new_bucket()
     storage.write_atomic(bucket + "/warcs/info.warc.gz", data.getvalue())
     for _ in range(2):
-        summary = build([bucket + "/warcs/"], bucket + "/out", shards=2, runner="inline")
+        summary = build([bucket + "/warcs/"], bucket + "/out", BuildOptions(shards=2,
+                                                                            runner="inline"))
         assert summary.published and summary.lines == 0
     assert storage.read_bytes(bucket + "/out/cluster/cluster.idx") == b""
     assert len(_builds(bucket + "/out")) == 1  # the replaced index named no shards

@@ -1,4 +1,4 @@
-"""The Spark build (webarchive_indexing.spark, jobs/spark_build.py) on a real local[2] Spark:
+"""The Spark build (webarchive_indexing.engines.spark_engine, jobs/spark_build.py) on a real local[2] Spark:
 byte-identical to the mrjob local runner's build of the same input.
 
 The Spark context is conftest's session ``spark`` fixture (local[2]; one context
@@ -17,13 +17,9 @@ import pytest
 
 from webarchive_indexing import cdx
 from webarchive_indexing import corpus as corpus_mod
-from webarchive_indexing.pipeline import BuildFailed, build
-from webarchive_indexing.spark import (
-    build_with_spark,
-    group_files,
-    read_cdx_lines,
-    write_cluster,
-)
+from webarchive_indexing.build import BuildFailed, build
+from webarchive_indexing.engines.spark_engine import group_files, read_cdx_lines, write_cluster
+from webarchive_indexing.options import BuildOptions
 from webarchive_indexing.splits import parse_splits
 from webarchive_indexing.steps import finalize_cluster
 
@@ -122,10 +118,13 @@ def shard_lines(out):
 def test_spark_build_is_byte_identical_to_the_mrjob_build(request, tmp_path, sc, data, shards,
                                                          per_block, fmt, tasks):
     inputs = [str(request.getfixturevalue(data))]
-    mr = build(inputs, str(tmp_path / "mrjob"), shards=shards, lines_per_block=per_block,
-               cdx_format=fmt, runner="local")
-    sp = build_with_spark(sc, inputs, str(tmp_path / "spark"), shards=shards,
-                          lines_per_block=per_block, cdx_format=fmt, **tasks)
+    mr = build(inputs, str(tmp_path / "mrjob"), BuildOptions(shards=shards,
+                                                             lines_per_block=per_block,
+                                                             cdx_format=fmt, runner="local"))
+    sp = build(inputs, str(tmp_path / "spark"), BuildOptions(runner="spark", spark_context=sc,
+                                                             shards=shards,
+                                                             lines_per_block=per_block,
+                                                             cdx_format=fmt, **tasks))
     assert sp.published and sp.shards == shards and not sp.errors
     assert_same_build(tmp_path / "mrjob", tmp_path / "spark", mr, sp)
     lines = shard_lines(tmp_path / "spark")
@@ -141,9 +140,11 @@ def test_spark_build_is_byte_identical_to_the_mrjob_build(request, tmp_path, sc,
 
 def test_rebuild_skips_indexed_archives_and_is_identical(tmp_path, sc, corpus):
     out = tmp_path / "out"
-    build_with_spark(sc, [str(corpus)], str(out), shards=3, lines_per_block=50)
+    build([str(corpus)], str(out), BuildOptions(runner="spark", spark_context=sc, shards=3,
+                                                lines_per_block=50))
     first = {n: (out / "cluster" / n).read_bytes() for n in cluster_files(out)}
-    again = build_with_spark(sc, [str(corpus)], str(out), shards=3, lines_per_block=50)
+    again = build([str(corpus)], str(out), BuildOptions(runner="spark", spark_context=sc, shards=3,
+                                                        lines_per_block=50))
     assert again.archives == again.archives_skipped == 3 and again.lines == 0
     assert {n: (out / "cluster" / n).read_bytes() for n in cluster_files(out)} == first
     assert not [n for n in os.listdir(out) if n.startswith(".cluster-")]
@@ -173,10 +174,11 @@ def bad(tmp_path_factory):
 def test_on_error_skip_keeps_readable_records_like_the_mrjob_build(tmp_path, sc, bad):
     warcs, broken_at, original = bad
     inputs = [str(warcs), str(tmp_path / "missing.warc.gz")]
-    mr = build(inputs, str(tmp_path / "mrjob"), shards=3, lines_per_block=20, runner="local",
-               on_error="skip")
-    sp = build_with_spark(sc, inputs, str(tmp_path / "spark"), shards=3, lines_per_block=20,
-                          on_error="skip")
+    mr = build(inputs, str(tmp_path / "mrjob"), BuildOptions(shards=3, lines_per_block=20,
+                                                             runner="local", on_error="skip"))
+    sp = build(inputs, str(tmp_path / "spark"), BuildOptions(runner="spark", spark_context=sc,
+                                                             shards=3, lines_per_block=20,
+                                                             on_error="skip"))
     assert sp.published
     assert_same_build(tmp_path / "mrjob", tmp_path / "spark", mr, sp)
     reports = [json.loads((tmp_path / out / "errors.json").read_text()) for out in ("mrjob", "spark")]
@@ -197,10 +199,10 @@ def test_on_error_skip_keeps_readable_records_like_the_mrjob_build(tmp_path, sc,
 def test_on_error_fail_publishes_nothing_and_keeps_the_old_cluster(tmp_path, sc, bad, tiny):
     warcs, _, _ = bad
     out = tmp_path / "out"
-    build_with_spark(sc, [str(tiny)], str(out), shards=2)
+    build([str(tiny)], str(out), BuildOptions(runner="spark", spark_context=sc, shards=2))
     before = {n: (out / "cluster" / n).read_bytes() for n in cluster_files(out)}
     with pytest.raises(BuildFailed, match="3 problems in the input; no cluster was built") as failed:
-        build_with_spark(sc, [str(warcs)], str(out), shards=2)
+        build([str(warcs)], str(out), BuildOptions(runner="spark", spark_context=sc, shards=2))
     assert failed.value.summary.archives == 4 and not failed.value.summary.published
     assert {n: (out / "cluster" / n).read_bytes() for n in cluster_files(out)} == before
     assert "cut.warc.gz" in (out / "errors.json").read_text()
@@ -209,7 +211,7 @@ def test_on_error_fail_publishes_nothing_and_keeps_the_old_cluster(tmp_path, sc,
 
 def test_no_archives_is_refused(tmp_path, sc):
     with pytest.raises(BuildFailed, match="no WARC/ARC files"):
-        build_with_spark(sc, [str(tmp_path)], str(tmp_path / "out"))
+        build([str(tmp_path)], str(tmp_path / "out"), BuildOptions(runner="spark", spark_context=sc))
 
 
 # -- S3 (moto's server on 127.0.0.1) ----------------------------------------------------------
@@ -235,9 +237,10 @@ def test_s3_build_equals_the_mrjob_s3_build(tmp_path, sc, corpus, s3):
     bucket = s3.new_bucket()
     s3.upload_tree(corpus, bucket + "/crawl")
     inputs = [bucket + "/crawl/"]
-    mr = build(inputs, bucket + "/mrjob", shards=3, lines_per_block=40, runner="inline")
-    sp = build_with_spark(sc, inputs, bucket + "/spark", shards=3, lines_per_block=40,
-                          cdx_bytes_per_task=1)
+    mr = build(inputs, bucket + "/mrjob", BuildOptions(shards=3, lines_per_block=40,
+                                                       runner="inline"))
+    sp = build(inputs, bucket + "/spark", BuildOptions(runner="spark", spark_context=sc, shards=3,
+                                                       lines_per_block=40, cdx_bytes_per_task=1))
     assert sp.published and sp.lines == 362
     for field in SUMMARY_FIELDS:
         assert getattr(mr, field) == getattr(sp, field), field
@@ -311,8 +314,9 @@ def test_spark_submit_entry_script(tmp_path, bad):
     said = done.stdout + done.stderr
     assert done.returncode == 3, said[-3000:]
     assert "errors:   3" in said and "cluster:  3 shards" in said
-    reference = build(args[:1], str(tmp_path / "mrjob"), shards=3, lines_per_block=20,
-                      runner="inline", on_error="skip")
+    reference = build(args[:1], str(tmp_path / "mrjob"), BuildOptions(shards=3, lines_per_block=20,
+                                                                      runner="inline",
+                                                                      on_error="skip"))
     for error in reference.errors:
         assert f"error: {error['file']}: offset {error['offset']}: {error['reason']}\n" in said
     assert f"records:  {reference.records} read, {reference.lines} CDX lines" in said

@@ -10,7 +10,8 @@ from botocore.stub import Stubber
 
 import s3server
 from helpers import REAL
-from webarchive_indexing import cli, storage
+from webarchive_indexing import cli, retry, storage
+from webarchive_indexing.storage import s3 as s3_storage
 from webarchive_indexing.cdx import index_file
 from webarchive_indexing.inputs import expand
 
@@ -28,7 +29,7 @@ def bucket(s3):
 
 
 def test_the_client_talks_to_the_local_server_only(s3):
-    client = storage._client()
+    client = s3_storage._client()
     assert client.meta.endpoint_url == s3 and s3.startswith("http://127.0.0.1:")
     # botocore counts max_attempts as retries after the first attempt
     assert client.meta.config.retries == {"total_max_attempts": 11, "mode": "adaptive"}
@@ -73,7 +74,7 @@ def test_missing_objects_and_buckets(bucket):
                                                (503, "SlowDown", OSError)])
 def test_only_a_404_means_absent(bucket, status, code, error):
     path = storage.join(bucket, "key")
-    with Stubber(storage._client()) as stub:
+    with Stubber(s3_storage._client()) as stub:
         stub.add_client_error("head_object", code, http_status_code=status)
         with pytest.raises(error, match=f"{code}.*{path}") as raised:
             storage.exists(path)
@@ -153,8 +154,8 @@ def test_read_range_retries_a_body_that_breaks_off(bucket, monkeypatch, breaking
     """botocore retries a request, not a body that breaks off while it streams: storage does."""
     path = storage.join(bucket, "a.txt")
     storage.write_atomic(path, b"hello, world")
-    monkeypatch.setattr(storage, "BACKOFF_BASE", 0.001)
-    client, responses = storage._client(), []
+    monkeypatch.setattr(retry.READS, "first", 0.001)
+    client, responses = s3_storage._client(), []
     get_object = client.get_object
 
     def broken_get_object(**params):
@@ -167,7 +168,7 @@ def test_read_range_retries_a_body_that_breaks_off(bucket, monkeypatch, breaking
     monkeypatch.setattr(client, "get_object", broken_get_object)
     assert storage.read_range(path, 7, 5) == b"world" and len(responses) == 3
     responses.clear()
-    monkeypatch.setattr(storage, "READ_ATTEMPTS", 2)
+    monkeypatch.setattr(retry.READS, "attempts", 2)
     reason = "ResponseStreamingError" if breaking == "raises" else "a short body: 2 of 5 bytes"
     with pytest.raises(OSError, match=f"GET bytes=7-11 failed 2 times, the last with {reason}.*{path}"):
         storage.read_range(path, 7, 5)
@@ -273,8 +274,8 @@ def test_read_range_backs_off_when_botocore_gives_up_early(bucket, monkeypatch):
     a SlowDown botocore retried in full is an error at once."""
     path = storage.join(bucket, "a.txt")
     storage.write_atomic(path, b"hello, world")
-    monkeypatch.setattr(storage, "BACKOFF_BASE", 0.001)
-    client, calls = storage._client(), []
+    monkeypatch.setattr(retry.READS, "first", 0.001)
+    client, calls = s3_storage._client(), []
     get_object = client.get_object
 
     def slow_down(retries):
@@ -293,7 +294,7 @@ def test_read_range_backs_off_when_botocore_gives_up_early(bucket, monkeypatch):
 
     def exhausted_get_object(**params):
         calls.append(params)
-        raise slow_down(retries=storage.S3_RETRIES)
+        raise slow_down(retries=s3_storage.S3_RETRIES)
 
     calls.clear()
     monkeypatch.setattr(client, "get_object", exhausted_get_object)

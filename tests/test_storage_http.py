@@ -17,7 +17,8 @@ from botocore.retries.standard import ExponentialBackoff
 import faultproxy
 import rangeserver
 import s3server
-from webarchive_indexing import storage
+from webarchive_indexing import retry, storage
+from webarchive_indexing.storage import s3 as s3_storage, web as web_storage
 
 SIZE = 300_000
 
@@ -61,8 +62,8 @@ def fast_retries(monkeypatch):
     """Retries without the waits between them: storage's, and botocore's (up to 20 s
     after a SlowDown, and adaptive mode's rate limit), which are botocore's to test.
     Before the client is made: it binds the rate limiter's method then."""
-    monkeypatch.setattr(storage, "BACKOFF_BASE", 0.001)
-    monkeypatch.setattr(storage, "BACKOFF_MAX", 0.005)
+    monkeypatch.setattr(retry.READS, "first", 0.001)
+    monkeypatch.setattr(retry.READS, "cap", 0.005)
     monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: 0.001)
     monkeypatch.setattr(ClientRateLimiter, "on_sending_request", lambda self, **kwargs: None)
 
@@ -111,8 +112,9 @@ def faults(proxy_requests):
 
 def test_reads_over_http(server, data, tmp_path):
     url = server.url + "/a.bin"
-    assert storage.is_http(url) and storage.is_remote(url) and not storage.is_s3(url)
-    assert storage.is_http("https://example.org/a") and not storage.is_http("s3://b/http://")
+    assert storage.backend_name(url) == "web" and not storage.is_local(url)
+    assert storage.backend_name("https://example.org/a") == "web"
+    assert storage.backend_name("s3://b/http://") == "s3"
     assert storage.abspath(url) == url
     assert storage.read_range(url, 1000, 50) == data[1000:1050]
     assert storage.fetch_range(url, 1000, 50) == (data[1000:1050], SIZE)
@@ -145,9 +147,9 @@ def test_connections_are_kept_alive(server, data, monkeypatch):
     url = server.url + "/a.bin"
     key = ("http", server.url[len("http://"):])
     storage.read_range(url, 0, 10)
-    conn = storage._http_pool()[key]
+    conn = web_storage._http_pool()[key]
     assert storage.read_range(url, 10, 10) == data[10:20]
-    assert storage._http_pool()[key] is conn and len(server.requests) == 2
+    assert web_storage._http_pool()[key] is conn and len(server.requests) == 2
     # a kept connection that died meanwhile is replaced at once, not retried after a wait
     conn.sock.shutdown(socket.SHUT_RDWR)
     monkeypatch.setattr(time, "sleep", lambda seconds: pytest.fail("a retry waited"))
@@ -235,7 +237,7 @@ def test_redirects_are_followed(server, data, seen):
         assert storage.fetch_range(url + "/moved", 5, 5) == (data[5:10], SIZE)
     assert seen == [("GET", url + "/moved", (5, 9)), ("GET", target, (5, 9))]
     with answering(status(301, [("Location", "/again")])) as url:
-        with pytest.raises(OSError, match=f"more than {storage.MAX_REDIRECTS} redirects.*{url}/a"):
+        with pytest.raises(OSError, match=f"more than {web_storage.MAX_REDIRECTS} redirects.*{url}/a"):
             storage.read_range(url + "/a", 0, 10)
 
 
@@ -272,21 +274,21 @@ def test_http_retries_run_out(server, seen, fast_retries, fault, reason):
     with faultproxy.running(server.url, **{f"p_{fault}": 1.0}) as proxy:
         url = proxy.url + "/a.bin"
         started = time.monotonic()
-        with pytest.raises(OSError, match=f"GET bytes=0-9 failed {storage.READ_ATTEMPTS} times, "
+        with pytest.raises(OSError, match=f"GET bytes=0-9 failed {retry.READS.attempts} times, "
                                           f"the last with .*{reason}.*{url}"):
             storage.read_range(url, 0, 10)
         assert time.monotonic() - started < 2
-    assert len(proxy.requests) == len(seen) == storage.READ_ATTEMPTS
+    assert len(proxy.requests) == len(seen) == retry.READS.attempts
 
 
 def test_a_refused_connection_is_retried(fast_retries, seen):
     with socket.socket() as sock:  # a port nothing listens on, once closed
         sock.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/a.bin"
-    with pytest.raises(OSError, match=f"failed {storage.READ_ATTEMPTS} times, the last with "
+    with pytest.raises(OSError, match=f"failed {retry.READS.attempts} times, the last with "
                                       f"ConnectionRefusedError.*{url}"):
         storage.read_range(url, 0, 10)
-    assert len(seen) == storage.READ_ATTEMPTS
+    assert len(seen) == retry.READS.attempts
 
 
 def test_http_stream_resumes_where_it_broke(server, site, data, fast_retries):
@@ -333,11 +335,11 @@ def s3_proxy(s3, monkeypatch, fast_retries):
     """A faultproxy (no faults yet) in front of moto, and a client that goes through it."""
     with faultproxy.running(s3, seed=3) as proxy:
         monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
-        storage._client.cache_clear()
+        s3_storage._client.cache_clear()
         try:
             yield proxy
         finally:
-            storage._client.cache_clear()
+            s3_storage._client.cache_clear()
 
 
 def test_s3_reads_survive_faults(s3_proxy, data, seen):
@@ -380,14 +382,14 @@ def test_s3_retries_run_out(s3_proxy, seen):
     seen.clear()
     s3_proxy.requests.clear()
     s3_proxy.set_faults(p_truncate=1.0)
-    with pytest.raises(OSError, match=f"GET bytes=0-9 failed {storage.READ_ATTEMPTS} times, "
+    with pytest.raises(OSError, match=f"GET bytes=0-9 failed {retry.READS.attempts} times, "
                                       f"the last with ResponseStreamingError.*IncompleteRead.*{url}"):
         storage.read_range(url, 0, 10)
     with pytest.raises(OSError, match=f"after {storage.RESUMES} resumes.*{url}"):
         storage.read_bytes(url)
     # resumed as long as bytes came, then RESUMES times more from the same place
-    assert seen[:storage.READ_ATTEMPTS] == [("GET", url, (0, 9))] * storage.READ_ATTEMPTS
-    assert seen[storage.READ_ATTEMPTS:] == [("GET", url, byte_range) for byte_range in
+    assert seen[:retry.READS.attempts] == [("GET", url, (0, 9))] * retry.READS.attempts
+    assert seen[retry.READS.attempts:] == [("GET", url, byte_range) for byte_range in
                                             [None, (50, None), (75, None), (87, None), (93, None),
                                              (96, None), (98, None)] + [(99, None)] * storage.RESUMES]
     assert len(s3_proxy.requests) == len(seen)

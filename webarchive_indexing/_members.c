@@ -110,7 +110,7 @@ call_with_view(PyObject *func, unsigned char *buf, Py_ssize_t len, int flags)
     return result;
 }
 
-/* GzipMembers._read_raw: keep the unread bytes, append the next block of the file.
+/* GzipMembers._read_raw: drop the bytes inflated, append the next block of the file.
  * 1 if read, 0 at the end of the file (or a None read: no data), -1 on error. */
 static int
 read_raw(Members *self)
@@ -442,7 +442,7 @@ Members_readline(Members *self, PyObject *const *args, Py_ssize_t nargs)
         if (fill(self) < 0)
             return NULL;
     }
-    if (size != PY_SSIZE_T_MAX && stop > self->pos + size)
+    if (stop - self->pos > size)  /* (not stop > pos + size: that overflows for huge sizes) */
         stop = self->pos + size;
     PyObject *line = PyBytes_FromStringAndSize((char *)self->out + self->pos,
                                                stop > self->pos ? stop - self->pos : 0);
@@ -521,30 +521,29 @@ Members_skip(Members *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
-/* GzipMembers.drain: inflate the rest of the member; its size, and its last ``keep`` bytes in
- * tail (at most TRAILER_MAX). */
+/* GzipMembers.drain: inflate the rest of the member; in *size the bytes from the read position
+ * to its end, in head at most TRAILER_MAX of them from ``skip`` (0 or more) on. */
 static int
-drain(Members *self, Py_ssize_t keep, unsigned char *tail, Py_ssize_t *tail_len, long long *size)
+drain(Members *self, long long skip, unsigned char *head, Py_ssize_t *head_len, long long *size)
 {
-    Py_ssize_t from = self->out_len - keep > self->pos ? self->out_len - keep : self->pos;
-    *tail_len = self->out_len > from ? self->out_len - from : 0;
-    memcpy(tail, self->out + from, *tail_len);
-    *size = self->out_len - self->pos;
+    /* (a read position past the bytes inflated, after a skip too far, makes *size negative
+     * at first: the bytes skipped are yet to come) */
+    *size = (long long)self->out_len - self->pos;
+    *head_len = skip < *size ? (*size - skip < TRAILER_MAX ? *size - skip : TRAILER_MAX) : 0;
+    if (*head_len)
+        memcpy(head, self->out + self->pos + skip, *head_len);
     self->out_len = self->pos = 0;
     while (self->end < 0) {
         if (inflate_step(self, CHUNK) < 0)
             return -1;
-        Py_ssize_t n = self->out_len;
-        *size += n;
-        if (n >= keep) {
-            memcpy(tail, self->out + n - keep, keep);
-            *tail_len = keep;
-        } else {
-            Py_ssize_t kept = *tail_len + n > keep ? keep - n : *tail_len;
-            memmove(tail, tail + *tail_len - kept, kept);
-            memcpy(tail + kept, self->out, n);
-            *tail_len = kept + n;
+        long long n = self->out_len;
+        if (*head_len < TRAILER_MAX && *size + n > skip) {
+            long long at = skip > *size ? skip - *size : 0;
+            Py_ssize_t take = n - at < TRAILER_MAX - *head_len ? n - at : TRAILER_MAX - *head_len;
+            memcpy(head + *head_len, self->out + at, take);
+            *head_len += take;
         }
+        *size += n;
         self->out_len = 0;
     }
     return 0;
@@ -553,16 +552,59 @@ drain(Members *self, Py_ssize_t keep, unsigned char *tail, Py_ssize_t *tail_len,
 static PyObject *
 Members_drain(Members *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    Py_ssize_t keep = TRAILER_MAX, tail_len;
-    unsigned char tail[TRAILER_MAX];
+    Py_ssize_t skip = 0, head_len;
+    unsigned char head[TRAILER_MAX];
     long long size;
-    if (optional_int(args, nargs, "drain(keep=256)", &keep) < 0)
+    if (optional_int(args, nargs, "drain(skip=0)", &skip) < 0)
         return NULL;
-    if (keep < 0 || keep > TRAILER_MAX)
-        return PyErr_Format(PyExc_ValueError, "keep must be from 0 to %d", TRAILER_MAX);
-    if (drain(self, keep, tail, &tail_len, &size) < 0)
+    if (skip < 0)
+        return PyErr_Format(PyExc_ValueError, "skip must be 0 or more");
+    if (drain(self, skip, head, &head_len, &size) < 0)
         return NULL;
-    return Py_BuildValue("y#L", (char *)tail, tail_len, size);
+    return Py_BuildValue("y#L", (char *)head, head_len, size);
+}
+
+/* str.strip()'s whitespace in bytes (and \S's complement in a bytes pattern). */
+static inline int
+is_byte_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+/* Where a run of non-whitespace from i ends, if it has at least ``min_digits`` characters and,
+ * when min_digits > 0, only digits; else -1. */
+static Py_ssize_t
+field_end(const unsigned char *buf, Py_ssize_t i, Py_ssize_t len, Py_ssize_t min_digits)
+{
+    Py_ssize_t j = i;
+    for (; j < len && !is_byte_space(buf[j]); j++)
+        if (min_digits && (buf[j] < '0' || buf[j] > '9'))
+            return -1;
+    return j - i >= (min_digits ? min_digits : 1) ? j : -1;
+}
+
+/* records.ANOTHER_RECORD.match: after whitespace, a WARC header or an ARC header line. */
+static int
+another_record(const unsigned char *buf, Py_ssize_t len)
+{
+    static const Py_ssize_t min_digits[5] = {0, 0, 12, 0, 1};
+    Py_ssize_t i = 0;
+    while (i < len && is_byte_space(buf[i]))
+        i++;
+    if (len - i >= 5 && memcmp(buf + i, "WARC/", 5) == 0)
+        return 1;
+    for (int f = 0; f < 5; f++) {
+        if (f > 0) {
+            if (i >= len || buf[i] != ' ')
+                return 0;
+            i++;
+        }
+        if ((i = field_end(buf, i, len, min_digits[f])) < 0)
+            return 0;
+    }
+    if (i < len && buf[i] == '\r')
+        i++;
+    return i < len && buf[i] == '\n';
 }
 
 /* GzipMembers.finish: None, or a RecordError in *problem (new reference). -1 with an
@@ -570,18 +612,25 @@ Members_drain(Members *self, PyObject *const *args, Py_ssize_t nargs)
 static int
 finish(Members *self, PyObject *unread, PyObject **problem)
 {
-    unsigned char tail[TRAILER_MAX];
-    Py_ssize_t tail_len;
+    unsigned char head[TRAILER_MAX];
+    Py_ssize_t head_len;
     long long rest;
+    int overflow;
     *problem = NULL;
-    if (drain(self, TRAILER_MAX, tail, &tail_len, &rest) < 0)
+    long long skip = PyLong_AsLongLongAndOverflow(unread, &overflow);
+    if (skip == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow > 0)
+        skip = LLONG_MAX;
+    if (skip < 0)
+        skip = 0;
+    if (drain(self, skip, head, &head_len, &rest) < 0)
         return -1;
     PyObject *rest_obj = PyLong_FromLongLong(rest);
     PyObject *short_by = rest_obj == NULL ? NULL : PyNumber_Subtract(unread, rest_obj);
     Py_XDECREF(rest_obj);
     if (short_by == NULL)
         return -1;
-    int overflow;
     long long trailer = -PyLong_AsLongLongAndOverflow(short_by, &overflow);
     if (overflow > 0 || trailer < 0) {
         *problem = make_error(self, self->record_error, self->start, PyUnicode_FromFormat(
@@ -591,19 +640,18 @@ finish(Members *self, PyObject *unread, PyObject **problem)
         return *problem == NULL ? -1 : 0;
     }
     Py_DECREF(short_by);
-    if (overflow < 0)
-        trailer = LLONG_MAX;
-    int clean = trailer <= tail_len;
-    for (Py_ssize_t i = tail_len - (clean ? trailer : 0); clean && i < tail_len; i++)
-        clean = tail[i] == ' ' || (tail[i] >= '\t' && tail[i] <= '\r');
-    if (!clean) {
-        archive_error(self, self->start, PyUnicode_FromFormat(
-            "gzip member holds more than this record (%lld bytes follow it): the file is not "
-            "compressed record by record, so its records cannot be addressed by byte range",
-            trailer));
-        return -1;
-    }
-    return 0;
+    int blank = trailer <= head_len;
+    for (Py_ssize_t i = 0; blank && i < head_len; i++)
+        blank = is_byte_space(head[i]);
+    if (blank)
+        return 0;
+    *problem = make_error(self, self->record_error, self->start, another_record(head, head_len)
+        ? PyUnicode_FromFormat("gzip member holds more than one record (%lld bytes follow the "
+                               "first): the file is not compressed record by record, so its "
+                               "records cannot be addressed by byte range", trailer)
+        : PyUnicode_FromFormat("record is longer than its Content-Length says: %lld more bytes "
+                               "follow it in its gzip member", trailer));
+    return *problem == NULL ? -1 : 0;
 }
 
 static PyObject *
@@ -619,8 +667,65 @@ Members_finish(Members *self, PyObject *arg)
     return problem;
 }
 
+/* Where records.MEMBER_START first matches raw from ``from``, or -1. */
+static Py_ssize_t
+find_member_start(const unsigned char *raw, Py_ssize_t from, Py_ssize_t len)
+{
+    for (Py_ssize_t i = from; i + 4 <= len; i++) {
+        const unsigned char *p = memchr(raw + i, 0x1f, len - 3 - i);
+        if (p == NULL)
+            return -1;
+        i = p - raw;
+        if (p[1] == 0x8b && p[2] == 0x08 && p[3] < 0x20)
+            return i;
+    }
+    return -1;
+}
+
+/* GzipMembers.recover: the offset of the next member after ``start`` whose first bytes
+ * inflate (where start_member goes on), or None. */
+static PyObject *
+Members_recover(Members *self, PyObject *unused)
+{
+    long long scan = self->start + 1 > self->raw_offset ? self->start + 1 : self->raw_offset;
+    for (;;) {
+        self->rpos = (Py_ssize_t)(scan - self->raw_offset);
+        Py_ssize_t at = find_member_start(self->raw, self->rpos, self->raw_len);
+        int found = at >= 0;
+        if (!found)
+            at = self->raw_len - 3 > self->rpos ? self->raw_len - 3 : self->rpos;
+        if (self->raw_len - at < FIRST_STEP || !found) {
+            /* too little of it to try (or of a start cut by the block's end): read on */
+            self->rpos = at;
+            int more = read_raw(self);
+            if (more < 0)
+                return NULL;
+            if (more) {
+                scan = self->raw_offset;
+                continue;
+            }
+            if (!found) {
+                self->rpos = self->raw_len;
+                Py_RETURN_NONE;
+            }
+            at = self->rpos;  /* (the bytes kept, now first) */
+        }
+        self->rpos = at;
+        if (start_member(self) < 0) {
+            if (!PyErr_ExceptionMatches(self->archive_error))
+                return NULL;
+            PyErr_Clear();
+            scan = self->raw_offset + at + 1;
+            continue;
+        }
+        self->rpos = at;
+        return PyLong_FromLongLong(self->raw_offset + at);
+    }
+}
+
 /* Like records.GzipMembers.skim: pass over the members whose records the caller skips;
- * an ArchiveError that ends the walk is returned last among the problems, not raised. */
+ * an ArchiveError that stops the walk of a member is returned last among the problems, not
+ * raised. */
 static PyObject *
 Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -652,7 +757,8 @@ Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
         if (peek(self, 0, &at, &len) < 0)
             goto error;
         const unsigned char *block = self->out + at;
-        if (len < 5 || memcmp(block, "WARC/", 5) != 0 || !plain(block, len))
+        /* (a block longer than HEADERS_MAX is cut short: warcio's loader reads it) */
+        if (len > HEADERS_MAX || len < 5 || memcmp(block, "WARC/", 5) != 0 || !plain(block, len))
             return Py_BuildValue("LNLO", skipped, problems, self->start, Py_None);
         const unsigned char *type, *content_type, *length;
         Py_ssize_t type_len, content_type_len, length_len;
@@ -702,7 +808,7 @@ Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
         }
     }
 error:
-    /* a problem that ends the walk goes last among the problems, not lost with them */
+    /* a problem that stops the walk goes last among the problems, not lost with them */
     if (PyErr_ExceptionMatches(self->archive_error)) {
         PyObject *type, *value, *traceback;
         PyErr_Fetch(&type, &value, &traceback);
@@ -795,9 +901,11 @@ static PyMethodDef Members_methods[] = {
      "peek_headers(start=0): the header block start bytes past the read position."},
     {"skip", (PyCFunction)Members_skip, METH_O, "skip(size): move the read position on."},
     {"drain", (PyCFunction)(void (*)(void))Members_drain, METH_FASTCALL,
-     "drain(keep=256): inflate the rest of the member; (its last keep bytes, its size)."},
+     "drain(skip=0): inflate the rest of the member; (at most 256 bytes from skip on, the size left)."},
     {"finish", (PyCFunction)Members_finish, METH_O,
-     "finish(unread): inflate the rest; None, or a RecordError if the record is cut short."},
+     "finish(unread): inflate the rest; None, or a RecordError if the record does not end there."},
+    {"recover", (PyCFunction)Members_recover, METH_NOARGS,
+     "recover(): the offset of the next readable member after a bad one, or None."},
     {"skim", (PyCFunction)(void (*)(void))Members_skim, METH_FASTCALL,
      "skim(warc_types, content_types): (skipped, problems, offset, values) as GzipMembers.skim."},
     {NULL}

@@ -4,7 +4,7 @@ Three small steps, each usable alone:
 
 * ``record_fields(record)``: the fields of one record (``None`` for a record
   that is not indexed), following pywb's ``DefaultRecordParser`` rules;
-* ``format_line(fields, fmt)``: one CDXJ or CDX11 line from those fields;
+* ``format_line(fields, fmt)``: one CDXJ or CDX11 line from those fields (``cdxline``);
 * ``index_file(path, filename, fmt)``: the sorted lines of a whole file (a local
   path or an ``s3://`` URL), with the problems met on the way.
 
@@ -12,57 +12,71 @@ Three small steps, each usable alone:
     >>> result.lines[0][:40]
     'com,example)/ 20140127171200 {"url": "ht'
 
-CDX formats are data: a legend of field letters (as in the ``CDX N b a ...``
-header line) or the CDXJ key order.
+CDX formats are data, in ``cdxline``: a legend of field letters (as in the
+``CDX N b a ...`` header line) or the CDXJ key order.
 """
+import contextlib
 import datetime
 import functools
 import importlib
-import json
 import re
 import sys
 import types
 
 
-class _ImportedOnUse(types.ModuleType):
-    """Stands in for a module until one of its attributes is first used; the module is then
-    imported, and its names copied here for the modules that hold the stand-in."""
+class _Deferred(types.ModuleType):
+    """Stands in for a module in the globals of the modules that imported it in
+    ``_importing_without``: the module is imported when one of its attributes is first
+    used, and then takes the stand-in's place in those globals."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.holders = []  # the globals (dicts) that hold the stand-in
 
     def __getattr__(self, attr):
-        if sys.modules.get(self.__name__) is self:
+        if sys.modules.get(self.__name__) is self:  # used within the block
             del sys.modules[self.__name__]
         module = importlib.import_module(self.__name__)
-        self.__dict__.update(vars(module))
+        for namespace in self.holders:
+            for name, value in list(namespace.items()):
+                if value is self:
+                    namespace[name] = module
         return getattr(module, attr)
+
+
+@contextlib.contextmanager
+def _importing_without(*names):
+    """Modules imported in the block that import one of ``names`` (not imported yet) get
+    a ``_Deferred`` stand-in for it; sys.modules holds the stand-ins only in the block."""
+    stand_ins = {name: _Deferred(name) for name in names if name not in sys.modules}
+    before = set(sys.modules)
+    sys.modules.update(stand_ins)
+    try:
+        yield
+    finally:
+        for name, stand_in in stand_ins.items():
+            if sys.modules.get(name) is stand_in:
+                del sys.modules[name]
+        for name in set(sys.modules) - before:
+            namespace = vars(sys.modules[name])
+            for stand_in in stand_ins.values():
+                if any(value is stand_in for value in namespace.values()):
+                    stand_in.holders.append(namespace)
 
 
 # surt imports modules that indexing never or seldom needs: tldextract, and requests with
 # it, for public-suffix helpers (~0.2 s), and socket, for hosts written as one number
-# (~5 ms). Deferring them shortens the start of every indexing process.
-sys.modules.setdefault("tldextract", _ImportedOnUse("tldextract"))
-sys.modules.setdefault("socket", _ImportedOnUse("socket"))
-from surt import surt  # noqa: E402
-from surt.GoogleURLCanonicalizer import (escapeOnce, minimalEscape,  # noqa: E402
-                                         normalizePath, unescapeRepeatedly)
-from surt.URLRegexTransformer import stripPathSessionID, stripQuerySessionID  # noqa: E402
+# (~5 ms). Deferring them shortens the start of every indexing process, and changes
+# nothing for the rest of the process: a later ``import socket`` gets socket itself.
+with _importing_without("tldextract", "socket"):
+    from surt import surt
+    from surt.GoogleURLCanonicalizer import (escapeOnce, minimalEscape, normalizePath,
+                                             unescapeRepeatedly)
+    from surt.URLRegexTransformer import stripPathSessionID, stripQuerySessionID
 
-from . import storage
-from .records import ArchiveError, RecordError, Skipped, iter_records
-
-# Field letters of the classic CDX header line, as pywb and the Wayback Machine name them.
-FIELD_LETTERS = {
-    "N": "urlkey", "b": "timestamp", "a": "url", "m": "mime", "s": "status",
-    "k": "digest", "r": "redirect", "M": "meta", "S": "length", "V": "offset",
-    "g": "filename",
-}
-LEGENDS = {
-    "cdx11": "N b a m s k r M S V g",
-    "cdx9": "N b a m s k r V g",
-}
-# Key order of pywb's CDXJ JSON (its entry dict starts with "metadata").
-CDXJ_KEYS = ("metadata", "url", "mime", "mime-detected", "status", "digest", "length",
-             "offset", "filename")
-FORMATS = ("cdxj",) + tuple(LEGENDS)
+from . import storage  # noqa: E402
+from .cdxline import FORMATS, format_line, header_line  # noqa: E402, F401  (indexing's formats)
+from .records import ArchiveError, RecordError, Skipped, iter_records  # noqa: E402
 
 MIME_SPLIT = re.compile("[; ]")
 WARC_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z?$")
@@ -82,17 +96,8 @@ SKIPPED_CONTENT_TYPES = ("application/warc-fields",)
 SKIPPED_METADATA_MIMES = ("text/anvl",)
 
 
-# A JSON string, as json.dumps writes one (ASCII only)
-_json_string = json.encoder.encode_basestring_ascii
-
-
 class FieldError(ValueError):
     """A record that cannot be indexed, for a reason other than the archive's structure."""
-
-
-def header_line(fmt):
-    """The header line a CDX file of this format starts with ('' for CDXJ)."""
-    return f" CDX {LEGENDS[fmt]}\n" if fmt in LEGENDS else ""
 
 
 def wants_payload(record):
@@ -240,17 +245,6 @@ def record_fields(record, offset, length, payload_sha1=None):
     return fields
 
 
-def format_line(fields, fmt="cdxj"):
-    """One CDX line (with its newline) in the given format."""
-    if fmt == "cdxj":
-        # what json.dumps writes for a dict of strings, without its generic machinery
-        data = ", ".join([f'"{key}": {_json_string(value)}' for key in CDXJ_KEYS
-                          if (value := fields.get(key)) not in (None, "", "-")])
-        return f"{fields['urlkey']} {fields['timestamp']} {{{data}}}\n"
-    return " ".join(fields.get(FIELD_LETTERS[letter]) or "-"
-                    for letter in LEGENDS[fmt].split()) + "\n"
-
-
 class IndexResult:
     """What indexing one file gave: its sorted ``lines`` (each ending in "\\n"), the
     ``records`` read (indexed or not), ``errors`` (``ArchiveError``/``RecordError``) and
@@ -293,8 +287,8 @@ def iter_fields(fh, path, filename, result):
 def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read):
     """Index one WARC/ARC file: an ``IndexResult`` whose lines are sorted as pywb sorts them.
 
-    Indexing goes on past a bad record where the archive allows it (each record
-    of a gzipped file is its own member); records read before a fatal problem are kept.
+    Indexing goes on past a bad record, at the next gzip member or the next record
+    found (see ``records``); records read before a problem that ends it are kept.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown CDX format {fmt!r}: choose one of {', '.join(FORMATS)}")

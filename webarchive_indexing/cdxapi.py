@@ -16,51 +16,17 @@ table; here ``s`` is the status code, as in the CDX legend.
 """
 import json
 import re
-from urllib.parse import quote
 
 from warcio.timeutils import PAD_14_DOWN, PAD_14_UP, pad_timestamp
+
+from .cdxline import ALIASES, NAMES, fields_of
 
 __all__ = ["OUTPUTS", "parse_filter", "check_timestamp", "process", "fields_of"]
 
 OUTPUTS = ("cdxj", "json", "cdx11")
 
-CDX11_FIELDS = ("urlkey", "timestamp", "url", "mime", "status", "digest", "redirect",
-                "robotflags", "length", "offset", "filename")
-# pywb's field legends of space-separated CDX lines, by field count
-CDX_LEGENDS = {len(legend): legend for legend in (
-    ("urlkey", "timestamp", "url", "mime", "status", "digest", "length"),
-    CDX11_FIELDS,
-    ("urlkey", "timestamp", "url", "mime", "status", "digest", "redirect", "robotflags",
-     "offset", "filename"),
-    ("urlkey", "timestamp", "url", "mime", "status", "digest", "redirect", "offset", "filename"),
-)}
-ALIASES = {"u": "url", "original": "url", "statuscode": "status", "s": "status",
-           "mimetype": "mime", "m": "mime", "l": "length", "o": "offset", "d": "digest",
-           "t": "timestamp", "k": "urlkey", "f": "filename"}
-
-
-def fields_of(line: bytes) -> dict:
-    """The fields of a CDXJ or classic CDX line, named and valued as pywb's CDXObject
-    names them (all values text; a non-ASCII ``url`` percent-encoded)."""
-    line = line.rstrip()
-    parts = line.split(b" ", 2)
-    if len(parts) == 3 and parts[2].startswith(b"{"):
-        fields = {"urlkey": parts[0].decode("utf-8"), "timestamp": parts[1].decode("utf-8")}
-        record = json.loads(parts[2])
-        if isinstance(record.get("status"), int):
-            record["status"] = str(record["status"])
-        for name, value in record.items():
-            name = ALIASES.get(name, name)
-            if name == "url" and not value.isascii():
-                value = quote(value.encode("utf-8"), safe=":/")
-            fields[name] = value
-        return fields
-    values = line.decode("utf-8").split(" ")
-    legend = CDX_LEGENDS.get(len(values))
-    if legend is None:
-        raise ValueError(f"not a CDXJ line nor a CDX line of a known format "
-                         f"({len(values)} fields): {line[:200]!r}")
-    return dict(zip(legend, values))
+# The fields of the cdx11 output
+CDX11_FIELDS = NAMES["cdx11"]
 
 
 class _Filter:

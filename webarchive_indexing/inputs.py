@@ -29,8 +29,9 @@ MANIFEST_EXTENSIONS = (".paths", ".paths.gz", ".txt", ".lst", ".manifest")
 ARCHIVE_MAGIC = (b"\x1f\x8b", b"WARC/", b"filedesc://")
 
 
-# An archive to index: its path, and its name in the index (``relative_name``)
-Archive = namedtuple("Archive", "path name")
+# An archive to index: its path, its name in the index (``relative_name``), and the root
+# that name is relative to (None for a base name)
+Archive = namedtuple("Archive", "path name root", defaults=(None,))
 
 
 class InputError(ValueError):
@@ -39,12 +40,21 @@ class InputError(ValueError):
 
 def relative_name(path, roots):
     """The name of ``path`` in the index: relative to the longest root holding it, else its base name."""
+    return _name_under(path, _holding_root(path, roots))
+
+
+def _name_under(path, root):
+    return path[len(root.rstrip("/")) + 1:] if root else path.rsplit("/", 1)[-1]
+
+
+def _holding_root(path, roots):
+    """The longest of ``roots`` that holds ``path``, or None."""
     best = None
     for root in roots:
         prefix = root.rstrip("/") + "/"
-        if path.startswith(prefix) and (best is None or len(prefix) > len(best)):
-            best = prefix
-    return path[len(best):] if best else path.rsplit("/", 1)[-1]
+        if path.startswith(prefix) and (best is None or len(prefix) > len(best.rstrip("/")) + 1):
+            best = root
+    return best
 
 
 def cdx_name(name):
@@ -66,8 +76,7 @@ def _is_archive(path):
 
 def read_manifest(path):
     """Archive paths listed in a manifest file (plain or gzipped, local or on S3), made absolute."""
-    remote = storage.is_remote(path)
-    base = path.rsplit("/", 1)[0] if remote else os.path.dirname(os.path.abspath(path))
+    base = storage.dirname(storage.abspath(path))
     paths = []
     with storage.open_read(path) as raw:
         text = (gzip.open(raw, "rt", encoding="utf-8") if path.endswith(".gz")
@@ -76,8 +85,8 @@ def read_manifest(path):
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
-            if "://" not in line:
-                line = storage.join(base, line) if remote else os.path.join(base, line)
+            if storage.is_local(line):
+                line = storage.resolve(base, line)
             paths.append(line)
     return base, paths
 
@@ -87,7 +96,7 @@ def _walk(directory):
 
 
 def _expand_remote(url, roots):
-    """The archives an ``s3://`` INPUT names: itself, those its manifest lists, or those under it."""
+    """The archives a URI INPUT names: itself, those its manifest lists, or those under it."""
     if url.endswith(ARCHIVE_EXTENSIONS):
         return [url]
     if url.endswith(MANIFEST_EXTENSIONS):
@@ -104,10 +113,10 @@ def expand(inputs, roots=()):
     ``missing`` lists inputs that name nothing; the caller decides whether
     that is fatal. Raises InputError when two archives would get the same name.
     """
-    roots = [os.path.abspath(r) if "://" not in r else r for r in roots]
+    roots = [storage.abspath(r) for r in roots]
     paths, missing = [], []
     for item in inputs:
-        if storage.is_remote(item):
+        if not storage.is_local(item):
             try:
                 found = _expand_remote(item, roots)
             except FileNotFoundError:  # no such manifest or bucket
@@ -117,9 +126,6 @@ def expand(inputs, roots=()):
             if not found:
                 missing.append(item)
             paths.extend(found)
-            continue
-        if "://" in item:
-            paths.append(item)
             continue
         matches = [item] if os.path.exists(item) else sorted(glob.glob(item, recursive=True))
         if not matches:
@@ -135,13 +141,14 @@ def expand(inputs, roots=()):
                 base, listed = read_manifest(match)
                 roots.append(base)
                 for path in listed:
-                    if "://" in path or os.path.exists(path):
+                    if not storage.is_local(path) or os.path.exists(path):
                         paths.append(path)
                     else:
                         missing.append(path)
     archives, seen = [], {}
     for path in dict.fromkeys(paths):
-        archive = Archive(path, relative_name(path, roots))
+        root = _holding_root(path, roots)
+        archive = Archive(path, _name_under(path, root), root)
         target = cdx_name(archive.name)
         other = seen.setdefault(target, archive.path)
         if other != archive.path:

@@ -116,7 +116,7 @@ def open_cluster(location, max_blocks_per_read=MAX_BLOCKS_PER_READ):
     ``cluster`` itself (each place tried costs a request).
     """
     location = os.fspath(location)
-    if not storage.is_remote(location):
+    if storage.is_local(location):
         if os.path.isdir(os.path.join(location, "cluster")):
             location = os.path.join(location, "cluster")
         if os.path.isdir(location):
@@ -328,9 +328,9 @@ class Cluster:
             idx = open_cluster(idx, max_blocks_per_read).idx
         self.idx = idx
         self.max_blocks_per_read = max_blocks_per_read
-        self.shard_dir = idx.path.rsplit("/", 1)[0] if storage.is_remote(idx.path) else os.path.dirname(idx.path)
+        self.shard_dir = storage.dirname(idx.path)
         loc_path = os.path.splitext(idx.path)[0] + ".loc"
-        is_local_loc = not storage.is_remote(idx.path) and os.path.isfile(loc_path)
+        is_local_loc = storage.is_local(idx.path) and os.path.isfile(loc_path)
         self.locations = _read_loc(loc_path, self.shard_dir) if is_local_loc else {}
 
     def lookup(self, url, match_type="exact", limit=None):
@@ -401,8 +401,8 @@ class Cluster:
     def shard_paths(self, shard):
         """Paths (local, or URLs) to try for ``shard``, in order."""
         if shard in self.locations:
-            return [p[len("file://"):] if p.startswith("file://") else p for p in self.locations[shard]]
-        return [_resolve(self.shard_dir, shard)]
+            return self.locations[shard]
+        return [storage.resolve(self.shard_dir, shard)]
 
     def _lines(self, idx_lines, start, end):
         """The lines ``start <= line < end`` of the blocks named by ``idx_lines``."""
@@ -487,9 +487,13 @@ def _read_loc(path, base):
             fields = line.rstrip("\r\n").split("\t")
             if len(fields) < 2:
                 continue
-            locations[fields[0]] = [p if "://" in p else _resolve(base, p) for p in fields[1:]]
+            locations[fields[0]] = [_location(base, p) for p in fields[1:]]
     return locations
 
 
-def _resolve(base, name):
-    return storage.join(base, name) if storage.is_remote(base) else os.path.join(base, name)
+def _location(base, path):
+    """Where a ``.loc`` line says a shard is: a path, relative to ``base`` or absolute, a
+    ``file://`` URL (as pywb takes them), or a URI."""
+    if storage.is_local(path):
+        return storage.resolve(base, path)
+    return storage.local_path(path) or path

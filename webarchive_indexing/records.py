@@ -13,7 +13,15 @@ warcio and therefore of pywb:
   parser finds it, when asked for (``HeaderBlock``), and records the caller
   skips (requests, metadata) are judged by three headers only;
 * any other record goes through warcio's own record loader (imported then);
-* uncompressed files are handed to warcio's ``ArchiveIterator`` unchanged.
+* uncompressed files are read in large blocks (``PlainStream``), each record with
+  warcio's loader, as warcio's ``ArchiveIterator`` reads them.
+
+Bad input is reported (``RecordError``, ``ArchiveError``: the file, the offset, what is
+wrong) and the walk goes on where it can: in a gzipped file at the next gzip member (after
+a bad record, the next member; after a corrupt or truncated member or other data where
+one should start, the next place where a member starts and inflates); in an uncompressed
+file at the next line after the bad record's start that starts a record. A damaged record
+is never indexed, even where warcio reads it (e.g. one cut short by the end of the file).
 
 ``GzipMembers`` has a compiled twin, ``_members.Members`` (built at install time where
 ISA-L's headers are found, e.g. Debian's ``libisal-dev``), with the same methods and
@@ -34,6 +42,8 @@ except ImportError:  # not built: no C compiler or no ISA-L headers when it was 
     CompiledMembers = None
 
 GZIP_MAGIC = b"\x1f\x8b"
+# Where a gzip member may start: the magic, deflate, and flags without the reserved bits.
+MEMBER_START = re.compile(rb"\x1f\x8b\x08[\x00-\x1f]")
 # Compressed bytes read from the file at a time.
 READ_SIZE = 1 << 20
 # Compressed bytes inflated first in a member: enough for the header blocks of most
@@ -51,10 +61,15 @@ CONTINUATION = re.compile(rb"\n[ \t]")
 BLANK_LINE = re.compile(rb"\n[ \t\r\x0b\x0c\x1c-\x1f]*\n")
 BLANK_END = re.compile(rb"\n[ \t\r\x0b\x0c\x1c-\x1f]*\n$")
 FIRST_LINE_BLANK = re.compile(rb"[ \t\r\x0b\x0c\x1c-\x1f]*\n")
+# What follows a record in its gzip member when the member holds another record: a WARC
+# header, or an ARC header line (URL, IP address, date, MIME type, length).
+ANOTHER_RECORD = re.compile(rb"[ \t\n\r\x0b\x0c]*(?:WARC/|\S+ \S+ \d{12,} \S+ \d+\r?\n)")
 
 
 class ArchiveError(Exception):
-    """A problem in an archive file, with the file and byte offset it was found at."""
+    """A problem in an archive file, with the file and byte offset it was found at. The walk
+    (``iter_records``) ends with one when nothing after it could be read; else it yields a
+    ``RecordError``."""
 
     def __init__(self, path, offset, reason):
         super().__init__(f"{path}: offset {offset}: {reason}")
@@ -66,6 +81,14 @@ class ArchiveError(Exception):
 
 class RecordError(ArchiveError):
     """One record is unusable but the records after it can still be read."""
+
+
+class RecordProblem(Exception):
+    """What is wrong with one record, found where its file and offset are not known."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
 
 
 class Skipped:
@@ -138,14 +161,16 @@ class GzipMembers:
         self.inflater = None
 
     def _read_raw(self):
-        """Read the next block of the file (after the unread compressed bytes, at most one
-        here); False at the end of the file."""
-        data = self.fh.read(READ_SIZE)
-        if not data:
-            return False
+        """Drop the bytes inflated, read the next block of the file after the others; False
+        at the end of the file."""
         rest = self.raw[self.rpos:]
         self.raw_offset += self.rpos
-        self.raw, self.rpos = memoryview(rest.tobytes() + data if rest else data), 0
+        self.rpos = 0
+        data = self.fh.read(READ_SIZE)
+        if not data:
+            self.raw = rest
+            return False
+        self.raw = memoryview(rest.tobytes() + data if rest else data)
         return True
 
     def next_member(self):
@@ -238,33 +263,71 @@ class GzipMembers:
     def skip(self, size):
         self.pos += size
 
-    def drain(self, keep=TRAILER_MAX):
-        """Inflate the rest of the member: return (its last ``keep`` bytes, its size)."""
-        tail = self.out[max(self.pos, len(self.out) - keep):]
+    def drain(self, skip=0):
+        """Inflate the rest of the member: return (at most TRAILER_MAX of its bytes, from
+        ``skip`` bytes past the read position on; the bytes from the read position to its end)."""
+        head = self.out[self.pos + skip:self.pos + skip + TRAILER_MAX]
         size = len(self.out) - self.pos
         self.out, self.pos = b"", 0
         while self.end is None:
             data = self._inflate()
+            if len(head) < TRAILER_MAX and size + len(data) > skip:
+                at = max(skip - size, 0)
+                head += data[at:at + TRAILER_MAX - len(head)]
             size += len(data)
-            tail = (tail + data[-keep:])[-keep:]
-        return tail, size
+        return head, size
 
     def finish(self, unread):
-        """Inflate the rest of the member, where ``unread`` bytes of the record are left: a
-        RecordError if the record is cut short, else None; raises if the member holds more
-        than the record (and the newlines that may end it)."""
-        tail, rest = self.drain()
+        """Inflate the rest of the member, where ``unread`` bytes of the record are left:
+        None if nothing but the newlines that may end a record follow them; else a
+        RecordError: the record is cut short, longer than its Content-Length says, or
+        followed by another record in the same member."""
+        head, rest = self.drain(unread)
         trailer = rest - unread
         if trailer < 0:
             return RecordError(self.path, self.start,
                                f"record is cut short: its gzip member ends {-trailer} bytes "
                                "before the Content-Length says")
-        if trailer > len(tail) or tail[len(tail) - trailer:].strip():
-            raise ArchiveError(self.path, self.start,
-                               f"gzip member holds more than this record ({trailer} bytes "
-                               "follow it): the file is not compressed record by record, so "
-                               "its records cannot be addressed by byte range")
-        return None
+        if trailer <= len(head) and not head.strip():
+            return None
+        if ANOTHER_RECORD.match(head):
+            return RecordError(self.path, self.start,
+                               f"gzip member holds more than one record ({trailer} bytes follow "
+                               "the first): the file is not compressed record by record, so its "
+                               "records cannot be addressed by byte range")
+        return RecordError(self.path, self.start,
+                           f"record is longer than its Content-Length says: {trailer} more "
+                           "bytes follow it in its gzip member")
+
+    def recover(self):
+        """After a problem with the member at ``start`` (or with what stands there instead of
+        one), find the next place after it where a gzip member starts and its first bytes
+        inflate: return its offset, where ``next_member`` goes on, or None if there is none.
+        Only what is still read is searched: the member's start, and anything over READ_SIZE
+        before the problem, may be gone."""
+        scan = max(self.start + 1, self.raw_offset)
+        while True:
+            self.rpos = scan - self.raw_offset
+            found = MEMBER_START.search(self.raw, self.rpos)
+            at = found.start() if found else max(len(self.raw) - 3, self.rpos)
+            if len(self.raw) - at < FIRST_STEP or not found:
+                # too little of it to try (or of a start cut by the block's end): read on
+                self.rpos = at
+                if self._read_raw():
+                    scan = self.raw_offset
+                    continue
+                if not found:
+                    self.rpos = len(self.raw)
+                    return None
+                at = self.rpos  # (the bytes kept, now first)
+            self.rpos = at
+            try:
+                self.next_member()
+            except ArchiveError:
+                scan = self.raw_offset + at + 1
+                continue
+            self.rpos = at
+            return self.raw_offset + at
 
     def skim(self, skip_types, skip_content_types):
         """Pass over the members whose record is a plain WARC record (``_plain``) with a
@@ -272,12 +335,13 @@ class GzipMembers:
         Content-Length of 1 to 17 digits (longer ones are left to the caller); stop at the
         next other member, started (as ``next_member`` leaves it).
 
-        Returns (records passed over, the ``RecordError`` of those cut short, the offset of
-        the member stopped at (None at the end of the file), and, if its record is a plain
-        WARC record, its (WARC-Type, Content-Type, Content-Length) values, else None).
-        A problem that ends the walk (an ``ArchiveError``, e.g. a truncated member) is not
-        raised but returned last among the problems, with the offset None, so that what
-        was read before it is not lost with it.
+        Returns (records passed over, the ``RecordError`` of those that do not end where
+        their Content-Length says, the offset of the member stopped at (None at the end of
+        the file), and, if its record is a plain WARC record, its (WARC-Type, Content-Type,
+        Content-Length) values, else None). A problem with a member that stops its walk
+        (an ``ArchiveError``: corrupt, truncated, or other data where a member should
+        start; ``recover`` finds where to go on) is not raised but returned last among the
+        problems, with the offset None, so that what was read before it is not lost with it.
         Most records of a crawl (requests, metadata) are never indexed: this is their path.
         """
         skipped, problems = 0, []
@@ -287,7 +351,8 @@ class GzipMembers:
                 if offset is None:
                     return skipped, problems, None, None
                 block = self.peek_headers()
-                if not block.startswith(b"WARC/") or not _plain(block):
+                # (a block longer than HEADERS_MAX is cut short: warcio's loader reads it)
+                if len(block) > HEADERS_MAX or not block.startswith(b"WARC/") or not _plain(block):
                     return skipped, problems, offset, None
                 text = block.decode("ascii")
                 lower = text.lower()
@@ -371,11 +436,27 @@ def _plain_line(line):
     return line.isascii() and not line.startswith((b" ", b"\t"))
 
 
-def fast_loader():
-    """warcio's record loader with the fast header parser in place of its own."""
+@functools.cache
+def _checking_loader():
+    """The class ``CheckingLoader``: defined on first use, as it extends a warcio class."""
     from warcio.recordloader import ArcWarcRecordLoader
+
+    class CheckingLoader(ArcWarcRecordLoader):
+        """warcio's record loader, failing with a RecordProblem where its own fails with an
+        AttributeError: on a record that may hold HTTP headers but names no URI."""
+
+        def load_http_headers(self, rec_type, uri, stream, length):
+            if uri is None and length != 0 and rec_type in self.HTTP_RECORDS:
+                raise RecordProblem(f"WARC {rec_type} record without a WARC-Target-URI")
+            return super().load_http_headers(rec_type, uri, stream, length)
+
+    return CheckingLoader
+
+
+def fast_loader():
+    """warcio's record loader (``CheckingLoader``) with the fast header parser in place of its own."""
     parser = _fast_header_parser()
-    loader = ArcWarcRecordLoader(verify_http=False, arc2warc=False)
+    loader = _checking_loader()(verify_http=False, arc2warc=False)
     loader.warc_parser = parser(loader.WARC_TYPES)
     loader.http_parser = parser(loader.HTTP_TYPES, False)
     loader.http_req_parser = parser(loader.HTTP_VERBS, False)
@@ -387,6 +468,42 @@ def _not_a_record_errors():
     from warcio.exceptions import ArchiveLoadFailed
     from warcio.statusandheaders import StatusAndHeadersParserException
     return ArchiveLoadFailed, StatusAndHeadersParserException, ValueError
+
+
+def _one_line(text):
+    """``text`` (which may quote a damaged line of a file) on one line, control characters escaped."""
+    return re.sub(r"[\x00-\x1f\x7f]", lambda c: repr(c[0])[1:-1], text.strip())
+
+
+class _Loader:
+    """``fast_loader()`` and the notes warcio's loader logs, made when first needed (most
+    records of a gzipped file never need them)."""
+
+    def __init__(self):
+        self.loader = self.collected = None
+
+    def parse(self, stream, known_format=None):
+        """The next record of ``stream``, as warcio reads it. Raises EOFError where warcio does
+        (no HTTP headers where the record says there are), a RecordProblem for anything else
+        that is no record, and lets an ArchiveError of the stream through."""
+        if self.loader is None:
+            self.loader, self.collected = fast_loader(), _loader_notes()()
+        try:
+            return self.loader.parse_record_stream(stream, None, known_format,
+                                                   ensure_http_headers=True)
+        except (EOFError, ArchiveError, RecordProblem):
+            raise
+        except Exception as exc:  # warcio's loader also fails in other ways on what is no record
+            detail = str(exc) if isinstance(exc, _not_a_record_errors()) else repr(exc)
+            raise RecordProblem(f"not a WARC or ARC record: {_one_line(detail)}") from None
+
+    def notes(self):
+        """What warcio logged since last asked."""
+        return self.collected.drain() if self.collected is not None and self.collected.messages else ()
+
+    def close(self):
+        if self.collected is not None:
+            self.collected.close()
 
 
 class _Limit:
@@ -532,86 +649,259 @@ def lite_record(members, headers, warc_length):
 
 
 def _iter_gzip(fh, path, wants_payload, skip):
-    loader = notes = None
     if CompiledMembers is not None:
         members = CompiledMembers(fh, path, ArchiveError, RecordError)
     else:
         members = GzipMembers(fh, path)
-    skip_types, skip_content_types = skip
+    loader = _Loader()
     try:
         while True:
-            skipped, problems, offset, values = members.skim(skip_types, skip_content_types)
-            if skipped:
-                yield Skipped(skipped)
-            for problem in problems:
-                if type(problem) is ArchiveError:  # the last: it ends the walk
-                    raise problem
-                yield problem
-            if offset is None:
-                return
-            block = members.peek_headers()
-            record = None
-            if values is not None:
-                text = block.decode("ascii")
-                record = lite_record(members, HeaderBlock(text, text.lower(), values=dict(
-                    zip(SKIM_HEADERS, values))), len(block))
-            elif not block.strip():
-                tail, size = members.drain()
-                if size <= len(tail) and not tail.strip():
-                    # an empty member (some writers end files with one), or one of blank lines
-                    # only (a record's trailing newlines, compressed apart), holds no record
-                    continue
-                raise ArchiveError(path, offset, "not a WARC or ARC record: blank lines where the "
-                                                 "record's header should start")
-            if record is None:
-                if loader is None:
-                    loader, notes = fast_loader(), _loader_notes()()
-                try:
-                    record = loader.parse_record_stream(members, ensure_http_headers=True)
-                except EOFError:
-                    # no HTTP headers where the record says there are: skipped, as warcio does
-                    members.drain()
-                    continue
-                except ArchiveError:
+            try:
+                skipped, problems, offset, values = members.skim(*skip)
+                if skipped:
+                    yield Skipped(skipped)
+                for problem in problems:
+                    if type(problem) is ArchiveError:  # the last: its member cannot be read on
+                        raise problem
+                    yield problem
+                if offset is None:
+                    return
+                item = _gzip_record(members, offset, values, wants_payload, loader)
+                if item is not None:
+                    yield item
+            except ArchiveError as exc:
+                resumed = members.recover()
+                if resumed is None:
                     raise
-                except Exception as exc:  # warcio's loader also fails in other ways on what is no record
-                    detail = exc if isinstance(exc, _not_a_record_errors()) else repr(exc)
-                    raise ArchiveError(path, offset, f"not a WARC or ARC record: {detail}") from None
-            payload_sha1 = _hash_rest(record.raw_stream) if wants_payload(record) else None
-            if record.length is None:
-                # no Content-Length: the record is the rest of its member, as warcio reads it
-                members.drain()
-                problem = None
-            else:
-                problem = members.finish(record.raw_stream.limit)
-            said = notes.drain() if notes is not None and notes.messages else ()
-            yield problem or Record(record, offset, members.end - offset, payload_sha1, said)
+                yield RecordError(path, exc.offset, f"{exc.reason}; reading goes on at the next "
+                                                    f"gzip member, at offset {resumed}")
     finally:
-        if notes is not None:
-            notes.close()
+        loader.close()
+
+
+def _gzip_record(members, offset, values, wants_payload, loader):
+    """The record of the member ``skim`` stopped at (with the values it read, if any): a
+    ``Record``, a ``RecordError``, or None for a member that holds no record."""
+    block = members.peek_headers()
+    record = None
+    if values is not None:
+        text = block.decode("ascii")
+        record = lite_record(members, HeaderBlock(text, text.lower(), values=dict(
+            zip(SKIM_HEADERS, values))), len(block))
+    elif not block.strip():
+        head, size = members.drain()
+        if size <= len(head) and not head.strip():
+            # an empty member (some writers end files with one), or one of blank lines only
+            # (a record's trailing newlines, compressed apart), holds no record
+            return None
+        return RecordError(members.path, offset, "not a WARC or ARC record: blank lines where "
+                                                 "the record's header should start")
+    if record is None:
+        try:
+            record = loader.parse(members)
+        except EOFError:
+            # no HTTP headers where the record says there are: skipped, as warcio does
+            members.drain()
+            return None
+        except RecordProblem as exc:
+            members.drain()
+            return RecordError(members.path, offset, exc.reason)
+    payload_sha1 = _hash_rest(record.raw_stream) if wants_payload(record) else None
+    if record.length is None:
+        # no Content-Length: the record is the rest of its member, as warcio reads it
+        members.drain()
+    else:
+        problem = members.finish(record.raw_stream.limit)
+        if problem is not None:
+            return problem
+    return Record(record, offset, members.end - offset, payload_sha1, loader.notes())
+
+
+# Whitespace as warcio's ``bytes.rstrip`` finds it in the lines between records.
+SPACES = re.compile(rb"[ \t\r\x0b\x0c]*")
+BLANK_LINES = re.compile(rb"(?:[ \t\r\x0b\x0c]*\n)*")
+# The newline before a line that starts a record: a WARC header's first line (the versions
+# warcio reads), or an ARC header line (URL, IP address, date, MIME type, length) whose URL
+# has a scheme ARC files hold (the tail of a damaged header line looks like one without it).
+_WARC_LINE = rb"(?i:WARC/(?:1\.[01]|0\.1[78]))\r?\n"
+_ARC_LINE = rb"(?i:https?://|ftps?://|dns:|whois:|filedesc://)[^\n]* \S+ \d{12,} \S+ \d+\r?\n"
+RECORD_LINE = {"warc": re.compile(rb"\n(?=" + _WARC_LINE + rb")"),
+               "arc": re.compile(rb"\n(?=" + _ARC_LINE + rb")"),
+               None: re.compile(rb"\n(?=" + _WARC_LINE + rb"|" + _ARC_LINE + rb")")}
+# Bytes of a record an uncompressed stream that cannot seek keeps, to look for the next
+# record in them if it turns out bad; and of a line that may start a record, when looking.
+REWIND_MAX = 1 << 22
+LINE_MAX = 1 << 16
+
+
+class PlainStream:
+    """An uncompressed archive, read forward in large blocks as warcio's parsers read a
+    stream (``read``, ``readline``; ``tell`` is the file offset).
+
+    After a bad record the walk goes on at the next line after its start that starts a
+    record (``find_record``): a file that can seek is read again from there; a stream
+    (S3, HTTP) keeps the bytes of the record being read (from ``mark``, if they are at most
+    REWIND_MAX) for that, and is searched from the first byte it still holds.
+    """
+
+    def __init__(self, fh):
+        self.fh = fh
+        self.buf, self.pos, self.buf_offset = b"", 0, 0  # buf[pos] is the next byte, at buf_offset + pos
+        self.mark = 0
+        seekable = getattr(fh, "seekable", None)
+        self.seekable = bool(seekable and seekable())
+
+    def tell(self):
+        return self.buf_offset + self.pos
+
+    def _more(self):
+        """Read the next block of the file; False at its end."""
+        data = self.fh.read(READ_SIZE)
+        if not data:
+            return False
+        keep = self.pos
+        if not self.seekable and self.pos + self.buf_offset - self.mark <= REWIND_MAX:
+            keep = min(max(self.mark - self.buf_offset, 0), self.pos)
+        self.buf = self.buf[keep:] + data
+        self.buf_offset += keep
+        self.pos -= keep
+        return True
+
+    def read(self, size=-1):
+        size = 1 << 62 if size is None or size < 0 else min(size, 1 << 62)
+        while len(self.buf) - self.pos < size and self._more():
+            pass
+        data = self.buf[self.pos:self.pos + size]
+        self.pos += len(data)
+        return data
+
+    def readline(self, size=-1):
+        size = 1 << 62 if size is None or size < 0 else min(size, 1 << 62)
+        searched = 0
+        while True:
+            nl = self.buf.find(b"\n", self.pos + searched, self.pos + size)
+            if nl >= 0:
+                stop = nl + 1
+                break
+            searched = len(self.buf) - self.pos
+            if searched >= size or not self._more():
+                stop = self.pos + min(size, searched)
+                break
+        line = self.buf[self.pos:stop]
+        self.pos = stop
+        return line
+
+    def skip(self, size):
+        """Pass over ``size`` bytes (fewer at the end of the file); return how many."""
+        passed = 0
+        while True:
+            step = min(size - passed, len(self.buf) - self.pos)
+            self.pos += step
+            passed += step
+            if passed == size or not self._more():
+                return passed
+
+    def next_line(self):
+        """Pass over blank lines (nothing but whitespace, as between records); the offset of
+        the next line, or None at the end of the file."""
+        while True:
+            self.pos = BLANK_LINES.match(self.buf, self.pos).end()
+            if SPACES.match(self.buf, self.pos).end() < len(self.buf):
+                return self.tell()
+            self.mark = self.tell()
+            if not self._more():
+                self.pos = len(self.buf)
+                return None
+
+    def blank_line_follows(self):
+        """Whether the next line is blank, or the file ends, as warcio expects after a record."""
+        while True:
+            end = SPACES.match(self.buf, self.pos).end()
+            if end < len(self.buf):
+                return self.buf[end] == 10
+            if not self._more():
+                return True
+
+    def find_record(self, bad, line):
+        """Move to the first line after offset ``bad`` (a bad record's start) that the pattern
+        ``line`` (from RECORD_LINE) takes for a record's start; return its offset, or None
+        (at the end of the file) if there is none."""
+        if bad < self.buf_offset and self.seekable:
+            self.fh.seek(bad)
+            self.buf, self.pos, self.buf_offset = b"", 0, bad
+        else:
+            self.pos = min(max(bad - self.buf_offset, 0), len(self.buf))
+        while True:
+            found = line.search(self.buf, self.pos)
+            if found:
+                self.pos = found.end()
+                return self.tell()
+            # keep the last line, which may be a record's first cut by the block's end
+            last = self.buf.rfind(b"\n", self.pos)
+            self.pos = last if last >= 0 and len(self.buf) - last <= LINE_MAX else len(self.buf)
+            self.mark = self.tell()
+            if not self._more():
+                self.pos = len(self.buf)
+                return None
+
+    def at_end(self):
+        return self.pos == len(self.buf) and not self._more()
+
+
+CUT_INSIDE = "record is cut short: the file ends inside it"
 
 
 def _iter_plain(fh, path, wants_payload):
-    from warcio.archiveiterator import ArchiveIterator
-    records = ArchiveIterator(fh, no_record_parse=False, arc2warc=False, ensure_http_headers=True)
-    # warcio prints this warning itself; it is reported here as a RecordError instead
-    records.INC_RECORD = ""
-    notes = _loader_notes()()
+    """The records of an uncompressed file, read with warcio's loader; after a bad record,
+    the walk goes on at the next line that starts a record."""
+    stream, loader, known_format = PlainStream(fh), _Loader(), None
     try:
-        for record in records:
-            payload_sha1 = _hash_rest(record.raw_stream) if wants_payload(record) else None
-            seen_errors = records.err_count
-            records.read_to_end(record)
-            offset, length = records.member_info
-            if records.err_count > seen_errors:
-                yield RecordError(path, offset, "record is not followed by the blank lines that "
-                                                "end a record: its Content-Length is wrong")
+        while True:
+            offset = stream.next_line()
+            if offset is None:
+                return
+            stream.mark = offset
+            payload_sha1 = None
+            try:
+                record = loader.parse(stream, known_format)
+            except EOFError:
+                problem = CUT_INSIDE
+            except RecordProblem as exc:
+                # (what is missing of a header the end of the file cut short says little)
+                problem = CUT_INSIDE if stream.at_end() else exc.reason
             else:
-                yield Record(record, offset, length, payload_sha1, notes.drain())
-    except _not_a_record_errors() as exc:
-        raise ArchiveError(path, records.offset, f"not a WARC or ARC record: {exc}") from None
+                known_format = record.format
+                problem, payload_sha1 = _plain_record_end(stream, record, wants_payload)
+            notes = loader.notes()
+            if problem is None:
+                yield Record(record, offset, stream.tell() - offset, payload_sha1, notes)
+                continue
+            resumed = stream.find_record(offset, RECORD_LINE[known_format])
+            if resumed is None:
+                raise ArchiveError(path, offset, problem)
+            yield RecordError(path, offset, f"{problem}; reading goes on at the next record, "
+                                            f"at offset {resumed}")
     finally:
-        notes.close()
+        loader.close()
+
+
+def _plain_record_end(stream, record, wants_payload):
+    """Read the rest of an uncompressed record: (what is wrong with it or None, the sha1 of
+    its payload if ``wants_payload``)."""
+    if record.length is None:
+        if stream.at_end():
+            return CUT_INSIDE, None
+        return "record has no Content-Length, so where it ends is not known", None
+    payload_sha1 = _hash_rest(record.raw_stream) if wants_payload(record) else None
+    unread = record.raw_stream.limit
+    short = unread - stream.skip(unread)
+    if short:
+        return (f"record is cut short: the file ends {short} bytes before the end its "
+                "Content-Length gives"), None
+    if not stream.blank_line_follows():
+        return ("record is not followed by the blank lines that end a record: its "
+                "Content-Length is wrong"), None
+    return None, payload_sha1
 
 
 def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ())):

@@ -10,13 +10,11 @@ Each writes through ``storage``, so an output either exists whole or not at all.
 import gzip
 import io
 import json
-import re
 
 from . import cdx, seqfile, splits, storage, zipnum
 from .inputs import cdx_name
 
 ERRORS_SUFFIX = ".errors.json"
-ON_ERROR = ("fail", "skip")
 
 
 class IndexingFailed(Exception):
@@ -32,8 +30,8 @@ def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error=
                   sample_size=0):
     """Index one archive into ``cdx_dir/<name>.cdx.gz``; return a status dict.
 
-    With ``on_error="skip"`` the records read before (and, in record-by-record
-    gzipped files, after) a problem are written, and the problems are recorded
+    With ``on_error="skip"`` the records read before and after a problem are
+    written, and the problems are recorded
     beside the CDX file in ``.errors.json``, which also makes the next run with
     ``skip_existing`` index the file again instead of trusting a partial CDX.
     ``skip_existing`` keeps a CDX file only if its ``cdxmeta`` says that it was made
@@ -77,17 +75,6 @@ def _size(path):
         return storage.size(path)
     except OSError:
         return 0
-
-
-# urlkey, timestamp, then the rest; anything else in a CDX directory is not an index line
-# (the `` CDX N b a ...`` header, blank lines, the lines of an .errors.json report, which
-# Hadoop reads too when it is given the whole directory)
-CDX_LINE = re.compile(r"\S+ \d+ ")
-
-
-def is_cdx_line(line):
-    """Whether ``line`` (from a CDX file, or anything beside one) belongs in a cluster."""
-    return CDX_LINE.match(line) is not None
 
 
 def shard_key(shard):

@@ -1,20 +1,20 @@
-"""``webarchive-index build`` on Spark: the same three steps, driven with pyspark.
+"""The steps of ``build`` and ``copy`` as Spark jobs, driven with pyspark.
 
-    from pyspark import SparkContext
-    from webarchive_indexing.spark import build_with_spark
+    summary = build(["warcs/"], "out", BuildOptions(shards=4, runner="spark"))
+    summary = build(["warcs/"], "out", BuildOptions(runner="spark", spark_context=sc))
 
-    summary = build_with_spark(SparkContext.getOrCreate(), ["warcs/"], "out", shards=4)
-
-The result is byte-identical to ``pipeline.build`` (mrjob's inline and local
+The result is byte-identical to the mrjob engine's (mrjob's inline and local
 runners) for the same input and options: the tasks call the same functions in
-``steps`` and ``splits``, and nothing about the output depends on how the work
-was spread over tasks. This module does not use mrjob's Spark harness (see
-docs/spark.md for why) and does not import pyspark itself: it is handed a
-``SparkContext``.
+``steps``, ``splits`` and ``copy``, and nothing about the output depends on how the
+work was spread over tasks. This module does not use mrjob's Spark harness (see
+docs/spark.md for why). The engine runs on the ``SparkContext`` it is handed
+(``settings.spark_context``) and leaves it running; else on the active one, or on one
+it makes when the first step runs (on ``settings.spark_master``, else spark-submit's
+master, else ``local[*]``) and stops when it is closed.
 
 1. **index** (:func:`index_archives`): the archives are parallelized
    ``archives_per_task`` per partition; each task runs ``steps.index_archive``
-   (always with ``on_error="skip"``, as ``pipeline.build`` does, so that every
+   (always with ``on_error="skip"``, as ``build`` does, so that every
    problem is listed) and returns its status dict and the size of its CDX file.
 2. **sample** (:func:`sample_splits`): the per-archive CDX files, grouped into
    partitions of about ``cdx_bytes_per_task`` (like the mrjob jobs'
@@ -30,10 +30,9 @@ docs/spark.md for why) and does not import pyspark itself: it is handed a
    UTF-16 order and differ for characters above U+FFFF); then every partition,
    empty ones included, writes its shard with ``steps.write_shard``.
 
-Then ``steps.finalize_cluster`` checks every shard against its part file and
-writes ``cluster.loc`` and ``cluster.idx``, and the cluster is published as
-``pipeline.build`` publishes it, with its helpers: locally a fresh directory
-swapped in, on S3 a fresh ``build-...`` prefix named by the index written last.
+4. **copy** (:func:`copy_chunks`): one task per planned chunk, ``extract.run_chunk``.
+
+``build`` then publishes the cluster (``publish``), as with every engine.
 
 CDX files are read in the tasks (not with ``sc.textFile``): Hadoop's line reader
 also ends lines at a bare ``\\r``, which may occur inside a CDX line; here, as in
@@ -53,12 +52,13 @@ import math
 import os
 import sys
 
-from . import splits, steps, storage
-from .pipeline import build
-from .zipnum import LINES_PER_BLOCK
+from .. import splits, steps, storage
+from ..cdxline import is_cdx_line
+from ..options import DEFAULT_CDX_BYTES_PER_TASK as CDX_BYTES_PER_TASK
+from ..zipnum import LINES_PER_BLOCK
+from . import Engine
 
 SCALER = 100
-CDX_BYTES_PER_TASK = 50_000_000   # as the jobs' mapreduce.input.fileinputformat.split.maxsize
 
 
 # -- reading CDX files in tasks ----------------------------------------------------------------
@@ -68,7 +68,7 @@ def read_cdx_lines(path):
 
     Lines end at ``\\n`` only; trailing ``\\r``/``\\n`` are stripped and each line is
     decoded as UTF-8, falling back to latin-1 (mrjob's RawValueProtocol); blank
-    lines and the `` CDX`` header are left out (``steps.is_cdx_line``).
+    lines and the `` CDX`` header are left out (``cdxline.is_cdx_line``).
     """
     data = storage.read_bytes(path)
     if path.endswith(".gz"):
@@ -79,7 +79,7 @@ def read_cdx_lines(path):
             line = raw.decode("utf-8")
         except UnicodeDecodeError:
             line = raw.decode("latin-1")
-        if steps.is_cdx_line(line):
+        if is_cdx_line(line):
             yield line
 
 
@@ -123,7 +123,7 @@ def index_archives(sc, archives, cdx_dir, cdx_format="cdxj", skip_existing=True,
     status dicts of ``steps.index_archive`` and the size of each CDX file, in input order.
 
     Problems never fail a task: they are in each status's ``errors`` (the caller
-    decides, as ``pipeline.build`` does with ``--on-error``). The sizes (for
+    decides, as ``build`` does with ``--on-error``). The sizes (for
     grouping CDX files into tasks) are taken in the tasks, not by the driver one
     request at a time.
     """
@@ -208,42 +208,64 @@ def write_cluster(sc, cdx_files, split_lines, shards, cluster_dir,
     return stats
 
 
-# -- the whole build -------------------------------------------------------------------------
+def copy_chunks(sc, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None):
+    """``extract.run_chunk`` for each chunk as a Spark task (one chunk a partition); the statuses."""
+    chunk_paths = list(chunk_paths)
+    if not chunk_paths:
+        return []
 
-class SparkSteps:
-    """The three steps as Spark jobs on ``sc``, for ``pipeline.build(..., engine=...)``."""
+    def task(path):
+        from ..extract import run_chunk
+        return run_chunk(path, output, warc_prefix, threads, retries, progress_dir)
 
-    def __init__(self, sc, archives_per_task=1, cdx_bytes_per_task=CDX_BYTES_PER_TASK):
-        self.sc, self.archives_per_task, self.cdx_bytes_per_task = sc, archives_per_task, cdx_bytes_per_task
+    return sc.parallelize(chunk_paths, len(chunk_paths)).map(task).collect()
+
+
+# -- the engine ------------------------------------------------------------------------------
+
+class SparkEngine(Engine):
+    """The steps as Spark jobs (see the module)."""
+
+    def __init__(self, name, settings):
+        super().__init__(name, settings)
+        self.master, self.verbose = settings.spark_master, settings.verbose
+        self.archives_per_task = settings.archives_per_task
+        self.cdx_bytes_per_task = settings.cdx_bytes_per_task
+        self._sc, self._made_here = settings.spark_context, False
         self.sizes = None  # of the CDX files, in the order of the statuses, from step 1
 
-    def __enter__(self):
-        return self
+    @property
+    def sc(self):
+        """The SparkContext, made when first needed: a run with nothing to do starts none."""
+        if self._sc is None:
+            self._sc, self._made_here = spark_context(self.master, self.verbose)
+        return self._sc
 
-    def __exit__(self, *exc):
-        pass
+    def close(self):
+        if self._made_here:
+            self._sc.stop()
+            self._sc, self._made_here = None, False
 
-    def index(self, archives, cdx_dir, roots, cdx_format, skip_existing):
-        statuses, self.sizes = index_archives(self.sc, archives, cdx_dir, cdx_format, skip_existing,
-                                              self.archives_per_task)
+    @property
+    def tasks_here(self):
+        return self.sc.master.startswith("local")
+
+    def index(self, archives, cdx_dir, cdx_format, skip_existing):
+        statuses, self.sizes = index_archives(self.sc, archives, cdx_dir, cdx_format,
+                                              skip_existing, self.archives_per_task)
         return statuses
 
     def sample(self, cdx_files, shards, splits_dir):
         return sample_splits(self.sc, cdx_files, shards, splits_dir,
                              cdx_bytes_per_task=self.cdx_bytes_per_task, sizes=self.sizes)
 
-    def write_cluster(self, cdx_files, split_lines, splits_dir, shards, lines_per_block, cluster_dir):
-        return write_cluster(self.sc, cdx_files, split_lines, shards, cluster_dir, lines_per_block,
-                             self.cdx_bytes_per_task, self.sizes)
+    def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
+        return write_cluster(self.sc, cdx_files, split_lines, shards, cluster_dir,
+                             lines_per_block, self.cdx_bytes_per_task, self.sizes)
 
-
-def build_with_spark(sc, inputs, out_dir, shards=1, lines_per_block=LINES_PER_BLOCK,
-                     cdx_format="cdxj", on_error="fail", skip_existing=True, input_roots=(),
-                     progress=None, archives_per_task=1, cdx_bytes_per_task=CDX_BYTES_PER_TASK):
-    """``pipeline.build`` with Spark tasks instead of mrjob jobs: the same outputs and Summary."""
-    return build(inputs, out_dir, shards, lines_per_block, cdx_format, on_error=on_error,
-                 skip_existing=skip_existing, input_roots=input_roots, progress=progress,
-                 engine=SparkSteps(sc, archives_per_task, cdx_bytes_per_task))
+    def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None):
+        return copy_chunks(self.sc, chunk_paths, output, warc_prefix, threads, retries,
+                           progress_dir)
 
 
 def spark_context(master=None, verbose=False):
@@ -264,3 +286,6 @@ def spark_context(master=None, verbose=False):
     sc = SparkContext(conf=conf)
     sc.setLogLevel("INFO" if verbose else "WARN")
     return sc, True
+
+
+ENGINE = SparkEngine

@@ -1,0 +1,69 @@
+"""The storage API's answers that callers ask instead of testing schemes, and the local
+staging and publishing of files and directories."""
+import os
+
+import pytest
+
+from webarchive_indexing import storage
+
+
+def test_what_a_place_is(tmp_path):
+    local = str(tmp_path / "a")
+    assert storage.backend_name(local) == "local" and storage.is_local(local)
+    assert storage.reads_ranges(local) and storage.is_writable(local)
+    assert storage.renames_directories(local) and storage.local_path(local) == local
+    for uri, name, ranges, writable in (("s3://b/k", "s3", True, True),
+                                        ("https://h/k", "web", True, False),
+                                        ("http://h/k", "web", True, False),
+                                        ("hdfs:///k", "hadoop", False, True),
+                                        ("s3a://b/k", "hadoop", False, True),
+                                        ("gs://b/k", None, False, False)):
+        assert storage.backend_name(uri) == name and not storage.is_local(uri), uri
+        assert storage.is_supported(uri) == (name is not None), uri
+        assert (storage.reads_ranges(uri), storage.is_writable(uri)) == (ranges, writable), uri
+        assert not storage.renames_directories(uri) and storage.local_path(uri) is None, uri
+    assert storage.local_path("file:///x/y.loc") == "/x/y.loc"
+
+
+def test_paths(tmp_path):
+    assert storage.abspath("rel/a") == os.path.abspath("rel/a")
+    assert storage.abspath("s3://b/rel") == "s3://b/rel"
+    assert storage.dirname("s3://b/a/k") == "s3://b/a" and storage.dirname("/x/y") == "/x"
+    assert storage.basename("s3://b/a/k.gz") == storage.basename("/x/k.gz") == "k.gz"
+    assert storage.resolve("s3://b/a/", "/k") == "s3://b/a/k"  # under the base, always
+    assert storage.resolve("/x", "k") == "/x/k" and storage.resolve("/x", "/abs") == "/abs"
+
+
+def test_a_staged_file_is_published_whole_with_the_usual_permissions(tmp_path):
+    target = str(tmp_path / "out" / "a.warc.gz")
+    staged = storage.staging_path(target)
+    # beside its target, so that publishing it is a rename
+    assert os.path.dirname(staged) == os.path.dirname(target) and not os.path.exists(target)
+    with open(staged, "wb") as fh:
+        fh.write(b"data")
+    storage.publish(staged, target)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert open(target, "rb").read() == b"data" and not os.path.exists(staged)
+    assert os.stat(target).st_mode & 0o777 == 0o666 & ~umask
+    # what a killed write left beside its target goes; the published file stays
+    leftovers = [storage.staging_path(target), storage.staging_path(str(tmp_path / "out" / "b"))]
+    with storage.open_atomic(str(tmp_path / "out" / "c")) as fh:
+        fh.write(b"c")
+    storage.remove_leftovers([target, str(tmp_path / "out" / "c")])
+    assert not os.path.exists(leftovers[0]) and os.path.exists(leftovers[1])
+    assert sorted(os.listdir(tmp_path / "out")) == sorted(["a.warc.gz", "c",
+                                                           os.path.basename(leftovers[1])])
+
+
+def test_a_directory_is_replaced_by_renames_and_only_locally(tmp_path):
+    final, new = tmp_path / "cluster", tmp_path / "new"
+    final.mkdir()
+    (final / "old").write_text("old")
+    new.mkdir()
+    (new / "idx").write_text("new")
+    storage.replace_tree(str(new), str(final))
+    assert os.listdir(final) == ["idx"] and not new.exists()
+    assert sorted(os.listdir(tmp_path)) == ["cluster"]  # the old one removed
+    with pytest.raises(OSError, match="by a rename"):
+        storage.replace_tree(str(final), "s3://bucket/cluster")

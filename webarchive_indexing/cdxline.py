@@ -1,0 +1,134 @@
+"""One CDX line: its formats as data, and what is read from a line.
+
+A line is ``urlkey timestamp rest``: in CDXJ ``rest`` is a JSON object of named
+fields (pywb's and Common Crawl's indexes); in the classic formats it is more
+space-separated fields in the order of a *legend*, written with the field letters of
+the ``CDX N b a ...`` header line. pywb reads the four legends below, telling them
+apart by their field count; indexing writes CDXJ, CDX11 and CDX9.
+
+    format_line(fields, "cdx11")   # fields of a record -> its line (indexing)
+    header_line("cdx11")           # ' CDX N b a m s k r M S V g\\n'
+    is_cdx_line(line)              # an index line, not a header, blank or report line
+    fields_of(line)                # line -> {"urlkey": ..., "timestamp": ..., "url": ...}
+    location(line)                 # line -> Location(filename, offset, length)
+"""
+import json
+import re
+from collections import namedtuple
+from urllib.parse import quote
+
+# Field letters of the classic CDX header line, and the names pywb's CDXObject gives them
+FIELD_LETTERS = {
+    "N": "urlkey", "b": "timestamp", "a": "url", "m": "mime", "s": "status",
+    "k": "digest", "r": "redirect", "M": "robotflags", "S": "length", "V": "offset",
+    "g": "filename",
+}
+LEGENDS = {
+    "cdx11": "N b a m s k r M S V g",
+    "cdx10": "N b a m s k r M V g",
+    "cdx9": "N b a m s k r V g",
+    "cdx7": "N b a m s k S",
+}
+# The field names of each legend
+NAMES = {fmt: tuple(FIELD_LETTERS[letter] for letter in legend.split())
+         for fmt, legend in LEGENDS.items()}
+_BY_COUNT = {len(names): names for names in NAMES.values()}
+# What indexing writes
+FORMATS = ("cdxj", "cdx11", "cdx9")
+# Key order of pywb's CDXJ JSON (its entry dict starts with "metadata").
+CDXJ_KEYS = ("metadata", "url", "mime", "mime-detected", "status", "digest", "length",
+             "offset", "filename")
+# Other names of fields, as pywb's CDX server takes them in filters, and as some CDXJ
+# writers name their JSON keys
+ALIASES = {"u": "url", "original": "url", "statuscode": "status", "s": "status",
+           "mimetype": "mime", "m": "mime", "l": "length", "o": "offset", "d": "digest",
+           "t": "timestamp", "k": "urlkey", "f": "filename"}
+
+# urlkey, timestamp, then the rest; anything else in a CDX directory is not an index line
+# (the `` CDX N b a ...`` header, blank lines, the lines of an .errors.json report, which
+# Hadoop reads too when it is given the whole directory)
+CDX_LINE = r"\S+ \d+ "
+# After the urlkey and timestamp of a CDX11 line: the rest of its legend (the filename,
+# last, may hold spaces)
+_CDX11_REST = NAMES["cdx11"][2:]
+
+# A JSON string, as json.dumps writes one (ASCII only)
+_json_string = json.encoder.encode_basestring_ascii
+
+# Where a line's record is: in ``filename``, ``length`` bytes from ``offset``
+Location = namedtuple("Location", "filename offset length")
+
+
+def header_line(fmt):
+    """The header line a CDX file of this format starts with ('' for CDXJ)."""
+    return f" CDX {LEGENDS[fmt]}\n" if fmt in LEGENDS else ""
+
+
+def format_line(fields, fmt="cdxj"):
+    """One CDX line (with its newline) in the given format."""
+    if fmt == "cdxj":
+        # what json.dumps writes for a dict of strings, without its generic machinery
+        data = ", ".join([f'"{key}": {_json_string(value)}' for key in CDXJ_KEYS
+                          if (value := fields.get(key)) not in (None, "", "-")])
+        return f"{fields['urlkey']} {fields['timestamp']} {{{data}}}\n"
+    return " ".join([fields.get(name) or "-" for name in NAMES[fmt]]) + "\n"
+
+
+def is_cdx_line(line):
+    """Whether ``line`` (from a CDX file, or anything beside one) belongs in a cluster."""
+    return _cdx_line(line) is not None
+
+
+def _cdx_line(line):
+    # compiled when first used, not at every start (indexing never needs it): then this
+    # name is the compiled pattern's match itself, as quick per line as before
+    global _cdx_line
+    _cdx_line = re.compile(CDX_LINE).match
+    return _cdx_line(line)
+
+
+def fields_of(line: bytes) -> dict:
+    """The fields of a CDXJ or classic CDX line, named and valued as pywb's CDXObject
+    names them (all values text; a non-ASCII ``url`` percent-encoded)."""
+    line = line.rstrip()
+    parts = line.split(b" ", 2)
+    if len(parts) == 3 and parts[2].startswith(b"{"):
+        fields = {"urlkey": parts[0].decode("utf-8"), "timestamp": parts[1].decode("utf-8")}
+        record = json.loads(parts[2])
+        if isinstance(record.get("status"), int):
+            record["status"] = str(record["status"])
+        for name, value in record.items():
+            name = ALIASES.get(name, name)
+            if name == "url" and not value.isascii():
+                value = quote(value.encode("utf-8"), safe=":/")
+            fields[name] = value
+        return fields
+    values = line.decode("utf-8").split(" ")
+    names = _BY_COUNT.get(len(values))
+    if names is None:
+        raise ValueError(f"not a CDXJ line nor a CDX line of a known format "
+                         f"({len(values)} fields): {line[:200]!r}")
+    return dict(zip(names, values))
+
+
+def location(line):
+    """``Location`` (filename, offset, length) of the record of a CDXJ or CDX11 line
+    (bytes or str); ValueError for any other line."""
+    if isinstance(line, bytes):
+        line = line.decode("utf-8", "replace")
+    fields = line.rstrip("\r\n").split(" ", 2)
+    if len(fields) < 3:
+        raise ValueError(f"not a CDX line: {line[:200]!r}")
+    rest = fields[2]
+    try:
+        if rest.startswith("{"):
+            data = json.loads(rest)
+            return Location(data["filename"], int(data["offset"]), int(data["length"]))
+        values = rest.split(" ", len(_CDX11_REST) - 1)
+        if len(values) == len(_CDX11_REST):
+            named = dict(zip(_CDX11_REST, values))
+            return Location(named["filename"], int(named["offset"]), int(named["length"]))
+    except (ValueError, KeyError, TypeError):
+        pass
+    raise ValueError(f"no filename, offset and length in this CDX line (CDXJ or CDX11 "
+                     f"needed; CDX9 has no length): {line[:200]!r}")

@@ -1,0 +1,85 @@
+"""Engines: what runs the steps of a build and of a copy as tasks, and where.
+
+``open_engine(name, settings)`` is the one place an engine is chosen, by name: ``inline``,
+``local``, ``hadoop`` and ``emr`` are mrjob's runners, running the MRJob jobs of ``jobs/``
+(``mrjob_engine``); ``spark`` runs the same tasks on Spark (``spark_engine``). Each
+engine does each step with the same functions (``steps``, ``splits``, ``extract``), so the
+outputs are the same bytes whichever runs them. A new engine is a module of this package
+with an ``Engine`` subclass, and a line in ``ENGINES``.
+
+    with open_engine("spark", BuildOptions(spark_master="local[2]")) as engine:
+        statuses = engine.index(archives, cdx_dir, "cdxj", skip_existing=True)
+        split_lines = engine.sample(cdx_files, shards, splits_dir)
+        stats = engine.write_cluster(cdx_files, split_lines, shards, 3000, cluster_dir)
+
+Settings are an options object (``options.BuildOptions``, ``CopyOptions``); an engine
+reads those it has use for (``options.ENGINE``) when it is made.
+"""
+import importlib
+
+# Engine name -> the module of this package that runs it
+ENGINES = {
+    "inline": "mrjob_engine",
+    "local": "mrjob_engine",
+    "hadoop": "mrjob_engine",
+    "emr": "mrjob_engine",
+    "spark": "spark_engine",
+}
+
+
+class Engine:
+    """Runs steps as tasks; a context manager, whose end frees what the engine holds.
+
+    Each step's tasks write their outputs themselves (through ``storage``, atomically),
+    and the step returns what the tasks returned.
+    """
+
+    def __init__(self, name, settings):
+        self.name = name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        pass
+
+    @property
+    def tasks_here(self):
+        """Whether the tasks run on this machine (and can report progress in local files)."""
+        return True
+
+    def index(self, archives, cdx_dir, cdx_format, skip_existing):
+        """Index each ``inputs.Archive`` into ``cdx_dir`` (``steps.index_archive``, problems
+        reported, never raised); the status dict of each archive, in any order."""
+        raise NotImplementedError
+
+    def sample(self, cdx_files, shards, splits_dir):
+        """Sample the lines of ``cdx_files`` (the CDX files of ``index``'s statuses, in their
+        order) into ``shards - 1`` split lines, published in ``splits_dir``
+        (``steps.write_splits``); the split lines."""
+        raise NotImplementedError
+
+    def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
+        """Write the ``shards`` shards of every line of ``cdx_files`` into ``cluster_dir``
+        (``steps.write_shard``); the stats of each shard written, by shard number."""
+        raise NotImplementedError
+
+    def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None):
+        """Copy each planned chunk into ``output`` (``extract.run_chunk``); the status of each.
+        ``progress_dir``: a local directory the tasks report progress in (if
+        ``tasks_here``)."""
+        raise NotImplementedError
+
+
+def open_engine(name, settings=None):
+    """The engine called ``name`` (see ``ENGINES``), made with ``settings``."""
+    if name not in ENGINES:
+        raise ValueError(f"unknown engine {name!r}: expected one of {', '.join(ENGINES)}")
+    if settings is None:
+        from ..options import BuildOptions
+        settings = BuildOptions()
+    module = importlib.import_module(f"{__name__}.{ENGINES[name]}")
+    return module.ENGINE(name, settings)

@@ -1,0 +1,122 @@
+"""The MRJob jobs of ``jobs/``, run with one of mrjob's runners (``inline``, ``local``,
+``hadoop``, ``emr``; ``settings.mrjob_conf`` is the mrjob.conf, else none).
+
+The tasks read archives and write CDX files, splits, shards and copies themselves,
+through ``storage``; what a job takes as input (the list of archives, the CDX files, the
+split points, the chunks of a copy) is staged in a local work directory first, because
+mrjob's inline and local runners read job input from local disk only.
+"""
+import os
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+from .. import storage
+from ..splits import format_splits
+from . import Engine
+
+# Parallel downloads of CDX files from S3 to local disk
+STAGING_THREADS = 16
+
+
+def run_job(job_class, args, runner, conf_path=None):
+    """Run an MRJob job with the given runner; return its output values."""
+    conf = ["--conf-path", conf_path] if conf_path else ["--no-conf"]
+    job = job_class(args=["-r", runner, *conf, *args])
+    with job.make_runner() as mr:
+        mr.run()
+        # RawValueProtocol hands back each output line with its newline
+        return [value.rstrip("\n") if isinstance(value, str) else value
+                for _, value in job.parse_output(mr.cat_output())]
+
+
+class MrjobEngine(Engine):
+
+    def __init__(self, name, settings):
+        super().__init__(name, settings)
+        self.conf_path = settings.mrjob_conf
+        self.staged = {}
+        self._work = None
+
+    @property
+    def work(self):
+        """A local work directory for job input, made when first needed."""
+        if self._work is None:
+            self._work = tempfile.mkdtemp(prefix="webarchive-index-")
+        return self._work
+
+    def close(self):
+        if self._work is not None:
+            shutil.rmtree(self._work)
+            self._work = None
+
+    @property
+    def tasks_here(self):
+        return self.name in ("inline", "local")
+
+    def _run(self, job_class, args):
+        return run_job(job_class, args, self.name, self.conf_path)
+
+    def _manifest(self, name, paths):
+        """A local file listing ``paths``, one a line: a job's input."""
+        manifest = os.path.join(self.work, name)
+        with open(manifest, "w", encoding="utf-8") as fh:
+            fh.writelines(path + "\n" for path in paths)
+        return manifest
+
+    def _local(self, paths):
+        """Local paths for ``paths`` as job input: local ones as they are, others downloaded
+        into the work directory (once)."""
+        missing = [p for p in paths if p not in self.staged]
+        here = [storage.local_path(p) for p in missing]
+        staged = [os.path.join(self.work, f"{i:06d}-{storage.basename(p)}") if local is None
+                  else local for i, (p, local) in enumerate(zip(missing, here), len(self.staged))]
+        with ThreadPoolExecutor(STAGING_THREADS) as pool:
+            downloads = [pool.submit(storage.download, p, s)
+                         for p, local, s in zip(missing, here, staged) if local is None]
+            for download in downloads:
+                download.result()  # raises what went wrong
+        self.staged.update(zip(missing, staged))
+        return [self.staged[p] for p in paths]
+
+    def index(self, archives, cdx_dir, cdx_format, skip_existing):
+        from ..jobs.index_warcs import IndexWarcsJob
+        if not archives:
+            return []
+        args = ["--cdx-dir", cdx_dir, "--cdx-format", cdx_format, "--on-error", "skip",
+                "--skip-existing" if skip_existing else "--no-skip-existing"]
+        # the job names each archive again from its path, relative to the longest root
+        # holding it: the root each name was made relative to is that root
+        for root in sorted({archive.root for archive in archives if archive.root}):
+            args += ["--input-root", root]
+        return self._run(IndexWarcsJob, args + [self._manifest("archives.txt",
+                                                                (a.path for a in archives))])
+
+    def sample(self, cdx_files, shards, splits_dir):
+        from ..jobs.sample_splits import SampleSplitsJob
+        return self._run(SampleSplitsJob, ["--shards", str(shards), "--splits-dir", splits_dir,
+                                           *self._local(cdx_files)])
+
+    def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
+        from ..jobs.zip_cluster import ZipClusterJob
+        splits_file = os.path.join(self.work, "splits.txt")
+        with open(splits_file, "w", encoding="utf-8") as fh:
+            fh.write(format_splits(split_lines))
+        written = self._run(ZipClusterJob, ["--splits", splits_file, "--shards", str(shards),
+                                            "--lines-per-block", str(lines_per_block),
+                                            "--cluster-dir", cluster_dir, *self._local(cdx_files)])
+        return {s["shard"]: s for s in written}
+
+    def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None):
+        from ..jobs.remote_copy import RemoteCopyJob
+        chunk_paths = list(chunk_paths)
+        if not chunk_paths:
+            return []
+        args = ["--copy-dir", output, "--warc-prefix", warc_prefix, "--threads", str(threads),
+                "--retries", str(retries)]
+        if progress_dir:
+            args += ["--progress-dir", progress_dir]
+        return self._run(RemoteCopyJob, args + [self._manifest("chunks.txt", chunk_paths)])
+
+
+ENGINE = MrjobEngine

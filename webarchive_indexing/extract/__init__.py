@@ -1,0 +1,44 @@
+"""Copy the captures of some domains, hosts or URL prefixes out of a web archive collection,
+found through its ZipNum cluster, into new WARC files: ``webarchive-index copy``.
+
+    from webarchive_indexing import extract
+    from webarchive_indexing.query import open_cluster
+
+    inputs = extract.parse_selection(["example.com", "http://example.org/blog/*"])
+    cluster = open_cluster("s3://bucket/index")
+    per_input, total = extract.check(cluster, inputs)       # captures, WARC files, bytes
+    plan = extract.ensure_plan(cluster, "s3://bucket/index", inputs, "out", records_per_file=10000)
+    for chunk in plan.chunk_paths():                         # one task each (job, Spark, here)
+        extract.run_chunk(chunk, "out", "s3://commoncrawl/", threads=16)
+    extract.survey("out")                                    # what is complete, what failed
+
+or all of it, through an engine: ``extract.copy(CopyOptions(...))``.
+
+One module per concern, each a set of plain functions used alike by the MRJob job
+(``jobs/remote_copy.py``), Spark (``engines``), the command line and the tests:
+
+* ``selection``: inputs as SURT key ranges, merged so that a record is selected once;
+  ``check``, per input and in total, the captures, distinct WARC files and bytes a copy
+  takes, from the index alone;
+* ``plan``: one pass over the matching index lines (streamed, constant memory) into
+  chunk files, one per output, in index order (``OUT/plan/``);
+* ``fetch``: one ranged read of a record, checked to be one complete gzip member of the
+  CDX length holding a WARC record, retried with backoff when it is not (or the read
+  failed: 503, reset, short body); the retries of small reads and writes;
+* ``write``: one chunk into ``OUT/NAME.warc.gz`` and its ``.cdxj`` (and
+  ``.failures.json``), the work of one task (``run_chunk``);
+* ``run``: the chunks as tasks of an engine (``copy_chunks``); the whole copy (``copy``);
+  what an output holds of its plan (``survey``).
+"""
+from .fetch import Failed, check_member, fetch_record
+from .plan import Plan, PlanMismatch, ensure_plan, load_plan, make_plan
+from .run import CopyResult, Survey, copy, copy_chunks, survey
+from .selection import (Input, SelectionError, check, merge_ranges, parse_input,
+                        parse_selection, read_selection, read_selection_file)
+from .write import copy_chunk, read_progress, run_chunk
+
+__all__ = ["CopyResult", "Failed", "Input", "Plan", "PlanMismatch", "SelectionError", "Survey",
+           "check", "check_member", "copy", "copy_chunk", "copy_chunks", "ensure_plan",
+           "fetch_record", "load_plan", "make_plan", "merge_ranges", "parse_input",
+           "parse_selection", "read_progress", "read_selection", "read_selection_file",
+           "run_chunk", "survey"]

@@ -1,0 +1,205 @@
+"""The plan of a copy: the selected index lines, in index order, in chunks of at most
+``records_per_file`` lines, one per output file, so that chunk numbers (and output names)
+depend only on the selection::
+
+    OUT/plan/extract-00000.cdx    the index lines of output 0
+    OUT/plan/chunks.txt           the chunk files, one URI a line: the copy job's input
+    OUT/plan/plan.json            selection, merged key ranges, cluster, per-chunk totals;
+                                  written last (a plan without it is made again)
+
+A rerun reuses the plan; a different selection (other key ranges, cluster,
+``records_per_file`` or name prefix) in the same output raises ``PlanMismatch``.
+"""
+import contextlib
+import json
+import sys
+import threading
+from dataclasses import dataclass
+
+from .. import cdxline, storage
+from ..options import DEFAULT_NAME_PREFIX, DEFAULT_RECORDS_PER_FILE, UsageError
+from .fetch import again
+from .selection import lines_in, merge_ranges
+
+PLAN_VERSION = 1
+PLAN_DIR = "plan"
+
+# Plans read by this process, by output (a task may run several chunks of one plan).
+_PLANS = {}
+_PLANS_LOCK = threading.Lock()
+
+
+class PlanMismatch(ValueError):
+    """The output holds the plan of another selection."""
+
+
+def chunk_name(name_prefix, number):
+    return f"{name_prefix}-{number:05d}"
+
+
+def plan_path(output):
+    return storage.join(output, PLAN_DIR, "plan.json")
+
+
+def listing_path(output):
+    """The list of a plan's chunk files: the copy job's input."""
+    return storage.join(output, PLAN_DIR, "chunks.txt")
+
+
+@dataclass
+class Plan:
+    output: str
+    cluster: str
+    inputs: list          # the selection as given
+    ranges: list          # merged [start, end] key ranges
+    records_per_file: int
+    name_prefix: str
+    chunks: list          # {"name", "records", "bytes"}
+    records: int = 0
+    bytes: int = 0
+    warc_files: int = 0
+
+    def chunk_paths(self):
+        return [storage.join(self.output, PLAN_DIR, c["name"] + ".cdx") for c in self.chunks]
+
+    def as_dict(self):
+        return {"version": PLAN_VERSION, "cluster": self.cluster, "selection": self.inputs,
+                "ranges": self.ranges, "records_per_file": self.records_per_file,
+                "name_prefix": self.name_prefix, "records": self.records, "bytes": self.bytes,
+                "warc_files": self.warc_files, "chunks": self.chunks}
+
+
+def load_plan(output):
+    """The complete plan in ``output``, or None."""
+    try:
+        data = json.loads(again(lambda: storage.read_bytes(plan_path(output)), output))
+    except FileNotFoundError:
+        return None
+    return Plan(output, data["cluster"], data["selection"], data["ranges"],
+                data["records_per_file"], data["name_prefix"], data["chunks"],
+                data["records"], data["bytes"], data["warc_files"])
+
+
+def make_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECORDS_PER_FILE,
+              name_prefix=DEFAULT_NAME_PREFIX):
+    """Write the plan of copying ``inputs`` from ``cluster`` (found at ``location``) into
+    ``output``: chunk files of at most ``records_per_file`` index lines, in index order,
+    then ``chunks.txt`` and, last, ``plan.json``. Streams: one chunk is open at a time."""
+    output, location = storage.abspath(output), storage.abspath(location)
+    groups = merge_ranges(inputs)
+    plan = Plan(output, location, [i.text for i in inputs], [[g.start, g.end] for g in groups],
+                records_per_file, name_prefix, [])
+    files = set()
+    chunk = None  # [ExitStack, file, name, records, bytes]
+
+    def close(exc_info=(None, None, None)):
+        stack, _, name, records, size = chunk
+        stack.__exit__(*exc_info)
+        if exc_info[0] is None:
+            plan.chunks.append({"name": name, "records": records, "bytes": size})
+
+    try:
+        for _, line in lines_in(cluster, groups):
+            record = cdxline.location(line)
+            if chunk is None:
+                name = chunk_name(name_prefix, len(plan.chunks))
+                stack = contextlib.ExitStack()
+                fh = stack.enter_context(storage.open_atomic(
+                    storage.join(output, PLAN_DIR, name + ".cdx")))
+                chunk = [stack, fh, name, 0, 0]
+            chunk[1].write(line)
+            chunk[3] += 1
+            chunk[4] += record.length
+            plan.records += 1
+            plan.bytes += record.length
+            files.add(record.filename)
+            if chunk[3] == records_per_file:
+                close()
+                chunk = None
+        if chunk is not None:
+            close()
+            chunk = None
+    except BaseException:
+        if chunk is not None:
+            close(sys.exc_info())
+        raise
+    plan.warc_files = len(files)
+    listing = "".join(p + "\n" for p in plan.chunk_paths()).encode("utf-8")
+    again(lambda: storage.write_atomic(listing_path(output), listing), output)
+    data = json.dumps(plan.as_dict(), indent=1).encode("utf-8")
+    again(lambda: storage.write_atomic(plan_path(output), data), output)  # last: complete
+    with _PLANS_LOCK:
+        _PLANS[output] = plan
+    return plan
+
+
+def _differences(plan, location, ranges, records_per_file, name_prefix):
+    wanted = {"selection (its merged key ranges)": ranges, "cluster": location,
+              "--records-per-file": records_per_file, "--name-prefix": name_prefix}
+    have = {"selection (its merged key ranges)": plan.ranges, "cluster": plan.cluster,
+            "--records-per-file": plan.records_per_file, "--name-prefix": plan.name_prefix}
+    return [name for name in wanted if wanted[name] != have[name]]
+
+
+def existing_plan(location, inputs, output, records_per_file=DEFAULT_RECORDS_PER_FILE,
+                  name_prefix=DEFAULT_NAME_PREFIX):
+    """The plan in ``output`` if it is the plan of this copy (None if there is none);
+    ``PlanMismatch`` if it is another copy's, or if outputs lie there without a plan."""
+    output, location = storage.abspath(output), storage.abspath(location)
+    plan = load_plan(output)
+    if plan is None:
+        stray = [p for p in output_files(output) if p.endswith((".cdxj", ".warc.gz"))]
+        if stray:
+            raise PlanMismatch(
+                f"{output} holds copied files ({storage.basename(stray[0])}, ...) but no plan "
+                f"({plan_path(output)}): use a new output directory")
+        return None
+    ranges = [[g.start, g.end] for g in merge_ranges(inputs)]
+    differ = _differences(plan, location, ranges, records_per_file, name_prefix)
+    if differ:
+        shown = ", ".join(plan.inputs[:5]) + (f" and {len(plan.inputs) - 5} more"
+                                               if len(plan.inputs) > 5 else "")
+        raise PlanMismatch(
+            f"{output} holds another copy (of {shown} from {plan.cluster}, "
+            f"--records-per-file {plan.records_per_file}, --name-prefix {plan.name_prefix}); "
+            f"this one differs in: {', '.join(differ)}. Use a new output directory, or rerun "
+            "that copy with its own options")
+    return plan
+
+
+def ensure_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECORDS_PER_FILE,
+                name_prefix=DEFAULT_NAME_PREFIX):
+    """The plan of this copy in ``output``: the one there, or a new one (see ``make_plan``).
+    ``cluster`` may be a callable returning it, called only when a plan is made."""
+    plan = existing_plan(location, inputs, output, records_per_file, name_prefix)
+    if plan is None:
+        plan = make_plan(cluster() if callable(cluster) else cluster, location, inputs, output,
+                         records_per_file, name_prefix)
+    return plan
+
+
+def output_files(output):
+    """Paths of the files directly in ``output`` (not in plan/)."""
+    base = output.rstrip("/") + "/"
+    return [p for p in again(lambda: list(storage.list_files(output)), output)
+            if "/" not in p[len(base):]]
+
+
+def plan_of(output):
+    """The plan of ``output``, read once per process (a task may run several chunks)."""
+    with _PLANS_LOCK:
+        if output not in _PLANS:
+            plan = load_plan(output)
+            if plan is None:
+                raise FileNotFoundError(f"no copy plan at {plan_path(output)}: make it first "
+                                        "(webarchive-index copy plan)")
+            _PLANS[output] = plan
+        return _PLANS[output]
+
+
+def check_output(output):
+    """``UsageError`` unless copies can be written to ``output``: a local directory, or a
+    store with ranged reads that tasks write to (S3)."""
+    if not storage.is_local(output) and not (storage.is_writable(output)
+                                             and storage.reads_ranges(output)):
+        raise UsageError(f"-o/--output {output}: expected a local directory or s3://bucket/prefix")

@@ -1,0 +1,324 @@
+"""Every option of the command line, the jobs and the Spark entry script, declared once.
+
+An option is its flags and what argparse's ``add_argument`` takes for it; ``add``
+registers options on an argparse parser, or on an MRJob job in ``configure_args``
+(``add_passthru_arg`` takes argparse's signature). A boolean option comes with its
+``--no-`` twin. Where one command words the help of a shared option its own way,
+``option.but(help=...)`` is that option with another help.
+
+    add(parser, SHARDS, LINES_PER_BLOCK, PROGRESS)      # a command's parser
+    add(self, SHARDS.but(required=True, help=...))      # in an MRJob's configure_args
+    options = BuildOptions.from_args(parser.parse_args())
+    build(inputs, out_dir, BuildOptions(shards=4, runner="inline"))
+
+The option objects (``BuildOptions``, ``CopyOptions``) are what the library's entry
+points take instead of long parameter lists: an attribute per option, named as its
+destination, its default unless given.
+"""
+import argparse
+
+from .cdxline import FORMATS
+
+# Defaults that other modules use too
+DEFAULT_THREADS = 16
+DEFAULT_RETRIES = 5
+DEFAULT_RECORDS_PER_FILE = 10000
+DEFAULT_NAME_PREFIX = "extract"
+# CDX files read by one sampling or cluster task on Spark, in (compressed) bytes: as the
+# jobs' mapreduce.input.fileinputformat.split.maxsize
+DEFAULT_CDX_BYTES_PER_TASK = 50_000_000
+ERROR_MODES = ("fail", "skip")
+# As zipnum.LINES_PER_BLOCK, query.MATCH_TYPES and cdxapi.OUTPUTS (the command line starts
+# without importing those modules; a test checks that they agree)
+LINES_PER_BLOCK_DEFAULT = 3000
+MATCH_TYPES = ("exact", "prefix", "host", "domain")
+QUERY_OUTPUTS = ("cdxj", "json", "cdx11")
+
+
+class UsageError(ValueError):
+    """Options that cannot work, found before anything runs."""
+
+
+# -- validators ----------------------------------------------------------------------------
+
+def positive(text):
+    """A whole number of at least 1, for argparse's ``type``."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
+def non_negative(text):
+    """A whole number of at least 0, for argparse's ``type``."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {text!r}")
+    return int(text)
+
+
+# -- options, and how they are registered -------------------------------------------------
+
+class Option:
+    """One option: its flags (or a positional argument's name) and ``add_argument``'s
+    keywords."""
+
+    def __init__(self, *flags, **kwargs):
+        self.flags, self.kwargs = flags, kwargs
+
+    @property
+    def dest(self):
+        if "dest" in self.kwargs:
+            return self.kwargs["dest"]
+        name = next((flag for flag in self.flags if flag.startswith("--")), self.flags[0])
+        return name.lstrip("-").replace("-", "_")
+
+    @property
+    def default(self):
+        default = self.kwargs.get("default")
+        return list(default) if isinstance(default, list) else default
+
+    def but(self, **changes):
+        """This option with some of its keywords changed."""
+        return Option(*self.flags, **{**self.kwargs, **changes})
+
+    def add_to(self, target):
+        _register(target)(*self.flags, **self.kwargs)
+
+
+class Flag(Option):
+    """A boolean option ``--NAME`` and its twin ``--no-NAME``."""
+
+    def __init__(self, name, default, help, off_help, short=None):
+        flags = (short, f"--{name}") if short else (f"--{name}",)
+        super().__init__(*flags, dest=name.replace("-", "_"), default=default, help=help)
+        self.name, self.off_help, self.short = name, off_help, short
+
+    def but(self, **changes):
+        values = {"default": self.kwargs["default"], "help": self.kwargs["help"],
+                  "off_help": self.off_help, "short": self.short, **changes}
+        return Flag(self.name, **values)
+
+    def add_to(self, target):
+        register = _register(target)
+        register(*self.flags, dest=self.dest, action="store_true",
+                 default=self.kwargs["default"], help=self.kwargs["help"])
+        register(f"--no-{self.name}", dest=self.dest, action="store_false", help=self.off_help)
+
+
+class FileOption(Option):
+    """An MRJob option naming a file that the job ships to its tasks (``add_file_arg``)."""
+
+    def but(self, **changes):
+        return FileOption(*self.flags, **{**self.kwargs, **changes})
+
+    def add_to(self, target):
+        target.add_file_arg(*self.flags, **self.kwargs)
+
+
+def _register(target):
+    """How ``target`` takes an option: an MRJob's ``add_passthru_arg`` (handed on to its
+    tasks), else argparse's ``add_argument``."""
+    return getattr(target, "add_passthru_arg", None) or target.add_argument
+
+
+def add(target, *options):
+    """Register ``options`` on ``target``: an argparse parser, or an MRJob job."""
+    for option in options:
+        option.add_to(target)
+
+
+# -- the table -----------------------------------------------------------------------------
+
+INPUT_HELP = ("WARC/ARC files (.warc.gz .warc .arc.gz .arc), directories (searched recursively), "
+              "glob patterns, or manifest files listing one archive path per line; files, "
+              "manifests and directories may be s3://bucket/key URLs (s3://bucket/prefix/ is "
+              "listed like a directory)")
+
+# what to index, and how
+INPUTS = Option("inputs", nargs="+", metavar="INPUT", help=INPUT_HELP)
+CDX_FORMAT = Option("--cdx-format", choices=FORMATS, default="cdxj",
+                    help="CDXJ (default, as Common Crawl and pywb write it) or classic CDX11/CDX9")
+INPUT_ROOT = Option("--input-root", action="append", default=[], metavar="DIR",
+                    help="make the CDX 'filename' of archives under DIR relative to it "
+                         "(directory inputs and manifests are roots already); repeatable")
+SKIP_EXISTING = Flag("skip-existing", True,
+                     "keep CDX files from an earlier run and index only new archives (default)",
+                     "index every archive again")
+ON_ERROR = Option("--on-error", choices=ERROR_MODES, default="fail",
+                  help="fail (default): any unreadable input stops the build before a cluster "
+                       "is written; skip: index every readable record and report the rest")
+INDEXING = (CDX_FORMAT, INPUT_ROOT, SKIP_EXISTING)
+
+# the cluster
+OUTDIR = Option("-o", "--output", required=True, metavar="OUTDIR",
+                help="output directory, or s3://bucket/prefix")
+SHARDS = Option("--shards", type=positive, default=1,
+                help="shards in the cluster (default 1; Common Crawl uses 300)")
+LINES_PER_BLOCK = Option(
+    "--lines-per-block", type=positive, default=LINES_PER_BLOCK_DEFAULT,
+    help=f"CDX lines per gzip block (default {LINES_PER_BLOCK_DEFAULT}, as Common Crawl and the "
+         "Internet Archive)")
+ROOT_INDEX = Flag("root-index", True,
+                  "also write cluster.root, a small index of cluster.idx with which a remote "
+                  "lookup needs at most 3 requests (default; pywb and others ignore it)",
+                  "write no cluster.root: remote lookups binary-search cluster.idx with more "
+                  "requests")
+
+# how the work runs
+RUNNER = Option("--runner", choices=("inline", "local", "spark"), default="local",
+                help="local (default): mrjob's local runner, on all cores; inline: mrjob in one "
+                     "process, for debugging; spark: Spark jobs (pyspark), the same output")
+SPARK_MASTER = Option("--spark-master", metavar="URL",
+                      help="with --runner spark: the Spark master (default local[*])")
+MRJOB_CONF = Option("--mrjob-conf", metavar="PATH", help="mrjob.conf to use (default: none)")
+ARCHIVES_PER_TASK = Option("--archives-per-task", type=positive, default=1,
+                           help="archives indexed by one Spark task (default 1)")
+CDX_BYTES_PER_TASK = Option(
+    "--cdx-bytes-per-task", type=positive, default=DEFAULT_CDX_BYTES_PER_TASK,
+    help="per-archive CDX files read by one sampling/cluster map task, in (compressed) bytes "
+         f"(default {DEFAULT_CDX_BYTES_PER_TASK})")
+VERBOSE = Flag("verbose", False, "show what mrjob does (runner, steps, counters)",
+               "only progress and the summary (default)", short="-v")
+PROGRESS = Flag("progress", None, "show progress (default: when stderr is a terminal)",
+                "never show progress")
+
+# query
+CLUSTER = Option("location", metavar="CLUSTER",
+                 help="a build's output directory, its cluster/ directory or cluster.idx: "
+                      "a local path, s3://bucket/prefix or http(s)://host/path")
+URL = Option("url", metavar="URL")
+MATCH_TYPE = Option("--match-type", choices=MATCH_TYPES, default="exact",
+                    help="how URL matches, unless it has a wildcard (default exact)")
+FROM = Option("--from", dest="from_ts", metavar="TS",
+              help="captures at or after timestamp TS (1-14 digits: 2024, 20240131...)")
+TO = Option("--to", dest="to_ts", metavar="TS",
+            help="captures at or before timestamp TS (2023 means up to 20231231235959)")
+FILTER = Option("--filter", action="append", default=[], metavar="[!][=|~]FIELD:VALUE",
+                help="keep captures whose FIELD (url, mime, status, digest, filename...) "
+                     "contains VALUE, equals it (=) or matches the regex (~); repeatable")
+LIMIT = Option("--limit", type=positive, help="print at most this many lines")
+QUERY_OUTPUT = Option("--output", choices=QUERY_OUTPUTS, default="cdxj",
+                      help="cdxj (default; the lines as stored in a CDXJ cluster), json (one "
+                           "object per line) or cdx11 (classic 11-field CDX)")
+PAGE = Option("--page", type=non_negative, metavar="N",
+              help="only page N (from 0) of the result, in pages of --page-size blocks of "
+                   "cluster.idx, as pywb's page= (without: every page)")
+PAGE_SIZE = Option("--page-size", type=positive, metavar="BLOCKS",
+                   help="blocks per page with --page or --show-num-pages (default 10, as pywb)")
+SHOW_NUM_PAGES = Flag("show-num-pages", False,
+                      "print only the page count as pywb's showNumPages does: "
+                      '{"pages": ..., "pageSize": ..., "blocks": ...}', "print the lines (default)")
+
+# copy
+COPY_CLUSTER = CLUSTER.but(help="the cluster: a build's output directory, its cluster/ directory "
+                                "or cluster.idx (local, s3:// or http(s)://)")
+DOMAINS = Option("--domains", action="append", default=[], metavar="LIST",
+                 help="comma-separated domains, host names or URL prefixes (repeatable)")
+DOMAINS_FILE = Option("--domains-file", action="append", default=[], metavar="FILE",
+                      help="a file (local or s3://) of domains, host names or URL prefixes, one "
+                           "a line, '#' starts a comment (repeatable)")
+COPY_OUTPUT = Option("-o", "--output", required=True, metavar="OUT",
+                     help="output directory, local or s3://bucket/prefix (the plan goes to "
+                          "OUT/plan/)")
+RECORDS_PER_FILE = Option("--records-per-file", type=positive, default=DEFAULT_RECORDS_PER_FILE,
+                          help=f"records per output WARC file (default {DEFAULT_RECORDS_PER_FILE})")
+NAME_PREFIX = Option("--name-prefix", default=DEFAULT_NAME_PREFIX, metavar="NAME",
+                     help=f"output files are NAME-00000.warc.gz, ... (default "
+                          f"{DEFAULT_NAME_PREFIX})")
+WARC_PREFIX = Option("--warc-prefix", required=True, metavar="PREFIX",
+                     help="where the archives named by the CDX 'filename' are: s3://bucket/ "
+                          "(Common Crawl: s3://commoncrawl/), https://host/path/ or a local "
+                          "directory")
+THREADS = Option("--threads", type=positive, default=DEFAULT_THREADS,
+                 help=f"range requests in flight per task (default {DEFAULT_THREADS})")
+RETRIES = Option("--retries", type=non_negative, default=DEFAULT_RETRIES,
+                 help="further reads of a record after a transient error, with backoff "
+                      f"(default {DEFAULT_RETRIES})")
+
+# the jobs' own
+CDX_DIR = Option("--cdx-dir", required=True,
+                 help="where the .cdx.gz files go (mirrors the archive names)")
+SPLITS_DIR = Option("--splits-dir", required=True,
+                    help="where splits.txt and splits.seq are written")
+SCALER = Option("--scaler", type=int, default=100,
+                help="sample lines per shard (default 100, as production)")
+CLUSTER_DIR = Option("--cluster-dir", required=True,
+                     help="where cdx-NNNNN.gz and part-NNNNN are written")
+SPLITS = FileOption("--splits", required=True, help="splits.txt from sample_splits")
+PARTITIONS = FileOption("--partitions",
+                        help="partitions.seq from sample_splits: on Hadoop/EMR, reducer i then "
+                             "writes shard i (TotalOrderPartitioner)")
+COPY_DIR = Option("--copy-dir", required=True,
+                  help="where the plan is and the WARC files go (local or s3://)")
+PROGRESS_DIR = Option("--progress-dir",
+                      help="a local directory for progress files (same machine only)")
+
+# corpus
+CORPUS = (
+    Option("--out", required=True, help="output directory (created if missing)"),
+    Option("--files", type=int, default=2),
+    Option("--captures", type=int, default=1000, help="captures per file"),
+    Option("--seed", type=int, default=1),
+    Option("--mean-kb", type=float, default=20.0, help="mean HTML/binary payload size"),
+    Option("--hosts", type=int, default=200),
+    Option("--format", choices=("warc", "arc"), default="warc"),
+    Flag("gzip", True, "one gzip member per record (default)", "plain records"),
+)
+
+
+# -- option objects ------------------------------------------------------------------------
+
+class Options:
+    """The values of ``OPTIONS`` as attributes named by their destinations, each the
+    option's default unless given; ``EXTRA``: settings no command line takes."""
+    OPTIONS = ()
+    EXTRA = {}
+
+    def __init__(self, **values):
+        for option in self.OPTIONS:
+            setattr(self, option.dest, values.pop(option.dest) if option.dest in values
+                    else option.default)
+        for name, default in self.EXTRA.items():
+            setattr(self, name, values.pop(name, default))
+        if values:
+            raise TypeError(f"{type(self).__name__} takes no {', '.join(sorted(values))}")
+
+    @classmethod
+    def from_args(cls, args, **values):
+        """From parsed arguments (those ``args`` has), and ``values``."""
+        given = {option.dest: getattr(args, option.dest) for option in cls.OPTIONS
+                 if hasattr(args, option.dest)}
+        return cls(**{**given, **values})
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+
+
+# What engines read (engines.open_engine): the engine's name is ``runner``; a Spark engine
+# runs on ``spark_context`` if one is given (and leaves it running), else on one it makes
+ENGINE = (RUNNER, MRJOB_CONF, SPARK_MASTER, VERBOSE, ARCHIVES_PER_TASK, CDX_BYTES_PER_TASK)
+
+
+def check_engine(settings, strict=False):
+    """``UsageError`` for an engine option given with another engine: ``--spark-master``
+    without ``--runner spark``; if ``strict``, ``--mrjob-conf`` with it too."""
+    if settings.spark_master and settings.runner != "spark":
+        raise UsageError("--spark-master goes with --runner spark")
+    if strict and settings.mrjob_conf and settings.runner == "spark":
+        raise UsageError("--mrjob-conf goes with --runner inline or local")
+
+
+class BuildOptions(Options):
+    """What ``build.build(inputs, out_dir, options)`` does, and with which engine."""
+    OPTIONS = (SHARDS, LINES_PER_BLOCK, ON_ERROR, ROOT_INDEX, PROGRESS, *INDEXING, *ENGINE)
+    EXTRA = {"spark_context": None}
+
+
+class CopyOptions(Options):
+    """What ``webarchive-index copy copy`` copies, where to, and with which engine."""
+    OPTIONS = (COPY_CLUSTER, DOMAINS, DOMAINS_FILE, COPY_OUTPUT, RECORDS_PER_FILE, NAME_PREFIX,
+               WARC_PREFIX, THREADS, RETRIES, PROGRESS, *ENGINE)
+    EXTRA = {"spark_context": None}

@@ -1,0 +1,71 @@
+"""What the build commands (``webarchive-index build``, ``jobs/spark_build.py``) print when
+a build ends: the problems met, the summary and how to query the result; and the exit
+statuses of every command.
+"""
+import os
+import sys
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
+
+
+def log_to_stderr(verbose):
+    """Where the libraries' log goes: mrjob's own warnings (no mrjob.conf, Hadoop-only
+    options ignored locally) are noise unless ``verbose``; a failing step still raises and
+    is reported."""
+    import logging
+    logging.basicConfig(format="%(message)s", level=logging.INFO if verbose else logging.ERROR)
+
+
+def print_problems(errors, stream):
+    for error in errors[:20]:
+        stream.write(f"error: {error['file']}: offset {error['offset']}: {error['reason']}\n")
+    if len(errors) > 20:
+        stream.write(f"error: ... and {len(errors) - 20} more\n")
+
+
+def print_summary(summary, stream):
+    from .progress import human
+    stream.write(
+        f"archives: {summary.archives} ({summary.archives_skipped} already indexed), "
+        f"{human(summary.input_bytes)} read\n"
+        f"records:  {summary.records} read, {summary.lines} CDX lines\n")
+    if summary.published:
+        stream.write(f"cluster:  {summary.shards} shards, {summary.blocks} blocks, "
+                     f"{human(summary.cluster_bytes)} in {summary.cluster_dir}\n")
+    stream.write(f"errors:   {len(summary.errors)}"
+                 + (f" (see {os.path.join(summary.out_dir, 'errors.json')})" if summary.errors else "")
+                 + f"\ntime:     {summary.seconds:.1f} s\n")
+
+
+def report_build(run, output):
+    """Run ``run() -> Summary`` (a build) and report it the way ``build`` does; the exit status."""
+    from .inputs import InputError
+    from .build import BuildFailed
+    try:
+        summary = run()
+    except InputError as exc:
+        sys.stderr.write(f"webarchive-index: {exc}\n")
+        return EXIT_USAGE
+    except BuildFailed as exc:
+        print_problems(exc.summary.errors, sys.stderr)
+        print_summary(exc.summary, sys.stderr)
+        sys.stderr.write(f"webarchive-index: {exc}\n")
+        return EXIT_FAILED
+    print_problems(summary.errors, sys.stderr)
+    print_summary(summary, sys.stderr)
+    sys.stderr.write(f"\nquery it:  webarchive-index query {output} '{_example_pattern(summary)}'"
+                     " --limit 10\n")
+    return EXIT_PARTIAL if summary.errors else EXIT_OK
+
+
+def _example_pattern(summary):
+    """A domain query that finds something in the new cluster: the host of its first key."""
+    from . import storage
+    try:
+        first = storage.read_range(storage.join(summary.cluster_dir, "cluster.idx"), 0, 4096)
+    except OSError:
+        first = b""
+    host, bracket, _ = first.split(b" ", 1)[0].decode("utf-8", "replace").partition(")")
+    if not bracket or not host:
+        return "example.com/*"
+    return "*." + ".".join(reversed(host.split(",")))

@@ -1,0 +1,122 @@
+"""What the backends share: the request listeners, byte ranges and their answers, and
+the sizes of reads and resumes."""
+import errno
+import re
+
+# How often a read from a stream of an S3 object or HTTP file resumes after its connection
+# broke, with no byte read in between.
+RESUMES = 5
+# Read size of a remote stream; also what a reader can peek at.
+READ_BUFFER = 1 << 20
+
+# (compiled by re when first used, not at every start)
+_RANGE_HEADER = r"bytes=(\d+)-(\d*)$"
+_CONTENT_RANGE = r"bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)$"
+
+
+def join(base, *parts):
+    return "/".join([base.rstrip("/")] + [p.strip("/") for p in parts])
+
+
+# -- the request log ---------------------------------------------------------------------
+
+_REQUEST_LISTENERS = []
+
+
+def add_request_listener(fn):
+    """Call ``fn(method, url, byte_range)`` for every HTTP request made from now on, to
+    S3 and over http(s), each attempt of a retried request included.
+
+    ``url`` is the ``s3://bucket/key`` of an S3 request, the URL asked for over HTTP
+    (after a redirect, the one redirected to). ``byte_range`` is the ``(first, last)``
+    byte asked for, both included (``last`` None for ``bytes=first-``, as a resumed
+    stream asks), or None for no range. ``fn`` runs in the thread making the request.
+    """
+    _REQUEST_LISTENERS.append(fn)
+
+
+def remove_request_listener(fn):
+    _REQUEST_LISTENERS.remove(fn)
+
+
+def listening():
+    """Whether any request listener is there (telling them may take work)."""
+    return bool(_REQUEST_LISTENERS)
+
+
+def notify(method, url, byte_range):
+    for fn in tuple(_REQUEST_LISTENERS):  # a listener may remove itself
+        fn(method, url, byte_range)
+
+
+# -- byte ranges -------------------------------------------------------------------------
+
+def byte_range(header):
+    """``(first, last)`` of a ``Range: bytes=first-last`` header, last None if open; else None."""
+    match = re.match(_RANGE_HEADER, header or "")
+    if not match:
+        return None
+    return int(match[1]), int(match[2]) if match[2] else None
+
+
+def content_range(url, header):
+    """``(first, last, total)`` of a ``Content-Range`` header, each None where it says ``*``."""
+    match = re.match(_CONTENT_RANGE, header or "")
+    if not match:
+        raise OSError(errno.EIO, f"unexpected Content-Range {header!r} in the answer", url)
+    return tuple(None if value in (None, "*") else int(value) for value in match.groups())
+
+
+def cut(url, offset, length, content_range_header, data, declared):
+    """(``length`` bytes from ``offset``, the object's size) from the body ``data`` of a
+    ranged GET: the range itself if the answer has a ``Content-Range``, else the start
+    of the whole object, of ``declared`` bytes if the answer says. Raises
+    ``retry.Transient`` for a body cut short."""
+    if content_range_header is None:
+        total = len(data) if declared is None else declared
+        got, expected = len(data), min(offset + length, total)
+        data = data[offset:offset + length]
+    else:
+        first, last, total = content_range(url, content_range_header)
+        if first != offset:
+            raise OSError(errno.EIO, f"asked for bytes {offset}-{offset + length - 1}, "
+                          f"got Content-Range {content_range_header!r}", url)
+        got, expected = len(data), last - first + 1
+    if got < expected:
+        from ..retry import Transient
+        raise Transient(f"a short body: {got} of {expected} bytes")
+    return data[:length], total
+
+
+def ranged_reads(fetch, size, open_read):
+    """``read_range``, ``fetch_range`` and ``read_bytes`` of a backend that reads a range
+    with one request, ``fetch(path, offset, length) -> (data, size)`` (``length`` > 0),
+    and streams a whole file with ``open_read``."""
+    def read_range(path, offset, length):
+        if length <= 0:
+            return b""  # without the request for the size fetch_range makes
+        return fetch(path, offset, length)[0]
+
+    def fetch_range(path, offset, length):
+        if length <= 0:
+            return b"", size(path)  # a ranged request cannot ask for no bytes
+        return fetch(path, offset, length)
+
+    def read_bytes(path):
+        # streamed, so that a connection that breaks resumes
+        with open_read(path) as fh:
+            return fh.read()
+
+    return read_range, fetch_range, read_bytes
+
+
+def retrying(url, what, attempt, transient):
+    """``attempt()``, made again after each failure in ``transient`` (exception types) as
+    ``retry.READS`` says; then an OSError naming ``url``, ``what`` was asked and the last
+    failure."""
+    from .. import retry
+    try:
+        return retry.call(attempt, retry.READS, transient)
+    except transient as exc:
+        raise OSError(errno.EIO, f"{what} failed {retry.READS.attempts} times, the last with "
+                      f"{retry.describe(exc)}", url) from exc

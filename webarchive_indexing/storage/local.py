@@ -1,0 +1,147 @@
+"""Paths on this machine's file systems (and any URI of a scheme no other backend owns,
+which the functions here then do not find, as ``open`` would not).
+
+A file is published by writing it under a temporary name beside its target and renaming
+it into place once complete, with the permissions the umask gives (temporary files are
+private). A whole directory is replaced the same way (``replace_tree``).
+"""
+import contextlib
+import glob
+import os
+import shutil
+
+from . import common
+
+WRITABLE = True
+RANGED_READS = True
+# Temporary names of files being written: .tmp-<random>-<name>, beside <name>
+_TEMP_PREFIX = ".tmp-"
+
+
+def open_read(path):
+    return open(path, "rb")
+
+
+def read_bytes(path):
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+def read_range(path, offset, length):
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        return fh.read(length)
+
+
+def fetch_range(path, offset, length):
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        return fh.read(length), os.fstat(fh.fileno()).st_size
+
+
+def size(path):
+    return os.path.getsize(path)
+
+
+def exists(path):
+    return os.path.exists(path)
+
+
+def list_files(directory):
+    for root, dirs, files in os.walk(directory):
+        dirs.sort()
+        for name in sorted(files):
+            yield os.path.join(root, name)
+
+
+def download(url, local_path):
+    with open(url, "rb") as src:
+        write_stream(src, local_path)
+
+
+def write_stream(src, path):
+    """Copy the file object ``src`` to ``path``, atomically."""
+    with open_atomic(path) as dst:
+        shutil.copyfileobj(src, dst, common.READ_BUFFER)
+
+
+def staging_path(path):
+    """A new, empty, private file beside ``path``, to write what ``publish`` renames onto it."""
+    import tempfile
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd, staged = tempfile.mkstemp(dir=directory, prefix=_TEMP_PREFIX,
+                                  suffix="-" + os.path.basename(path))
+    os.close(fd)
+    return staged
+
+
+def publish(staged, path):
+    """Rename the complete file ``staged`` (beside ``path``) onto ``path``."""
+    # temporary files are private; published files get the usual permissions
+    os.chmod(staged, 0o666 & ~_umask())
+    os.replace(staged, path)
+
+
+@contextlib.contextmanager
+def open_atomic(path):
+    staged = staging_path(path)
+    try:
+        with open(staged, "wb") as fh:
+            yield fh
+        publish(staged, path)
+    except BaseException:
+        os.unlink(staged)
+        raise
+
+
+def remove_leftovers(paths):
+    """The temporary files that writes of ``paths`` left beside them when they were killed."""
+    for path in paths:
+        directory, name = os.path.split(path)
+        pattern = f"{_TEMP_PREFIX}*-{glob.escape(name)}"
+        pattern = os.path.join(glob.escape(directory or "."), pattern)
+        for leftover in glob.glob(pattern):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(leftover)
+
+
+def replace_tree(new_dir, final_dir):
+    """Put the directory ``new_dir`` in the place of ``final_dir`` (if any), by renames."""
+    import tempfile
+    old = None
+    if os.path.exists(final_dir):
+        old = tempfile.mkdtemp(dir=os.path.dirname(final_dir), prefix=".cluster-old-")
+        os.rename(final_dir, os.path.join(old, "cluster"))
+    os.rename(new_dir, final_dir)
+    if old:
+        shutil.rmtree(old)
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def makedirs(path):
+    os.makedirs(path, exist_ok=True)
+
+
+def make_temp_dir(parent, prefix):
+    import tempfile
+    path = tempfile.mkdtemp(dir=parent, prefix=prefix)
+    os.chmod(path, 0o777 & ~_umask())  # mkdtemp's are private
+    return path
+
+
+def remove(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def remove_tree(directory):
+    # as much as can be: callers remove scratch space, nothing published
+    shutil.rmtree(directory, ignore_errors=True)
