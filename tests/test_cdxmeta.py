@@ -8,8 +8,14 @@ import random
 
 import pytest
 
+from webarchive_indexing import build as building
 from webarchive_indexing import cdxmeta, corpus, splits, steps
-from webarchive_indexing.pipeline import build
+from webarchive_indexing.cdxline import is_cdx_line
+from webarchive_indexing.options import BuildOptions
+
+
+def build(inputs, out, **options):
+    return building.build(inputs, out, BuildOptions(progress=False, **options))
 
 
 def random_text(rng, lines):
@@ -51,7 +57,7 @@ def test_meta_counts_lines_as_the_jobs_do_and_is_no_cdx_line(tmp_path):
     cdx_path = str(tmp_path / "a.cdx.gz")
     cdxmeta.write(cdx_path, meta)
     written = (tmp_path / "a.cdx.gz.meta.json").read_text()
-    assert written.count("\n") == 0 and not steps.is_cdx_line(written)
+    assert written.count("\n") == 0 and not is_cdx_line(written)
     assert cdxmeta.read(cdx_path) == dict(meta, sample=[list(pair) for pair in meta["sample"]])
     (tmp_path / "a.cdx.gz.meta.json").write_text("{cut")
     assert cdxmeta.read(cdx_path) is None and cdxmeta.read(str(tmp_path / "none")) is None
@@ -80,7 +86,9 @@ def test_a_cdx_of_another_format_is_made_again(tmp_path, archives):
     build([str(archives)], str(out), shards=2, lines_per_block=5, cdx_format="cdx11", runner="inline")
     assert cdx_lines(out)[0].startswith(" CDX")
     summary = build([str(archives)], str(out), shards=2, lines_per_block=5, runner="inline")
-    assert summary.archives_skipped == 0
+    assert summary.archives_skipped == 0 and summary.archives_reindexed == 2
+    warnings = json.loads((out / "errors.json").read_text())["warnings"]
+    assert [w["message"] for w in warnings] == ["indexed again: it is cdx11, not cdxj"] * 2
     assert all(line.split(" ", 2)[2].startswith("{") for line in cdx_lines(out))
     cluster = gzip.decompress((out / "cluster" / "cdx-00000.gz").read_bytes()).decode()
     assert all(line.split(" ", 2)[2].startswith("{") for line in cluster.splitlines())
@@ -101,7 +109,7 @@ def test_stale_or_unrecorded_cdx_files_are_made_again(tmp_path, archives):
     grown.write_bytes(data[: int(fields["offset"]) + int(fields["length"])])
     os.utime(grown, ns=(0, 0))
     summary = build([str(archives)], str(out), shards=1, runner="inline")
-    assert not summary.errors and summary.lines < len(first)
+    assert not summary.errors and summary.lines < len(first) and summary.archives_reindexed == 1
     grown.write_bytes(data)
     os.utime(grown, ns=(0, 0))
     summary = build([str(archives)], str(out), shards=1, runner="inline")
@@ -109,8 +117,9 @@ def test_stale_or_unrecorded_cdx_files_are_made_again(tmp_path, archives):
     # same size and content, another modification time; and a CDX file with no record
     os.utime(grown, ns=(10 ** 18, 10 ** 18))
     os.remove(out / "cdx" / (warcs[1].replace(".warc.gz", ".cdx.gz") + cdxmeta.SUFFIX))
-    summary = build([str(archives)], str(out), shards=1, runner="inline")
+    summary = build([str(archives)], str(out), shards=1)
     assert summary.archives_skipped == 0 and cdx_lines(out) == first
+    assert summary.archives_reindexed == 2
 
 
 def test_index_archive_says_why_it_indexed_again(tmp_path, archives):

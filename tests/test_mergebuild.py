@@ -8,7 +8,7 @@ from concurrent.futures import Future
 import pytest
 
 from webarchive_indexing import mergebuild, runs, splits, zipnum
-from webarchive_indexing.localengine import process_pool
+from webarchive_indexing.engines.local_engine import process_pool
 
 
 class Inline:
@@ -154,7 +154,7 @@ def test_many_small_files_within_a_low_fan_in(tmp_path, monkeypatch):
     assert steps.shown[:3] == [["merging 60 CDX files into 20 sorted runs", 20, 20],
                                ["merging runs above the fan-in of 3, round 1", 7, 7],
                                ["merging runs above the fan-in of 3, round 2", 2, 2]]
-    assert steps.shown[3][0].startswith("writing 3 shards in ")
+    assert steps.shown[3][0].startswith("compressing 3 shards in ")
     expected = reference_cluster(lines, split_lines, tmp_path / "expected", 5)
     assert_same_shards(cluster, expected, 3)
     assert sorted(os.listdir(tmp_path / "work")) == sorted(

@@ -9,7 +9,7 @@ from mrjob.protocol import RawValueProtocol
 from mrjob.util import to_lines
 
 from webarchive_indexing import runs
-from webarchive_indexing.steps import is_cdx_line
+from webarchive_indexing.cdxline import is_cdx_line
 
 
 def mrjob_view(data):

@@ -80,6 +80,9 @@ def test_s3_build_equals_local_build(tmp_path, corpus, warcs, capsys):
     for name in metas:
         local_meta, s3_meta = json.loads(expected[name]), json.loads(built[name])
         assert s3_meta.pop("source") == {"size": local_meta.pop("source")["size"]}
+        # the local engine keeps a sample of each CDX file for its split points, mrjob none
+        assert s3_meta.pop("sample_size") > 0 and len(s3_meta.pop("sample")) > 0
+        assert local_meta.pop("sample_size") == 0 and local_meta.pop("sample") == []
         assert s3_meta == local_meta
     assert built["archives.txt"] == expected["archives.txt"].replace(f"{corpus}/".encode(), warcs.encode())
     # the cluster: the same shards and part files, under one build prefix; cluster.idx
@@ -89,6 +92,13 @@ def test_s3_build_equals_local_build(tmp_path, corpus, warcs, capsys):
     for i in range(3):
         for name in (f"cdx-{i:05d}.gz", f"part-{i:05d}"):
             assert built[f"{build_dir}/{name}"] == expected[f"cluster/{name}"]
+    # what the cluster holds: the same archives, their S3 paths and sizes
+    record, local_record = (json.loads(files[name]) for files, name in (
+        (built, f"{build_dir}/contents.json"), (expected, "cluster/contents.json")))
+    for entry in local_record["archives"].values():
+        entry["path"] = entry["path"].replace(f"{corpus}/", warcs)
+        entry["source"] = {"size": entry["source"]["size"]}
+    assert record == local_record and len(record["archives"]) == 3
     idx = built["cluster/cluster.idx"]
     assert without_shard_column(idx) == without_shard_column(expected["cluster/cluster.idx"])
     assert {line.split(b"\t")[1] for line in idx.splitlines()} == {
@@ -139,6 +149,31 @@ def cluster_objects(out):
     return s3server.objects(out + "/cluster")
 
 
+def test_s3_update_and_removal_equal_local_full_builds(tmp_path, corpus, warcs):
+    """An update of a cluster on S3 (the record found beside the published build's
+    shards), then a removal: the shards of full local builds with the same split points."""
+    out = s3server.new_bucket() + "/out"
+    options = dict(progress=False, workers=2)
+    build([warcs + "seg-a/"], out, BuildOptions(shards=3, lines_per_block=20, **options))
+    splits_file = str(tmp_path / "splits.txt")
+    storage.download(out + "/splits.txt", splits_file)
+    update = build([warcs + "seg-b/"], out, BuildOptions(update=True, **options))
+    assert (update.update.added, update.shards) == (1, 3)
+    for name, inputs, removal in (("both", ["seg-a", "seg-b"], None),
+                                  ("seg-b", ["seg-b"], "CORPUS-031-*")):
+        if removal:
+            build([], out, BuildOptions(update=True, remove=[removal], **options))
+        local = tmp_path / name
+        build([str(corpus / seg) for seg in inputs], str(local),
+              BuildOptions(splits=splits_file, runner="inline", lines_per_block=20))
+        published = cluster_objects(out)
+        prefix = published["cluster.idx"].split(b"\t")[1].split(b"/")[0].decode()
+        for i in range(3):
+            for shard in (f"cdx-{i:05d}.gz", f"part-{i:05d}"):
+                assert published[f"{prefix}/{shard}"] == (local / "cluster" / shard).read_bytes()
+    assert not [name for name in storage.list_files(out + "/cdx") if "CORPUS-031" in name]
+
+
 def lookup(idx, loc, tmp_path):
     """Every line of a cluster whose index and .loc are given as bytes, shards on S3
     (where the .loc says)."""
@@ -151,7 +186,8 @@ def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypat
     out = s3server.new_bucket() + "/out"
     build([warcs], out, BuildOptions(shards=2, lines_per_block=50, runner="inline"))
     published = cluster_objects(out)
-    assert len(published) == 3 + 2 * 2  # idx, loc, root; a shard and a part file each
+    # idx, loc, root; a shard and a part file each; what it holds
+    assert len(published) == 3 + 2 * 2 + 1
     lines = lookup(published["cluster.idx"], published["cluster.loc"], tmp_path)
     assert len(lines) > 200
 

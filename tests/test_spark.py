@@ -120,7 +120,7 @@ def test_spark_build_is_byte_identical_to_the_mrjob_build(request, tmp_path, sc,
     inputs = [str(request.getfixturevalue(data))]
     mr = build(inputs, str(tmp_path / "mrjob"), BuildOptions(shards=shards,
                                                              lines_per_block=per_block,
-                                                             cdx_format=fmt, runner="local"))
+                                                             cdx_format=fmt, runner="mrjob"))
     sp = build(inputs, str(tmp_path / "spark"), BuildOptions(runner="spark", spark_context=sc,
                                                              shards=shards,
                                                              lines_per_block=per_block,
@@ -175,7 +175,7 @@ def test_on_error_skip_keeps_readable_records_like_the_mrjob_build(tmp_path, sc,
     warcs, broken_at, original = bad
     inputs = [str(warcs), str(tmp_path / "missing.warc.gz")]
     mr = build(inputs, str(tmp_path / "mrjob"), BuildOptions(shards=3, lines_per_block=20,
-                                                             runner="local", on_error="skip"))
+                                                             runner="mrjob", on_error="skip"))
     sp = build(inputs, str(tmp_path / "spark"), BuildOptions(runner="spark", spark_context=sc,
                                                              shards=3, lines_per_block=20,
                                                              on_error="skip"))

@@ -69,9 +69,11 @@ def test_update_equals_a_full_build_with_the_same_split_points(tmp_path, shards,
     # removed archives' lines go from the new inputs too
     new_runs, pairs, _ = runs_of(pool, new_paths, str(tmp_path / "w2"), removal=removal)
     (tmp_path / "new").mkdir()
-    written, copied = update_shards(pool, new_runs, [l for _, l in pairs], str(tmp_path / "old"),
-                                    split_lines, removal, str(tmp_path / "new"),
-                                    str(tmp_path / "w2"), per_block, workers)
+    written, copied, removed = update_shards(pool, new_runs, [l for _, l in pairs],
+                                             str(tmp_path / "old"), split_lines, removal,
+                                             str(tmp_path / "new"), str(tmp_path / "w2"),
+                                             per_block, workers)
+    assert removed == len([line for line in old_lines if removal.removed(line)])
     expected = reference_cluster(kept, split_lines, tmp_path / "expected", per_block)
     assert_same_shards(tmp_path / "new", expected, shards)
     assert sorted(written) == list(range(shards))
@@ -94,9 +96,9 @@ def test_unchanged_shards_are_copied_not_recompressed(tmp_path, monkeypatch):
     monkeypatch.setattr(zipnum, "gzip_block", lambda lines, real=zipnum.gzip_block:
                         compressed.append(1) or real(lines))
     (tmp_path / "new").mkdir()
-    written, copied = update_shards(pool, new_runs, [], str(tmp_path / "old"), split_lines,
-                                    shardrun.Removal([]), str(tmp_path / "new"),
-                                    str(tmp_path / "w2"), 10)
+    written, copied, _ = update_shards(pool, new_runs, [], str(tmp_path / "old"), split_lines,
+                                       shardrun.Removal([]), str(tmp_path / "new"),
+                                       str(tmp_path / "w2"), 10)
     assert copied == 2
     assert len(compressed) == written[0]["blocks"]
     expected = reference_cluster(sorted(lines + new_lines), split_lines, tmp_path / "expected", 10)
@@ -126,6 +128,13 @@ def test_filename_of_each_format():
     assert removal.removed(b'k 1 {"filename": "crawl/deep/x.warc.gz"}')
     assert not removal.removed(b'k 1 {"filename": "other/x.warc.gz"}')
     assert removal.may_match(b'..."filename": "crawl/x.warc.gz"') and not removal.may_match(b"crawl/")
+    # archives whose lines are replaced: their exact names, whatever they hold
+    replaced = shardrun.Removal(["old/*"], ["a*[1].warc.gz"])
+    assert replaced.removed(b'k 1 {"filename": "a*[1].warc.gz"}')
+    assert not replaced.removed(b'k 1 {"filename": "ab1.warc.gz"}')
+    assert replaced.removed(b'k 1 {"filename": "old/x"}') and replaced.may_match(b"a*[1].warc.gz")
+    assert replaced.of_globs().globs == ["old/*"] and not replaced.of_globs().names
+    assert not replaced.of_globs().removed(b'k 1 {"filename": "a*[1].warc.gz"}')
 
 
 def test_a_damaged_cluster_is_refused_with_the_shard_named(tmp_path):

@@ -16,7 +16,7 @@
 
 The meta file is written after the CDX file and removed before it is rewritten, so a
 CDX file with a meta file always matches it; one without is indexed again. Its one
-line never looks like a CDX line (``steps.is_cdx_line``), for jobs given a whole CDX
+line never looks like a CDX line (``cdxline.is_cdx_line``), for jobs given a whole CDX
 directory.
 """
 import heapq
@@ -24,7 +24,7 @@ import json
 import os
 
 from . import splits, storage
-from .steps import is_cdx_line
+from .cdxline import is_cdx_line
 
 SUFFIX = ".meta.json"
 
@@ -34,10 +34,12 @@ def meta_path(cdx_path):
 
 
 def source_of(archive):
-    """What identifies this version of the archive: size and modification time if local."""
-    if storage.is_remote(archive):
+    """What identifies this version of the archive: its size, and its modification time
+    where it is on this machine (elsewhere that would cost another request)."""
+    local = storage.local_path(archive)
+    if local is None:
         return {"size": storage.size(archive)}
-    stat = os.stat(archive)
+    stat = os.stat(local)
     return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 
 

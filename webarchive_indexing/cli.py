@@ -74,13 +74,21 @@ def _parser(command=None):
 def _build_parser(sub, help_line):
     build = sub.add_parser(
         "build", help=help_line,
-        description="Index every archive (one sorted .cdx.gz each), sample split points and "
-                    "write a ZipNum cluster of --shards shards into OUTDIR/cluster.",
+        description="Index every archive (one sorted .cdx.gz each), sample split points (or "
+                    "take them from --splits) and write a ZipNum cluster of --shards shards "
+                    "into OUTDIR/cluster; or, with --update, merge new archives into the "
+                    "cluster in OUTDIR and take out those --remove names.",
         epilog="Output: OUTDIR/cdx/ (per-archive CDX), OUTDIR/splits.txt and splits.seq, "
-               "OUTDIR/cluster/ (cdx-NNNNN.gz, part-NNNNN, cluster.idx, cluster.loc), "
-               "OUTDIR/errors.json when there were problems.")
-    o.add(build, o.INPUTS, o.OUTDIR, o.SHARDS, o.LINES_PER_BLOCK, o.RUNNER, o.SPARK_MASTER,
-          o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF, o.VERBOSE, o.PROGRESS, *o.INDEXING)
+               "OUTDIR/cluster/ (cdx-NNNNN.gz, part-NNNNN, cluster.idx, cluster.loc, "
+               "contents.json), OUTDIR/errors.json when there were problems. Engines: "
+               "--runner local (default) merges the sorted CDX files on this machine's "
+               "cores; mrjob and inline run the MRJob jobs of jobs/ as Hadoop would "
+               "(scripts/ run them on Hadoop and EMR); spark runs Spark jobs. Their clusters "
+               "are byte-identical for the same inputs and split points (docs/local-engine.md).")
+    o.add(build, o.INPUTS.but(nargs="*"), o.OUTDIR, o.BUILD_SHARDS, o.BUILD_LINES_PER_BLOCK,
+          o.SPLITS_FROM, o.UPDATE, o.REMOVE, o.RUNNER, o.WORKERS, o.FAN_IN, o.WORK_DIR,
+          o.SPARK_MASTER, o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF, o.VERBOSE, o.PROGRESS,
+          *o.INDEXING)
 
 
 def _cdx_parser(sub, help_line):
@@ -180,10 +188,11 @@ def _copy_parser(sub, help_line):
         epilog=COPY_SELECTION_HELP + " Exit status: 0 every record copied, 1 some records "
                "failed or outputs are missing (rerun to retry them), 2 bad usage.")
     o.add(run, *selection, *plan_options, o.WARC_PREFIX, o.THREADS, o.RETRIES,
-          o.RUNNER.but(help="local (default): mrjob's local runner, on all cores; inline: "
-                            "mrjob in one process; spark: one Spark task per output file "
-                            "(pyspark). Hadoop/EMR: scripts/runremotecopy.sh"),
-          o.SPARK_MASTER, o.MRJOB_CONF,
+          o.RUNNER.but(help="local (default): one task per output file on a pool of "
+                            "processes, on all cores; mrjob: the copy job on mrjob's local "
+                            "runner; inline: the same in one process; spark: one Spark task "
+                            "per output file (pyspark). Hadoop/EMR: scripts/runremotecopy.sh"),
+          o.WORKERS, o.SPARK_MASTER, o.MRJOB_CONF,
           o.VERBOSE.but(help="show what mrjob or Spark do"), o.PROGRESS)
 
     status = actions.add_parser(
@@ -198,11 +207,6 @@ def _copy_parser(sub, help_line):
 def _build(args):
     log_to_stderr(args.verbose)
     options = o.BuildOptions.from_args(args)
-    try:
-        o.check_engine(options)
-    except o.UsageError as exc:
-        sys.stderr.write(f"webarchive-index: {exc}\n")
-        return EXIT_USAGE
     from .build import build
     return report_build(lambda: build(args.inputs, args.output, options), args.output)
 

@@ -63,9 +63,10 @@ class InputFailed(Exception):
 
 def run_tasks(pool, function, calls, progress=None, label=None):
     """``function(*args)`` for each ``args`` of ``calls`` on the pool, the results in that
-    order; ``progress`` (a ``Progress``) shows ``label: done/total`` meanwhile."""
+    order; ``progress`` (a ``Progress``) shows ``label: done/total`` meanwhile (if there
+    is anything to do)."""
     futures = [pool.submit(function, *args) for args in calls]
-    if progress is not None:
+    if progress is not None and futures:
         finished = [0]
         progress.step(label, count=lambda: finished[0], total=len(futures))
         for _ in concurrent.futures.as_completed(futures):
@@ -378,7 +379,7 @@ def write_shards(pool, run_list, split_lines, sample_lines, cluster_dir, work_di
         own = (old[piece.shard],) if piece.shard in old else ()
         tasks.append(PieceTask(piece, tuple(run_list) + own, lines_per_block, path, part, memory))
     by_shard = {}
-    label = f"writing {len(counts)} shards in {len(tasks)} pieces"
+    label = f"compressing {len(counts)} shards in {len(tasks)} pieces"
     for result in run_tasks(pool, write_piece, [(task,) for task in tasks], progress, label):
         by_shard.setdefault(result.piece.shard, []).append(result)
     written = {shard: shard_stats(shard, found) for shard, found in by_shard.items()

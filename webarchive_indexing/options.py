@@ -31,6 +31,8 @@ ERROR_MODES = ("fail", "skip")
 # As zipnum.LINES_PER_BLOCK, query.MATCH_TYPES and cdxapi.OUTPUTS (the command line starts
 # without importing those modules; a test checks that they agree)
 LINES_PER_BLOCK_DEFAULT = 3000
+# As mergebuild.FAN_IN
+FAN_IN_DEFAULT = 256
 MATCH_TYPES = ("exact", "prefix", "host", "domain")
 QUERY_OUTPUTS = ("cdxj", "json", "cdx11")
 
@@ -157,10 +159,30 @@ OUTDIR = Option("-o", "--output", required=True, metavar="OUTDIR",
                 help="output directory, or s3://bucket/prefix")
 SHARDS = Option("--shards", type=positive, default=1,
                 help="shards in the cluster (default 1; Common Crawl uses 300)")
+# build's: None until known (--splits and --update bring their own)
+BUILD_SHARDS = SHARDS.but(default=None, help="shards in the cluster (default 1, or as many as "
+                                             "--splits makes; Common Crawl uses 300)")
 LINES_PER_BLOCK = Option(
     "--lines-per-block", type=positive, default=LINES_PER_BLOCK_DEFAULT,
     help=f"CDX lines per gzip block (default {LINES_PER_BLOCK_DEFAULT}, as Common Crawl and the "
          "Internet Archive)")
+BUILD_LINES_PER_BLOCK = LINES_PER_BLOCK.but(default=None)
+SPLITS_FROM = Option(
+    "--splits", metavar="FILE",
+    help="take the split points from FILE instead of sampling: a splits.txt or splits.seq "
+         "(of an earlier build, or of the original jobs), or an existing cluster (its "
+         "directory or cluster.idx: points taken evenly from its blocks' keys); --shards "
+         "defaults to as many as FILE makes")
+UPDATE = Flag("update", False,
+              "merge the new INPUTs into the cluster already in OUTDIR, with its split points "
+              "and lines per block, and publish the result in its place (archives it holds "
+              "already are not added again; those changed since are indexed again and "
+              "replace their lines); --runner local only",
+              "build the cluster anew from the INPUTs (default)")
+REMOVE = Option("--remove", action="append", default=[], metavar="GLOB",
+                help="with --update: leave out every line whose filename matches GLOB (shell "
+                     "pattern, * matches / too; quote it), and the CDX files of the archives "
+                     "it names; repeatable; INPUT may then be left out")
 ROOT_INDEX = Flag("root-index", True,
                   "also write cluster.root, a small index of cluster.idx with which a remote "
                   "lookup needs at most 3 requests (default; pywb and others ignore it)",
@@ -168,9 +190,21 @@ ROOT_INDEX = Flag("root-index", True,
                   "requests")
 
 # how the work runs
-RUNNER = Option("--runner", choices=("inline", "local", "spark"), default="local",
-                help="local (default): mrjob's local runner, on all cores; inline: mrjob in one "
-                     "process, for debugging; spark: Spark jobs (pyspark), the same output")
+RUNNER = Option("--runner", choices=("local", "mrjob", "inline", "spark"), default="local",
+                help="local (default): this machine's cores, merging the sorted CDX files "
+                     "(the fastest here); mrjob: the MRJob jobs on mrjob's local runner, as "
+                     "they run on Hadoop; inline: the same jobs in one process, for debugging; "
+                     "spark: Spark jobs (pyspark). All give the same bytes")
+WORKERS = Option("--workers", type=positive, metavar="N",
+                 help="with --runner local: worker processes (default: the cores this process "
+                      "may use)")
+FAN_IN = Option("--fan-in", type=positive, default=FAN_IN_DEFAULT, metavar="N",
+                help="with --runner local: files one task merges at once, at least 2 (default "
+                     f"{FAN_IN_DEFAULT}); more inputs are merged in rounds. Open files stay "
+                     "under about N per worker")
+WORK_DIR = Option("--work-dir", metavar="DIR",
+                  help="with --runner local: where the sorted runs go while a build runs, "
+                       "about the size of the CDX lines uncompressed (default: TMPDIR)")
 SPARK_MASTER = Option("--spark-master", metavar="URL",
                       help="with --runner spark: the Spark master (default local[*])")
 MRJOB_CONF = Option("--mrjob-conf", metavar="PATH", help="mrjob.conf to use (default: none)")
@@ -299,21 +333,56 @@ class Options:
 
 # What engines read (engines.open_engine): the engine's name is ``runner``; a Spark engine
 # runs on ``spark_context`` if one is given (and leaves it running), else on one it makes
-ENGINE = (RUNNER, MRJOB_CONF, SPARK_MASTER, VERBOSE, ARCHIVES_PER_TASK, CDX_BYTES_PER_TASK)
+ENGINE = (RUNNER, MRJOB_CONF, SPARK_MASTER, VERBOSE, ARCHIVES_PER_TASK, CDX_BYTES_PER_TASK,
+          WORKERS, FAN_IN, WORK_DIR)
+# The runners that run mrjob's jobs
+MRJOB_RUNNERS = ("mrjob", "inline")
 
 
 def check_engine(settings, strict=False):
     """``UsageError`` for an engine option given with another engine: ``--spark-master``
-    without ``--runner spark``; if ``strict``, ``--mrjob-conf`` with it too."""
+    without ``--runner spark``; ``--workers``, ``--work-dir`` or a ``--fan-in`` other than
+    the default without ``--runner local``; if ``strict``, ``--mrjob-conf`` with an engine
+    other than mrjob's too."""
     if settings.spark_master and settings.runner != "spark":
         raise UsageError("--spark-master goes with --runner spark")
-    if strict and settings.mrjob_conf and settings.runner == "spark":
-        raise UsageError("--mrjob-conf goes with --runner inline or local")
+    local = {"--workers": settings.workers, "--work-dir": settings.work_dir,
+             "--fan-in": settings.fan_in != FAN_IN.default}
+    given = [flag for flag, value in local.items() if value]
+    if given and settings.runner != "local":
+        raise UsageError(f"{' and '.join(given)} go{'es' if len(given) == 1 else ''} with "
+                         "--runner local")
+    if settings.fan_in < 2:
+        raise UsageError("--fan-in must be at least 2: a merge takes two files or more")
+    if strict and settings.mrjob_conf and settings.runner not in MRJOB_RUNNERS:
+        raise UsageError("--mrjob-conf goes with --runner mrjob or inline")
+
+
+def check_build(options, inputs):
+    """``UsageError`` for build options that cannot go together (before anything runs)."""
+    check_engine(options)
+    if options.remove and not options.update:
+        raise UsageError("--remove goes with --update: it takes lines out of an existing cluster")
+    if options.update:
+        if options.runner != "local":
+            raise UsageError("--update runs on the local engine: leave out --runner "
+                             f"{options.runner} (or give --runner local)")
+        given = [flag for flag, value in (("--splits", options.splits),
+                                          ("--shards", options.shards),
+                                          ("--lines-per-block", options.lines_per_block))
+                 if value]
+        if given:
+            raise UsageError(f"--update keeps the split points and lines per block of the "
+                             f"cluster in OUTDIR: leave out {', '.join(given)} (or build anew)")
+    if not inputs and not (options.update and options.remove):
+        raise UsageError("no INPUT given: name the archives or indexes to build from "
+                         "(only --update --remove GLOB goes without)")
 
 
 class BuildOptions(Options):
     """What ``build.build(inputs, out_dir, options)`` does, and with which engine."""
-    OPTIONS = (SHARDS, LINES_PER_BLOCK, ON_ERROR, ROOT_INDEX, PROGRESS, *INDEXING, *ENGINE)
+    OPTIONS = (BUILD_SHARDS, BUILD_LINES_PER_BLOCK, SPLITS_FROM, UPDATE, REMOVE, ON_ERROR,
+               ROOT_INDEX, PROGRESS, *INDEXING, *ENGINE)
     EXTRA = {"spark_context": None}
 
 

@@ -25,12 +25,20 @@ def print_problems(errors, stream):
 
 def print_summary(summary, stream):
     from .progress import human
+    again = (f", {summary.archives_reindexed} indexed again: their CDX was stale"
+             if summary.archives_reindexed else "")
     stream.write(
-        f"archives: {summary.archives} ({summary.archives_skipped} already indexed), "
+        f"archives: {summary.archives} ({summary.archives_skipped} already indexed{again}), "
         f"{human(summary.input_bytes)} read\n"
         f"records:  {summary.records} read, {summary.lines} CDX lines\n")
+    update = summary.update
+    if update is not None:
+        stream.write(f"update:   {update.added} archives added, {update.replaced} replaced "
+                     f"(indexed again), {update.held} already in the cluster; {update.removed} "
+                     f"removed ({update.lines_removed} lines taken out)\n")
     if summary.published:
-        stream.write(f"cluster:  {summary.shards} shards, {summary.blocks} blocks, "
+        copied = f" ({update.shards_copied} copied unchanged)" if update is not None else ""
+        stream.write(f"cluster:  {summary.shards} shards{copied}, {summary.blocks} blocks, "
                      f"{human(summary.cluster_bytes)} in {summary.cluster_dir}\n")
     stream.write(f"errors:   {len(summary.errors)}"
                  + (f" (see {os.path.join(summary.out_dir, 'errors.json')})" if summary.errors else "")
@@ -41,9 +49,10 @@ def report_build(run, output):
     """Run ``run() -> Summary`` (a build) and report it the way ``build`` does; the exit status."""
     from .inputs import InputError
     from .build import BuildFailed
+    from .options import UsageError
     try:
         summary = run()
-    except InputError as exc:
+    except (InputError, UsageError) as exc:
         sys.stderr.write(f"webarchive-index: {exc}\n")
         return EXIT_USAGE
     except BuildFailed as exc:

@@ -10,7 +10,7 @@ by the chunk size, whatever the input size.
 * :func:`read_chunks`: the CDX lines of a CDX file (plain or gzipped) exactly as the
   MRJob jobs' mappers get them: lines end at ``\\n`` and lose trailing ``\\r``; a line
   that is not UTF-8 is read as latin-1 (mrjob's ``RawValueProtocol``) and so comes out
-  as the UTF-8 of those characters; only lines that ``steps.is_cdx_line`` accepts.
+  as the UTF-8 of those characters; only lines that ``cdxline.is_cdx_line`` accepts.
 * :func:`checked`: passes a stream's chunks on, raising :class:`NotSorted` before the
   first chunk out of order.
 * :func:`merge`: the k-way merge of sorted streams, a round at a time: every line up to
@@ -42,7 +42,7 @@ import os
 import re
 
 from . import storage
-from .steps import is_cdx_line
+from .cdxline import is_cdx_line
 
 # Bytes read at a time from one stream; a merge of n streams reads less from each when
 # n * CHUNK_BYTES is more than its memory, but not under MIN_CHUNK_BYTES.
@@ -52,7 +52,7 @@ MIN_CHUNK_BYTES = 64 << 10
 # most this many lines after its binary search.
 INDEX_EVERY = 256
 
-# steps.CDX_LINE (``\S+ \d+ ``, on str) for ASCII bytes: str's \s also holds \x1c-\x1f
+# cdxline.CDX_LINE (``\S+ \d+ ``, on str) for ASCII bytes: str's \s also holds \x1c-\x1f
 # there, bytes' \s does not; str's \d is [0-9] on ASCII. Lines with other bytes take
 # the slow path, which decodes them as the jobs do.
 _ASCII_CDX_LINE = re.compile(rb"[^\s\x1c-\x1f]+ [0-9]+ ")

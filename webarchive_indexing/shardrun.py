@@ -42,22 +42,37 @@ def filename_of(line):
 
 
 class Removal:
-    """Which lines ``--remove GLOB`` drops: those whose filename matches a glob
-    (``fnmatch``: ``*`` matches ``/`` too)."""
+    """Which lines an update drops: those whose filename matches one of ``globs``
+    (``--remove GLOB``; ``fnmatch``: ``*`` matches ``/`` too) or is one of ``names``
+    (archives whose lines are replaced)."""
 
-    def __init__(self, globs):
-        self.globs = list(globs)
-        self._match = re.compile("|".join(fnmatch.translate(g) for g in self.globs)).match \
-            if self.globs else None
-        # a block with none of a glob's literal parts (as they appear in a line) has no match
+    def __init__(self, globs=(), names=()):
+        self.globs, self.names = list(globs), set(names)
+        patterns = [fnmatch.translate(g) for g in self.globs]
+        patterns += [re.escape(name) + r"\Z" for name in sorted(self.names)]
+        self._match = re.compile("|".join(patterns)).match if patterns else None
+        # a block with none of a pattern's literal parts (as they appear in a line) has no
+        # match
         self._needles = []
-        for glob in self.globs:
-            literal = max(re.split(r"[*?\[\]]", glob), key=len)
+        for text in self.globs + sorted(self.names):
+            literal = max(re.split(r"[*?\[\]]", text), key=len) if text in self.globs else text
             self._needles.append(literal.encode() if literal and literal.isascii()
                                  and json.dumps(literal)[1:-1] == literal else b"")
 
     def __bool__(self):
-        return bool(self.globs)
+        return self._match is not None
+
+    def __repr__(self):
+        return f"Removal(globs={self.globs!r}, names={sorted(self.names)!r})"
+
+    def of_globs(self):
+        """This removal without its ``names``: what it removes from the new lines of an
+        update (the new lines of a replaced archive stay)."""
+        return Removal(self.globs)
+
+    def matches(self, name):
+        """Whether the lines of the archive ``name`` are removed."""
+        return self._match is not None and self._match(name) is not None
 
     def may_match(self, data):
         return any(needle in data for needle in self._needles)
@@ -65,13 +80,13 @@ class Removal:
     def kept(self, chunks):
         """``chunks`` without the lines removed."""
         for chunk in chunks:
-            yield [line for line in chunk if not self.removed(line)] if self.globs else chunk
+            yield [line for line in chunk if not self.removed(line)] if self else chunk
 
     def removed(self, line):
-        if not self.globs:
+        if not self:
             return False
         name = filename_of(line)
-        return name is not None and self._match(name) is not None
+        return name is not None and self.matches(name)
 
 
 class Block(NamedTuple):

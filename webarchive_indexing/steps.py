@@ -11,7 +11,7 @@ import gzip
 import io
 import json
 
-from . import cdx, seqfile, splits, storage, zipnum
+from . import cdx, cdxmeta, seqfile, splits, storage, zipnum
 from .inputs import cdx_name
 
 ERRORS_SUFFIX = ".errors.json"
@@ -36,15 +36,16 @@ def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error=
     ``skip_existing`` index the file again instead of trusting a partial CDX.
     ``skip_existing`` keeps a CDX file only if its ``cdxmeta`` says that it was made
     in format ``fmt`` from the archive as it is now (else ``status["stale"]`` says why
-    it was made again). The meta keeps a sample of ``sample_size`` lines.
+    it was made again); ``status["source"]`` is what the CDX file was made from. The
+    meta keeps a sample of ``sample_size`` lines.
     """
-    from . import cdxmeta
     out = storage.join(cdx_dir, cdx_name(name))
     errors_out = out + ERRORS_SUFFIX
     status = {"name": name, "path": path, "cdx": out, "skipped": False, "stale": None,
-              "records": 0, "lines": 0, "bytes": 0, "errors": [], "warnings": []}
+              "source": None, "records": 0, "lines": 0, "bytes": 0, "errors": [],
+              "warnings": []}
     try:
-        source = cdxmeta.source_of(path)
+        status["source"] = source = cdxmeta.source_of(path)
     except OSError:
         source = None  # indexing reports it
     if skip_existing and storage.exists(out) and not storage.exists(errors_out):

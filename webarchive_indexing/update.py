@@ -66,7 +66,8 @@ def copy_shard(run, cluster_dir):
 def update_shards(pool, new_runs, new_sample, old_cluster, split_lines, removal, cluster_dir,
                   work_dir, lines_per_block, workers=1, memory=mergebuild.MEMORY, progress=None):
     """Every shard of the updated cluster, written into ``cluster_dir``: ``{shard: stats}``
-    as ``mergebuild.write_shards`` gives them, and the number of shards copied."""
+    as ``mergebuild.write_shards`` gives them, the number of shards copied, and the number
+    of the cluster's lines removed."""
     shards = len(split_lines) + 1
     bounds = [None] + [line.encode("utf-8") for line in split_lines] + [None]
     located = old_shards(old_cluster, shards)
@@ -95,4 +96,4 @@ def update_shards(pool, new_runs, new_sample, old_cluster, split_lines, removal,
         memory, old={run.shard: run for run in surveyed if run.shard not in unchanged},
         skip=unchanged, progress=progress)
     written.update({stats["shard"]: stats for stats in copies})
-    return written, len(unchanged)
+    return written, len(unchanged), sum(len(run.removed) for run in surveyed)

@@ -1,0 +1,259 @@
+"""The local engine (engines/local_engine.py), the default of ``build``: byte-identical to
+mrjob's inline runner and Spark from the same inputs; split points from elsewhere
+(--splits); updates and removals byte-identical to full builds with the same split points."""
+import filecmp
+import gzip
+import json
+import os
+import shutil
+import sys
+
+import pytest
+
+from webarchive_indexing import cdxmeta, cli, contents, corpus, progress, splits, steps
+from webarchive_indexing.build import BuildFailed, build
+from webarchive_indexing.engines.local_engine import archive_sample_size
+from webarchive_indexing.options import BuildOptions, UsageError
+
+from test_spark import corpus as mixed  # noqa: F401  (a fixture)
+
+SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "samples")
+
+
+def run(inputs, out, **options):
+    return build([str(i) for i in inputs], str(out), BuildOptions(progress=False, **options))
+
+
+@pytest.fixture(scope="module")
+def both(mixed, tmp_path_factory):
+    """test_spark's corpus (2 WARC files and 1 ARC file, 362 CDX lines) and pywb's samples."""
+    root = tmp_path_factory.mktemp("both")
+    shutil.copytree(mixed, root / "corpus")
+    shutil.copytree(SAMPLES, root / "samples")
+    return root
+
+
+def cluster_files(out):
+    return sorted(name for name in os.listdir(out / "cluster") if name != "cluster.loc")
+
+
+def assert_same_cluster(a, b, cdx=True):
+    """The same cluster, split points and archives in ``a`` and ``b``; the same CDX files
+    if ``cdx`` (after an update, ``b`` lists the archives in another order)."""
+    names = cluster_files(a)
+    assert names == cluster_files(b) and "contents.json" in names
+    _, mismatch, errors = filecmp.cmpfiles(a / "cluster", b / "cluster", names, shallow=False)
+    assert mismatch == [] and errors == []
+    for name in ("splits.txt", "splits.seq", "partitions.seq"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    archives = [(out / "archives.txt").read_text().splitlines() for out in (a, b)]
+    assert archives[0] == archives[1] if cdx else sorted(archives[0]) == sorted(archives[1])
+    if cdx:
+        cdx_files = sorted(os.path.relpath(os.path.join(r, n), a / "cdx")
+                           for r, _, files in os.walk(a / "cdx") for n in files
+                           if n.endswith(".cdx.gz"))
+        _, mismatch, errors = filecmp.cmpfiles(a / "cdx", b / "cdx", cdx_files, shallow=False)
+        assert cdx_files and mismatch == [] and errors == []
+
+
+# -- the same clusters as the other engines ---------------------------------------------------
+
+@pytest.mark.parametrize("shards,per_block,fmt,workers", [
+    (1, 3000, "cdxj", 2), (4, 40, "cdx11", 2), (5, 1, "cdxj", 16), (30, 7, "cdxj", 3)])
+def test_local_engine_equals_the_inline_runner(tmp_path, both, shards, per_block, fmt, workers):
+    common = dict(shards=shards, lines_per_block=per_block, cdx_format=fmt)
+    mr = run([both], tmp_path / "mrjob", runner="inline", **common)
+    local = run([both], tmp_path / "local", workers=workers, **common)
+    assert local.published and local.lines == mr.lines > 362 and local.shards == shards
+    assert (local.blocks, local.cluster_bytes, local.records) == (mr.blocks, mr.cluster_bytes, mr.records)
+    assert_same_cluster(tmp_path / "mrjob", tmp_path / "local")
+
+
+def test_local_engine_equals_spark(tmp_path, both, spark):
+    sp = run([both], tmp_path / "spark", runner="spark", spark_context=spark, shards=3,
+             lines_per_block=25, cdx_bytes_per_task=1)
+    local = run([both], tmp_path / "local", shards=3, lines_per_block=25, workers=2)
+    assert local.lines == sp.lines
+    assert_same_cluster(tmp_path / "spark", tmp_path / "local")
+
+
+def test_the_fan_in_limit_with_many_small_archives(tmp_path):
+    """Twenty archives merged two at a time (rounds of merges), on two workers."""
+    corpus.make_corpus(tmp_path / "warcs", files=20, captures=6, seed=8)
+    mr = run([tmp_path / "warcs"], tmp_path / "mrjob", shards=3, lines_per_block=4,
+             runner="inline")
+    local = run([tmp_path / "warcs"], tmp_path / "local", shards=3, lines_per_block=4,
+                fan_in=2, workers=2)
+    assert local.archives == 20 and local.lines == mr.lines
+    assert_same_cluster(tmp_path / "mrjob", tmp_path / "local")
+
+
+def test_reused_cdx_files_with_small_or_no_samples_give_the_same_split_points(tmp_path, both):
+    out = tmp_path / "local"
+    # indexed for 1 shard: each archive keeps a sample too small for 20 shards
+    run([both], out, shards=1, workers=2)
+    metas = [cdxmeta.read(str(p)) for p in out.rglob("*.cdx.gz")]
+    assert {m["sample_size"] for m in metas} == {archive_sample_size(1, len(metas))}
+    # and one made by mrjob, without a sample
+    first = sorted(out.rglob("*.cdx.gz"))[0]
+    cdxmeta.write(str(first), dict(cdxmeta.read(str(first)), sample_size=0, sample=[]))
+    local = run([both], out, shards=20, lines_per_block=10, workers=2)
+    assert local.archives_skipped == local.archives
+    run([both], tmp_path / "mrjob", shards=20, lines_per_block=10, runner="inline")
+    assert_same_cluster(tmp_path / "mrjob", out)
+
+
+def test_archive_sample_size():
+    assert archive_sample_size(1, 1) == 100
+    assert archive_sample_size(300, 80000) == 4 + 64
+    assert archive_sample_size(4, 80) == 84
+
+
+# -- split points from elsewhere --------------------------------------------------------------
+
+@pytest.mark.parametrize("source,shards", [("splits.txt", None), ("splits.seq", None),
+                                           ("splits.txt", 3), ("cluster", None),
+                                           ("cluster/cluster.idx", 5), ("", 2)])
+def test_splits_from_a_file_or_a_cluster(tmp_path, both, source, shards):
+    first = tmp_path / "first"
+    run([both], first, shards=6, lines_per_block=20, workers=2)
+    given = str(first / source)
+    local = run([both], tmp_path / "local", splits=given, shards=shards, lines_per_block=20,
+                workers=2)
+    expected = len(splits.parse_splits((first / "splits.txt").read_text())) + 1 \
+        if shards is None else shards
+    assert local.shards == expected
+    written = steps.read_splits(str(tmp_path / "local" / "splits.txt"))
+    assert len(written) == expected - 1
+    if source.startswith("splits") and shards is None:
+        assert written == steps.read_splits(str(first / "splits.txt"))
+    run([both], tmp_path / "mrjob", splits=given, shards=shards, lines_per_block=20,
+        runner="inline")
+    assert_same_cluster(tmp_path / "mrjob", tmp_path / "local")
+
+
+def test_bad_splits_sources_are_named(tmp_path, both):
+    with pytest.raises(BuildFailed, match="--splits: .*none.txt: no such file"):
+        run([both], tmp_path / "out", splits=str(tmp_path / "none.txt"))
+    (tmp_path / "two.txt").write_text("a\nb\n")
+    with pytest.raises(BuildFailed, match="they make at most 3 shards, not 4"):
+        run([both], tmp_path / "out", splits=str(tmp_path / "two.txt"), shards=4)
+
+
+# -- updates ------------------------------------------------------------------------------------
+
+@pytest.fixture
+def crawls(tmp_path):
+    """Three crawls of archives, indexed into separate directories."""
+    for number, files in ((1, 3), (2, 2), (3, 1)):
+        corpus.make_corpus(tmp_path / f"crawl-{number}", files=files, captures=25, seed=number)
+    return tmp_path
+
+
+def cluster_lines(out):
+    lines = []
+    for name in cluster_files(out):
+        if name.startswith("cdx-"):
+            data = (out / "cluster" / name).read_bytes()
+            lines += gzip.decompress(data).splitlines() if data else []
+    return lines
+
+
+def test_updates_and_removals_equal_full_builds_with_the_same_split_points(crawls, tmp_path):
+    out, splits_file = tmp_path / "out", str(tmp_path / "out" / "splits.txt")
+    first = run([crawls / "crawl-1"], out, shards=4, lines_per_block=7, workers=2)
+    before = (out / "cluster" / "cdx-00000.gz").read_bytes()
+
+    update = run([crawls / "crawl-2", crawls / "crawl-3"], out, update=True, workers=2)
+    assert (update.update.added, update.update.held, update.shards) == (3, 0, 4)
+    run([crawls / f"crawl-{n}" for n in (1, 2, 3)], tmp_path / "full", splits=splits_file,
+        lines_per_block=7, runner="inline")
+    assert_same_cluster(tmp_path / "full", out, cdx=False)
+    assert cluster_lines(out) != [] and (out / "cluster" / "cdx-00000.gz").read_bytes() != before
+
+    # the same again, and archives it holds given again: nothing added, nothing changed
+    held = {n: (out / "cluster" / n).read_bytes() for n in cluster_files(out)}
+    again = run([crawls / "crawl-1", crawls / "crawl-3"], out, update=True, workers=2)
+    assert (again.update.added, again.update.replaced, again.update.held) == (0, 0, 4)
+    assert again.update.shards_copied == 4
+    assert {n: (out / "cluster" / n).read_bytes() for n in cluster_files(out)} == held
+
+    # withdrawals: no INPUT needed; their CDX files go too
+    removed = run([], out, update=True, remove=["CORPUS-002-*", "nothing*"], workers=2)
+    assert removed.update.removed == 2 and removed.update.lines_removed > 0
+    run([crawls / "crawl-1", crawls / "crawl-3"], tmp_path / "rest", splits=splits_file,
+        lines_per_block=7, runner="inline")
+    assert_same_cluster(tmp_path / "rest", out, cdx=False)
+    assert not list((out / "cdx").glob("CORPUS-002-*"))
+    assert len(list((out / "cdx").glob("CORPUS-001-*.cdx.gz"))) == 3
+    record = json.loads((out / "cluster" / contents.RECORD).read_text())
+    assert sorted(record["archives"]) == sorted(os.listdir(crawls / "crawl-1")
+                                                + os.listdir(crawls / "crawl-3"))[::2]
+    assert first.shards == 4
+
+
+def test_an_archive_changed_since_replaces_its_lines(crawls, tmp_path):
+    out = tmp_path / "out"
+    run([crawls / "crawl-1"], out, shards=2, lines_per_block=5, workers=2)
+    # an archive that was still being written: cut after a whole record, then whole
+    archive = sorted((crawls / "crawl-1").glob("*.warc.gz"))[1]
+    data = archive.read_bytes()
+    line = gzip.decompress((out / "cdx" / archive.name.replace(".warc.gz", ".cdx.gz"))
+                           .read_bytes()).splitlines()[10]
+    fields = json.loads(line.split(b" ", 2)[2])
+    archive.write_bytes(data[:int(fields["offset"]) + int(fields["length"])])
+    run([crawls / "crawl-1"], tmp_path / "cut", shards=2, lines_per_block=5, workers=2)
+    shutil.copytree(tmp_path / "cut", tmp_path / "updated")
+    archive.write_bytes(data)
+    update = run([crawls / "crawl-1"], tmp_path / "updated", update=True, workers=2)
+    assert (update.update.replaced, update.update.held, update.archives_reindexed) == (1, 2, 1)
+    run([crawls / "crawl-1"], tmp_path / "full", lines_per_block=5, runner="inline",
+        splits=str(tmp_path / "cut" / "splits.txt"))
+    assert_same_cluster(tmp_path / "full", tmp_path / "updated", cdx=False)
+
+
+def test_what_updates_refuse(crawls, tmp_path, capsys):
+    out = str(tmp_path / "out")
+    with pytest.raises(BuildFailed, match="there is no cluster in .* to update: build one first"):
+        run([crawls / "crawl-1"], out, update=True)
+    run([crawls / "crawl-1"], out, shards=2, workers=2)
+    os.remove(os.path.join(out, "cluster", contents.RECORD))
+    with pytest.raises(BuildFailed, match="no record of what it holds .* built by an older version"):
+        run([crawls / "crawl-2"], out, update=True)
+    usage = [(["--remove", "x*"], "--remove goes with --update"),
+             (["--update", "--shards", "3"], "leave out --shards"),
+             (["--update", "--splits", "s.txt", "--lines-per-block", "9"],
+              "leave out --splits, --lines-per-block"),
+             (["--update", "--runner", "mrjob"], "--update runs on the local engine"),
+             (["--runner", "inline", "--workers", "2"], "--workers goes with --runner local"),
+             (["--fan-in", "1"], "--fan-in must be at least 2")]
+    for args, message in usage:
+        capsys.readouterr()
+        assert cli.main(["build", str(crawls / "crawl-2"), "-o", out, *args]) == cli.EXIT_USAGE
+        assert message in capsys.readouterr().err
+    assert cli.main(["build", "-o", out, "--update"]) == cli.EXIT_USAGE
+    assert "only --update --remove GLOB goes without" in capsys.readouterr().err
+    with pytest.raises(UsageError):
+        build([], out, BuildOptions(update=True))
+
+
+def test_the_command_shows_each_phase_and_what_an_update_did(crawls, tmp_path, capsys,
+                                                             monkeypatch):
+    # Progress writes to the stderr of when progress.py was imported (main mends that)
+    monkeypatch.setattr(progress.Progress.__init__, "__defaults__", (sys.stderr, None))
+    out = str(tmp_path / "out")
+    assert cli.main(["build", str(crawls / "crawl-1"), "-o", out, "--shards", "2",
+                     "--workers", "2", "--no-progress"]) == cli.EXIT_OK
+    err = capsys.readouterr().err
+    for step in ("[1/3] indexing 3 archives", "[2/3] sampling split points for 2 shards",
+                 "  merging 3 CDX files into 2 sorted runs", "[3/3] writing 2 shards",
+                 "cluster:  2 shards"):
+        assert step in err, err
+    assert cli.main(["build", str(crawls / "crawl-2"), "-o", out, "--update", "--remove",
+                     "CORPUS-001-00000*", "--no-progress"]) == cli.EXIT_OK
+    err = capsys.readouterr().err
+    for step in ("[1/3] indexing 2 archives", "[2/3] the cluster's split points and lines per "
+                 "block: 2 shards, 3000 lines a block", "[3/3] updating the 2 shards: 2 CDX "
+                 "files merged in", "update:   2 archives added, 0 replaced (indexed again), 0 "
+                 "already in the cluster; 1 removed (", "cluster:  2 shards (0 copied unchanged)"):
+        assert step in err, err
