@@ -349,7 +349,17 @@ def test_entry_script_usage_errors(capsys):
     assert "expected a whole number of at least 1, got '0'" in capsys.readouterr().err
     opts = spark_build.parser().parse_args(["in", "-o", "out", "--no-skip-existing",
                                             "--input-root", "/r", "--cdx-format", "cdx11"])
-    assert (opts.skip_existing, opts.input_root, opts.cdx_format, opts.shards) == (False, ["/r"], "cdx11", 1)
+    assert (opts.skip_existing, opts.input_root, opts.cdx_format, opts.shards) == \
+        (False, ["/r"], "cdx11", None)  # None: 1, or as many as --splits makes
+
+
+def test_entry_script_takes_split_points_from_elsewhere(tmp_path, sc, tiny):
+    from webarchive_indexing.jobs import spark_build
+    (tmp_path / "splits.txt").write_text("m\n")
+    out = tmp_path / "out"
+    assert spark_build.main([str(tiny), "-o", str(out), "--splits", str(tmp_path / "splits.txt"),
+                             "--no-progress"]) == 0
+    assert (out / "splits.txt").read_text() == "m\n" and len(cluster_files(out)) == 2 * 2 + 4
 
 
 def test_cli_build_runner_spark(tmp_path, sc, tiny, capsys):
