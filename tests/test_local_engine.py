@@ -218,7 +218,7 @@ def test_what_updates_refuse(crawls, tmp_path, capsys):
         run([crawls / "crawl-1"], out, update=True)
     run([crawls / "crawl-1"], out, shards=2, workers=2)
     os.remove(os.path.join(out, "cluster", contents.RECORD))
-    with pytest.raises(BuildFailed, match="no record of what it holds .* built by an older version"):
+    with pytest.raises(BuildFailed, match="no record of what it holds .* not built by `webarchive-index build`"):
         run([crawls / "crawl-2"], out, update=True)
     usage = [(["--remove", "x*"], "--remove goes with --update"),
              (["--update", "--shards", "3"], "leave out --shards"),

@@ -73,8 +73,9 @@ def read(cluster_dir):
     try:
         record = json.loads(storage.read_bytes(path))
     except FileNotFoundError:
-        raise NoRecord(f"{cluster_dir} has no record of what it holds ({RECORD}): it was built "
-                       "by an older version; build it anew once, then update it") from None
+        raise NoRecord(f"{cluster_dir} has no record of what it holds ({RECORD}): it was not "
+                       "built by `webarchive-index build` (or by an older version); build it "
+                       "anew once, then update it") from None
     except ValueError as exc:
         raise NoRecord(f"{path} cannot be read ({exc}): build the cluster anew") from None
     if not (isinstance(record, dict) and isinstance(record.get("splits"), list)
