@@ -5,6 +5,7 @@ import filecmp
 import gzip
 import json
 import os
+import shlex
 import shutil
 import sys
 
@@ -17,7 +18,8 @@ from webarchive_indexing.options import BuildOptions, UsageError
 
 from test_spark import corpus as mixed  # noqa: F401  (a fixture)
 
-SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "samples")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLES = os.path.join(ROOT, "samples")
 
 
 def run(inputs, out, **options):
@@ -257,3 +259,29 @@ def test_the_command_shows_each_phase_and_what_an_update_did(crawls, tmp_path, c
                  "files merged in", "update:   2 archives added, 0 replaced (indexed again), 0 "
                  "already in the cluster; 1 removed (", "cluster:  2 shards (0 copied unchanged)"):
         assert step in err, err
+
+
+def documented_commands(path):
+    """The command lines of the code blocks of a document."""
+    commands, inside = [], False
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("```"):
+                inside = not inside
+            elif inside and line.startswith("webarchive-index "):
+                commands.append(shlex.split(line))
+    return commands
+
+
+def test_the_commands_of_docs_local_engine_run_as_written(tmp_path, monkeypatch):
+    corpus.make_corpus(tmp_path / "warcs", files=2, captures=30, seed=1)
+    corpus.make_corpus(tmp_path / "new-warcs", files=1, captures=30, seed=2)
+    monkeypatch.chdir(tmp_path)
+    commands = documented_commands(os.path.join(ROOT, "docs", "local-engine.md"))
+    assert len(commands) == 6
+    for command in commands:
+        assert cli.main(command[1:] + ["--no-progress"]) == cli.EXIT_OK, command
+    # added, then removed again: the first build's cluster, as mrjob's runner builds it
+    assert_same_cluster(tmp_path / "with-mrjob", tmp_path / "out")
+    assert len(cluster_lines(tmp_path / "again")) > len(cluster_lines(tmp_path / "out"))
+    assert len(steps.read_splits(str(tmp_path / "other" / "splits.txt"))) == 1
