@@ -219,6 +219,11 @@ def test_what_updates_refuse(crawls, tmp_path, capsys):
     with pytest.raises(BuildFailed, match="there is no cluster in .* to update: build one first"):
         run([crawls / "crawl-1"], out, update=True)
     run([crawls / "crawl-1"], out, shards=2, workers=2)
+    published = (tmp_path / "out" / "cluster" / "cluster.idx").read_bytes()
+    for missing in ([tmp_path / "missing.warc.gz"], [crawls / "crawl-2", tmp_path / "missing.warc.gz"]):
+        with pytest.raises(BuildFailed, match="1 problems in the input; no cluster was built"):
+            run(missing, out, update=True)
+    assert (tmp_path / "out" / "cluster" / "cluster.idx").read_bytes() == published
     os.remove(os.path.join(out, "cluster", contents.RECORD))
     with pytest.raises(BuildFailed, match="no record of what it holds .* not built by `webarchive-index build`"):
         run([crawls / "crawl-2"], out, update=True)

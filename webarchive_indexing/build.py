@@ -155,14 +155,13 @@ def _write_archives(out_dir, paths):
 
 def _index(engine, archives, cdx_dir, cdx_format, options, summary, progress):
     """Step 1: the archives indexed (those with an up-to-date CDX file kept); statuses."""
-    if not archives:
-        _write_report(summary)
-        return []
-    expected = [storage.join(cdx_dir, cdx_name(a.name)) for a in archives]
-    progress.step(f"[1/3] indexing {len(archives)} archives",
-                  **_progress_count(summary.out_dir, expected))
-    statuses = engine.index(archives, cdx_dir, cdx_format, options.skip_existing)
-    progress.done()
+    statuses = []
+    if archives:
+        expected = [storage.join(cdx_dir, cdx_name(a.name)) for a in archives]
+        progress.step(f"[1/3] indexing {len(archives)} archives",
+                      **_progress_count(summary.out_dir, expected))
+        statuses = engine.index(archives, cdx_dir, cdx_format, options.skip_existing)
+        progress.done()
     for status in statuses:
         summary.archives += 1
         summary.archives_skipped += status["skipped"]
