@@ -22,15 +22,16 @@ from webarchive_indexing.report import log_to_stderr, report_build
 def parser():
     p = argparse.ArgumentParser(
         prog="spark_build.py",
-        description="Index every archive (one sorted .cdx.gz each), sample split points and write "
-                    "a ZipNum cluster of --shards shards into OUTDIR/cluster, as Spark jobs.",
+        description="Index every archive (one sorted .cdx.gz each), read every index input, "
+                    "sample split points and write a ZipNum cluster of --shards shards of all "
+                    "their lines into OUTDIR/cluster, as Spark jobs.",
         epilog="Exit status: 0 done, 1 failed (nothing published), 2 bad usage, "
                "3 done but some input could not be indexed.")
-    o.add(p, o.INPUTS, o.OUTDIR, o.BUILD_SHARDS, o.BUILD_LINES_PER_BLOCK, o.SPLITS_FROM,
+    o.add(p, o.BUILD_INPUTS, o.OUTDIR, o.BUILD_SHARDS, o.BUILD_LINES_PER_BLOCK, o.SPLITS_FROM,
           o.ON_ERROR, o.ROOT_INDEX,
           o.ARCHIVES_PER_TASK, o.CDX_BYTES_PER_TASK,
           o.VERBOSE.but(help="Spark's INFO log", off_help="Spark's errors only (default)"),
-          o.PROGRESS, *o.INDEXING)
+          o.PROGRESS, *o.BUILD_INDEXING)
     return p
 
 

@@ -35,9 +35,10 @@ def test_the_mrjob_engine_gives_each_archive_the_name_it_was_given(tmp_path):
     for path in ("crawl/seg/a.warc.gz", "crawl/nested/x/b.warc.gz", "other/c.warc.gz"):
         os.makedirs(tmp_path / os.path.dirname(path), exist_ok=True)
         shutil.copy(sample, tmp_path / path)
-    archives, missing, _ = expand([str(tmp_path / "crawl"), str(tmp_path / "other" / "c.warc.gz")],
-                                  [str(tmp_path / "crawl" / "nested")])
-    assert not missing
+    found = expand([str(tmp_path / "crawl"), str(tmp_path / "other" / "c.warc.gz")],
+                   [str(tmp_path / "crawl" / "nested")])
+    archives = found.archives
+    assert not found.missing
     assert sorted(a.name for a in archives) == ["c.warc.gz", "seg/a.warc.gz", "x/b.warc.gz"]
     cdx_dir = str(tmp_path / "cdx")
     with open_engine("inline", BuildOptions()) as engine:

@@ -1,9 +1,16 @@
-"""INPUT arguments: files, directories, globs and manifests, and the names archives get."""
+"""INPUT arguments: files, directories, globs and manifests, what each file is (archive or
+index), the names archives get, and the CDX paths made from them (never outside OUTDIR)."""
 import gzip
+import os
+import struct
 
 import pytest
 
-from webarchive_indexing.inputs import InputError, cdx_name, expand, relative_name
+from webarchive_indexing import cli
+from webarchive_indexing.inputs import InputError, cdx_name, expand, kind_of, relative_name, safe_path
+from webarchive_indexing.steps import index_archive
+
+from helpers import REAL
 
 
 def touch(path, content=b"WARC/1.0\r\n"):
@@ -19,9 +26,14 @@ def test_relative_name_prefers_the_longest_root():
 
 
 def test_cdx_name_mirrors_the_archive_name():
+    # the usual case keeps Common Crawl's name; every other name gets .cdx.gz added
     assert cdx_name("a/b/x.warc.gz") == "a/b/x.cdx.gz"
-    assert cdx_name("x.arc") == "x.cdx.gz"
+    assert cdx_name("x.arc") == "x.arc.cdx.gz"
+    assert cdx_name("x.arc.gz") == "x.arc.gz.cdx.gz"
+    assert cdx_name("x.warc") == "x.warc.cdx.gz"
     assert cdx_name("x.warc.wat.gz") == "x.warc.wat.gz.cdx.gz"
+    assert cdx_name("crawl-data/CC-MAIN-2024-22/segments/1/warc/a-00000.warc.gz") == \
+        "crawl-data/CC-MAIN-2024-22/segments/1/warc/a-00000.cdx.gz"
 
 
 def test_directory_files_globs_and_manifests(tmp_path):
@@ -34,8 +46,10 @@ def test_directory_files_globs_and_manifests(tmp_path):
     manifest.write_bytes(gzip.compress(b"# a comment\nsub/d.warc.gz\n\nmissing.warc.gz\n"))
     e = touch(tmp_path / "glob" / "e.warc.gz", b"\x1f\x8b")
 
-    archives, missing, roots = expand([str(tmp_path / "crawl"), c, str(manifest),
-                                       str(tmp_path / "glob" / "*.warc.gz"), str(tmp_path / "nothing*")])
+    archives, indexes, missing, roots, _ = expand(
+        [str(tmp_path / "crawl"), c, str(manifest), str(tmp_path / "glob" / "*.warc.gz"),
+         str(tmp_path / "nothing*")])
+    assert indexes == []
     assert [(x.path, x.name) for x in archives] == [
         (a, "seg1/a.warc.gz"), (b, "seg2/b.arc"), (c, "c.warc"), (d, "sub/d.warc.gz"), (e, "e.warc.gz")]
     assert missing == [str(tmp_path / "listed" / "missing.warc.gz"), str(tmp_path / "nothing*")]
@@ -43,7 +57,7 @@ def test_directory_files_globs_and_manifests(tmp_path):
 
 def test_input_root_option(tmp_path):
     a = touch(tmp_path / "crawl" / "seg1" / "a.warc.gz")
-    archives, _, _ = expand([a], [str(tmp_path / "crawl")])
+    archives = expand([a], [str(tmp_path / "crawl")]).archives
     assert archives[0].name == "seg1/a.warc.gz"
 
 
@@ -52,12 +66,26 @@ def test_same_name_twice_is_refused(tmp_path):
     b = touch(tmp_path / "y" / "a.warc.gz")
     with pytest.raises(InputError, match="would both be indexed into 'a.cdx.gz'"):
         expand([a, b])
-    touch(tmp_path / "x" / "a.arc")
+    # only an archive named exactly like another's CDX stem can still meet it
+    plain = touch(tmp_path / "x" / "a", b"WARC/1.0\r\n")
     with pytest.raises(InputError, match="would both be indexed into 'a.cdx.gz'"):
-        expand([str(tmp_path / "x")])
+        expand([a, plain])
+
+
+def test_colliding_names_of_one_directory_get_a_cdx_each(tmp_path):
+    """pywb's sample directory holds example.warc.gz, example.warc and example.arc.gz: one
+    CDX each, named from the archive's name alone (stable whatever else is there)."""
+    names = ["example.warc.gz", "example.warc", "example.arc.gz", "example.arc"]
+    for name in names:
+        touch(tmp_path / name)
+    found = expand([str(tmp_path)])
+    assert sorted(cdx_name(a.name) for a in found.archives) == [
+        "example.arc.cdx.gz", "example.arc.gz.cdx.gz", "example.cdx.gz", "example.warc.cdx.gz"]
+    alone = expand([str(tmp_path / "example.warc.gz")])
+    assert [cdx_name(a.name) for a in alone.archives] == ["example.cdx.gz"]
 
 
 def test_a_file_given_twice_is_indexed_once(tmp_path):
     a = touch(tmp_path / "a.warc.gz")
-    archives, _, _ = expand([a, a, str(tmp_path)])
+    archives = expand([a, a, str(tmp_path)]).archives
     assert [x.path for x in archives] == [a]

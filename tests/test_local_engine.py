@@ -283,10 +283,80 @@ def test_the_commands_of_docs_local_engine_run_as_written(tmp_path, monkeypatch)
     corpus.make_corpus(tmp_path / "new-warcs", files=1, captures=30, seed=2)
     monkeypatch.chdir(tmp_path)
     commands = documented_commands(os.path.join(ROOT, "docs", "local-engine.md"))
-    assert len(commands) == 6
+    assert len(commands) == 7
     for command in commands:
         assert cli.main(command[1:] + ["--no-progress"]) == cli.EXIT_OK, command
     # added, then removed again: the first build's cluster, as mrjob's runner builds it
     assert_same_cluster(tmp_path / "with-mrjob", tmp_path / "out")
+    # from the first build's CDX files: the same lines
+    assert cluster_lines(tmp_path / "from-cdx") == cluster_lines(tmp_path / "with-mrjob")
     assert len(cluster_lines(tmp_path / "again")) > len(cluster_lines(tmp_path / "out"))
     assert len(steps.read_splits(str(tmp_path / "other" / "splits.txt"))) == 1
+
+
+# -- index inputs --------------------------------------------------------------------------------
+
+@pytest.fixture
+def cdx_inputs(crawls, tmp_path):
+    """The crawls' archives indexed into CDX files (``cdx -o``): crawl-1 as they are; one
+    of crawl-2 unsorted, another as two gzip members."""
+    for number in (1, 2):
+        assert cli.main(["cdx", str(crawls / f"crawl-{number}"), "-o",
+                         str(tmp_path / f"cdx-{number}")]) == cli.EXIT_OK
+    first, second = sorted((tmp_path / "cdx-2").glob("*.cdx.gz"))
+    lines = gzip.decompress(first.read_bytes()).splitlines(True)
+    first.write_bytes(gzip.compress(b"".join(lines[::2] + lines[1::2])))
+    lines = gzip.decompress(second.read_bytes()).splitlines(True)
+    second.write_bytes(gzip.compress(b"".join(lines[:5])) + gzip.compress(b"".join(lines[5:])))
+    for path in tmp_path.glob("cdx-*/*.meta.json"):
+        path.unlink()  # index inputs are CDX files of their own, with no record
+    return tmp_path / "cdx-1", tmp_path / "cdx-2"
+
+
+def test_index_inputs_on_the_local_engine_equal_the_jobs(cdx_inputs, tmp_path, capsys):
+    inputs = [str(directory) for directory in cdx_inputs]
+    run(inputs, tmp_path / "mrjob", shards=3, lines_per_block=6, runner="inline")
+    local = run(inputs, tmp_path / "local", splits=str(tmp_path / "mrjob" / "splits.txt"),
+                lines_per_block=6, workers=2, fan_in=2)
+    assert local.indexes == 5 and local.index_lines > 100 and not local.errors
+    assert [w["message"].startswith("not sorted") for w in local.warnings] == [True]
+    assert_same_cluster(tmp_path / "mrjob", tmp_path / "local", cdx=False)
+    # sampled on its own: other split points, the same lines
+    run(inputs, tmp_path / "sampled", shards=3, lines_per_block=6, workers=2)
+    assert cluster_lines(tmp_path / "sampled") == cluster_lines(tmp_path / "local")
+
+
+def test_updates_with_index_inputs(cdx_inputs, tmp_path):
+    first, second = (str(directory) for directory in cdx_inputs)
+    out, splits_file = tmp_path / "out", str(tmp_path / "out" / "splits.txt")
+    run([first], out, shards=3, lines_per_block=6, workers=2)
+    update = run([second], out, update=True, workers=2)
+    assert (update.update.indexes_added, update.index_lines > 0) == (2, True)
+    run([first, second], tmp_path / "full", splits=splits_file, lines_per_block=6,
+        runner="inline")
+    assert_same_cluster(tmp_path / "full", out, cdx=False)
+    # given again: not added again
+    held = {n: (out / "cluster" / n).read_bytes() for n in cluster_files(out)}
+    again = run([second], out, update=True, workers=2)
+    assert (again.update.indexes_added, again.update.indexes_held) == (0, 2)
+    assert [w["message"] for w in again.warnings] == ["already in the cluster: not added again"] * 2
+    assert {n: (out / "cluster" / n).read_bytes() for n in cluster_files(out)} == held
+    # the lines of an archive they name, taken out
+    removed = run([], out, update=True, remove=["CORPUS-001-00001.warc.gz"], workers=2)
+    assert removed.update.lines_removed > 0 and removed.update.removed == 0
+    assert not [line for line in cluster_lines(out) if b"CORPUS-001-00001.warc.gz" in line]
+    assert len(cluster_lines(out)) == len(cluster_lines(tmp_path / "full")) - \
+        removed.update.lines_removed
+
+
+def test_a_malformed_line_in_an_update_fails_it(cdx_inputs, tmp_path):
+    first, _ = cdx_inputs
+    out = tmp_path / "out"
+    run([first], out, shards=2, workers=2)
+    published = (out / "cluster" / "cluster.idx").read_bytes()
+    (tmp_path / "bad.cdxj").write_bytes(b'com,example)/ 20240101000000 {"url": "x"}\nnot a line\n')
+    with pytest.raises(BuildFailed, match="1 problems in the input"):
+        run([tmp_path / "bad.cdxj"], out, update=True, workers=2)
+    assert (out / "cluster" / "cluster.idx").read_bytes() == published
+    errors = json.loads((out / "errors.json").read_text())["errors"]
+    assert [(os.path.basename(e["file"]), e["line"]) for e in errors] == [("bad.cdxj", 2)]

@@ -66,7 +66,7 @@ def build(pool, tmp_path, paths, shards, lines_per_block, workers, fan_in=mergeb
     work.mkdir()
     cluster.mkdir()
     sizes = [os.path.getsize(p) for p in paths]
-    run_list, pairs, unsorted = mergebuild.make_runs(
+    run_list, pairs, unsorted, _ = mergebuild.make_runs(
         pool, paths, sizes, str(work), workers, {p: stride for p in paths}, shards * 100,
         fan_in, memory, progress=progress)
     sample = splits.merge(pairs, shards * 100)
@@ -157,8 +157,12 @@ def test_many_small_files_within_a_low_fan_in(tmp_path, monkeypatch):
     assert steps.shown[3][0].startswith("compressing 3 shards in ")
     expected = reference_cluster(lines, split_lines, tmp_path / "expected", 5)
     assert_same_shards(cluster, expected, 3)
-    assert sorted(os.listdir(tmp_path / "work")) == sorted(
-        name for run in run_list for name in (os.path.basename(run.path), os.path.basename(run.path) + ".idx"))
+    # nothing left in the work directory but the runs left and their indexes
+    left = sorted(os.path.relpath(os.path.join(d, n), tmp_path / "work")
+                  for d, _, names in os.walk(tmp_path / "work") for n in names)
+    assert left == sorted(name for run in run_list
+                          for name in (os.path.relpath(run.path, tmp_path / "work"),
+                                       os.path.relpath(run.path, tmp_path / "work") + ".idx"))
 
 
 def test_unsorted_inputs_are_sorted_in_bounded_memory_and_named(tmp_path):

@@ -3,7 +3,7 @@ import argparse
 
 import pytest
 
-from webarchive_indexing import cdxapi, options, query, zipnum
+from webarchive_indexing import cdxapi, export, options, query, zipnum
 from webarchive_indexing.jobs.remote_copy import RemoteCopyJob
 
 
@@ -12,6 +12,7 @@ def test_choices_are_those_of_the_modules_that_take_them():
     assert options.MATCH_TYPES == query.MATCH_TYPES
     assert options.QUERY_OUTPUTS == cdxapi.OUTPUTS
     assert options.LINES_PER_BLOCK_DEFAULT == zipnum.LINES_PER_BLOCK
+    assert options.EXPORT_FORMATS == tuple(export.FORMATS)
 
 
 def test_a_flag_has_its_no_twin_and_an_option_can_be_reworded():

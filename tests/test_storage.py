@@ -228,7 +228,7 @@ def test_expand_s3_prefixes_manifests_and_input_roots(real_bucket, tmp_path):
     for key in ("crawl/seg-2/b.arc", "crawl/seg-1/a.warc.gz", "crawl/seg-1/notes.txt",
                 "crawl-2/c.warc.gz"):
         storage.write_atomic(f"{real_bucket}/{key}", b"")
-    archives, missing, roots = expand([real_bucket + "/crawl/"])
+    archives, _, missing, roots, _ = expand([real_bucket + "/crawl/"])
     assert not missing and roots == [real_bucket + "/crawl"]
     assert [(a.path, a.name) for a in archives] == [(f"{real_bucket}/crawl/seg-1/a.warc.gz", "seg-1/a.warc.gz"),
                                                     (f"{real_bucket}/crawl/seg-2/b.arc", "seg-2/b.arc")]
@@ -240,7 +240,7 @@ def test_expand_s3_prefixes_manifests_and_input_roots(real_bucket, tmp_path):
               f"{samples}/webrecorder+warcio__example-space-in-url.arc\n"
     storage.write_atomic(samples + "/sub/warc.paths.gz", gzip.compress(listing.encode()))
     (tmp_path / "local.paths").write_text(f"{samples}/iipc+jwarc__cc.warc.gz\n")
-    archives, missing, roots = expand([samples + "/sub/warc.paths.gz", str(tmp_path / "local.paths")])
+    archives, _, missing, roots, _ = expand([samples + "/sub/warc.paths.gz", str(tmp_path / "local.paths")])
     assert not missing and roots == [samples + "/sub", str(tmp_path)]
     assert [(a.path, a.name) for a in archives] == [
         (f"{samples}/sub/samples/webrecorder+warcio__example.warc.gz",
@@ -249,11 +249,11 @@ def test_expand_s3_prefixes_manifests_and_input_roots(real_bucket, tmp_path):
          "webrecorder+warcio__example-space-in-url.arc"),
         (f"{samples}/iipc+jwarc__cc.warc.gz", "iipc+jwarc__cc.warc.gz")]
 
-    archives, _, _ = expand([samples + "/iipc+jwarc__cc.warc.gz"], [real_bucket + "/"])
+    archives = expand([samples + "/iipc+jwarc__cc.warc.gz"], [real_bucket + "/"]).archives
     assert [a.name for a in archives] == ["samples/iipc+jwarc__cc.warc.gz"]
 
-    archives, missing, _ = expand([samples + "/nothing-here/", "s3://no-such-bucket-x2/crawl/",
-                                   real_bucket + "/missing.paths"])
+    archives, _, missing, _, _ = expand([samples + "/nothing-here/", "s3://no-such-bucket-x2/crawl/",
+                                         real_bucket + "/missing.paths"])
     assert archives == [] and missing == [samples + "/nothing-here/", "s3://no-such-bucket-x2/crawl/",
                                           real_bucket + "/missing.paths"]
 

@@ -36,7 +36,7 @@ def runs_of(pool, paths, work, workers=2, removal=None):
 
 
 def build_cluster(pool, paths, split_lines, cluster, work, per_block, workers=2):
-    run_list, pairs, _ = runs_of(pool, paths, work)
+    run_list, pairs, _, _ = runs_of(pool, paths, work)
     os.makedirs(cluster)
     written = mergebuild.write_shards(pool, run_list, split_lines, [l for _, l in pairs],
                                       str(cluster), work, per_block, workers)
@@ -67,7 +67,7 @@ def test_update_equals_a_full_build_with_the_same_split_points(tmp_path, shards,
     kept = [line for line in everything if not removal.removed(line)]
     assert len(kept) < len(everything) or not remove or remove == ["nothing*"]
     # removed archives' lines go from the new inputs too
-    new_runs, pairs, _ = runs_of(pool, new_paths, str(tmp_path / "w2"), removal=removal)
+    new_runs, pairs, _, _ = runs_of(pool, new_paths, str(tmp_path / "w2"), removal=removal)
     (tmp_path / "new").mkdir()
     written, copied, removed = update_shards(pool, new_runs, [l for _, l in pairs],
                                              str(tmp_path / "old"), split_lines, removal,
@@ -91,7 +91,7 @@ def test_unchanged_shards_are_copied_not_recompressed(tmp_path, monkeypatch):
     new_path = tmp_path / "new.cdx"
     new_lines = sorted(b'com,new)/%d 20240101000000 {"filename": "n.warc.gz"}' % i for i in range(5))
     new_path.write_bytes(b"".join(line + b"\n" for line in new_lines))
-    new_runs, _, _ = runs_of(pool, [str(new_path)], str(tmp_path / "w2"))
+    new_runs, _, _, _ = runs_of(pool, [str(new_path)], str(tmp_path / "w2"))
     compressed = []
     monkeypatch.setattr(zipnum, "gzip_block", lambda lines, real=zipnum.gzip_block:
                         compressed.append(1) or real(lines))
@@ -146,7 +146,7 @@ def test_a_damaged_cluster_is_refused_with_the_shard_named(tmp_path):
     data = bytearray(shard.read_bytes())
     data[len(data) // 2] ^= 0xff
     shard.write_bytes(data)
-    new_runs, _, _ = runs_of(pool, paths, str(tmp_path / "w2"))
+    new_runs, _, _, _ = runs_of(pool, paths, str(tmp_path / "w2"))
     (tmp_path / "new").mkdir()
     with pytest.raises(ClusterChanged, match=r"cdx-00000.gz: the blocks at bytes \d+-\d+ cannot "
                                              r"be read .*: the cluster is damaged"):

@@ -8,6 +8,7 @@ Layout of the output directory::
 
     out/archives.txt             the archives indexed, one path per line
     out/cdx/<name>.cdx.gz        one sorted CDX per archive (+ .errors.json if it had problems)
+    out/indexes/                 index inputs rewritten for the jobs, if any (see indexprep)
     out/splits.txt, splits.seq   the shards-1 split points, as text and Hadoop SequenceFile
     out/cluster/                 cdx-NNNNN.gz, part-NNNNN, cluster.idx, cluster.loc, and
                                  contents.json, what it holds (``contents``)
@@ -16,9 +17,11 @@ Layout of the output directory::
 Inputs and the output may be local, on S3 (``s3://bucket/prefix``) or, on a Hadoop
 cluster, on HDFS (``hdfs:///path``, ``s3a://``; through ``hadoop fs``). The steps run
 as tasks of the engine ``options.runner`` (``engines``), which read archives and write
-CDX files, splits and shards themselves, through ``storage``. The cluster is published
-only once it is complete (``publish``), so a failed build leaves the previous cluster
-as it was.
+CDX files, splits and shards themselves, through ``storage``. Existing indexes among
+the inputs (``indexinputs``) add their lines to the cluster: read and checked first
+(``Engine.read_indexes``), then sampled and written with the archives' CDX files. The
+cluster is published only once it is complete (``publish``), so a failed build leaves
+the previous cluster as it was.
 
 The split points are sampled from the lines, or taken from ``options.splits``
 (``splitsource``). ``options.update`` merges the inputs into the cluster published in
@@ -33,7 +36,8 @@ from dataclasses import dataclass, field
 
 from . import cdxmeta, contents, steps, storage
 from .engines import StepFailed, open_engine
-from .inputs import ARCHIVE_EXTENSIONS, cdx_name, expand
+from .indexprep import open_sources
+from .inputs import ARCHIVE_EXTENSIONS, INDEX_EXTENSIONS, cdx_name, expand
 from .options import LINES_PER_BLOCK_DEFAULT, BuildOptions, check_build
 from .progress import Progress
 from .publish import publish_cluster
@@ -49,6 +53,8 @@ class Summary:
     archives: int = 0
     archives_skipped: int = 0
     archives_reindexed: int = 0   # CDX files made again: stale (see cdxmeta.stale)
+    indexes: int = 0
+    index_lines: int = 0
     records: int = 0
     lines: int = 0
     input_bytes: int = 0
@@ -72,6 +78,8 @@ class Update:
     added: int = 0                # archives it did not hold
     replaced: int = 0             # archives it held, indexed again since: their lines replaced
     held: int = 0                 # archives it held as they are: not added again
+    indexes_added: int = 0        # index inputs
+    indexes_held: int = 0         # index inputs it held: not added again
     removed: int = 0              # archives whose lines --remove took out
     lines_removed: int = 0
     shards_copied: int = 0        # shards that gained and lost nothing
@@ -97,9 +105,13 @@ def build(inputs, out_dir, options=None):
 
     Every engine gives the same bytes. Raises ``options.UsageError`` for options that
     cannot go together, BuildFailed (with the summary) when ``options.on_error`` is
-    "fail" and any archive had a problem, or when the cluster could not be completed;
+    "fail" and any input had a problem, or when the cluster could not be completed;
     nothing is published then. ``options.root_index`` publishes ``cluster.root`` beside
-    ``cluster.idx`` (see ``zipnum.root_index``).
+    ``cluster.idx`` (see ``zipnum.root_index``). Index inputs go into the cluster beside
+    the archives' lines; ``options.cdx_format`` (None: the index inputs' format, else
+    cdxj; an update's cluster's) must be theirs, and ``options.legacy_prefix`` restricts
+    legacy URL indexes to the keys starting with it. InputError (before anything is
+    written) for inputs that cannot go in one cluster.
     """
     options = options or BuildOptions()
     check_build(options, inputs)
@@ -107,29 +119,45 @@ def build(inputs, out_dir, options=None):
     progress = Progress(enabled=options.progress)
     out_dir = storage.abspath(out_dir)
     summary = Summary(out_dir)
-    archives, missing, _ = expand(inputs, options.input_root)
+    found = expand(inputs, options.input_root)
+    archives = found.archives
     summary.errors = [{"file": path, "offset": 0, "reason": "no such file or directory"}
-                      for path in missing]
-    if inputs and not archives and not missing:
-        raise BuildFailed(f"no WARC/ARC files ({', '.join(ARCHIVE_EXTENSIONS)}) found in "
+                      for path in found.missing]
+    summary.warnings = list(found.warnings)
+    if inputs and not archives and not found.indexes and not found.missing:
+        raise BuildFailed(f"no WARC/ARC files ({', '.join(ARCHIVE_EXTENSIONS)}) or indexes "
+                          f"({', '.join(INDEX_EXTENSIONS)}, cluster.idx) found in "
                           f"{' '.join(inputs)}", summary)
     try:
         record = contents.read(summary.cluster_dir) if options.update else None
     except contents.NoRecord as exc:
         raise BuildFailed(str(exc), summary) from None
-    cdx_format = record["format"] if record else options.cdx_format
+    requested = options.cdx_format
+    if record:
+        if requested not in (None, record["format"]):
+            raise BuildFailed(f"--cdx-format {requested}, but the cluster in {out_dir} is "
+                              f"{record['format']}: an update keeps the format of the cluster "
+                              "(leave --cdx-format out)", summary)
+        requested = record["format"]
+    sources, open_errors, cdx_format = open_sources(found.indexes, requested,
+                                                    options.legacy_prefix.encode("utf-8"))
+    summary.errors += open_errors
     storage.makedirs(out_dir)
     if not record:
         _write_archives(out_dir, [a.path for a in archives])
     with open_engine(options.runner, options) as engine:
         engine.progress = progress
         cdx_dir = storage.join(out_dir, "cdx")
-        statuses = _index(engine, archives, cdx_dir, cdx_format, options, summary, progress)
         try:
             if record:
-                kept = _update(engine, record, statuses, cdx_dir, options, summary, progress)
+                kept = _update(engine, record, archives, sources, cdx_dir, options, summary,
+                               progress)
             else:
-                kept = _write(engine, statuses, cdx_dir, cdx_format, options, summary, progress)
+                index_files = _read_indexes(engine, sources, options, summary, progress)
+                statuses = _index(engine, archives, cdx_dir, cdx_format, options, summary,
+                                  progress)
+                _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, options,
+                       summary, progress)
         except ClusterIncomplete as exc:
             summary.seconds = time.monotonic() - started
             raise BuildFailed(f"the cluster is incomplete, nothing was published: {exc}",
@@ -146,6 +174,22 @@ def build(inputs, out_dir, options=None):
     summary.published = True
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def _read_indexes(engine, sources, options, summary, progress):
+    """Step 1 for index inputs: read and checked by the engine; the files it then reads."""
+    if not sources:
+        return []
+    done = []
+    progress.step(f"[1/3] reading {len(sources)} index inputs", count=lambda: len(done),
+                  total=len(sources))
+    files, errors, warnings, summary.index_lines = engine.read_indexes(
+        sources, summary.out_dir, options.on_error, done)
+    progress.done()
+    summary.indexes = len(sources)
+    summary.errors += errors
+    summary.warnings += warnings
+    return files
 
 
 def _write_archives(out_dir, paths):
@@ -195,10 +239,11 @@ def _publish(write, shards, options, summary, progress, label):
         totals["shards"], totals["blocks"], totals["bytes"]
 
 
-def _write(engine, statuses, cdx_dir, cdx_format, options, summary, progress):
+def _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, options, summary,
+           progress):
     """Steps 2 and 3 of a build: split points (sampled, or from ``options.splits``), then
     the shards; the record of what the cluster holds."""
-    cdx_files = [s["cdx"] for s in statuses]
+    cdx_files = [s["cdx"] for s in statuses] + index_files
     lines_per_block = options.lines_per_block or LINES_PER_BLOCK_DEFAULT
     if options.splits:
         split_lines = load_splits(options.splits, options.shards)
@@ -211,7 +256,8 @@ def _write(engine, statuses, cdx_dir, cdx_format, options, summary, progress):
     progress.done()
     shards = len(split_lines) + 1
     record = contents.make(cdx_format, lines_per_block, split_lines,
-                           {s["name"]: contents.entry(s, cdx_dir) for s in statuses})
+                           {s["name"]: contents.entry(s, cdx_dir) for s in statuses},
+                           {s.path: contents.index_entry(s) for s in sources})
 
     def write(directory):
         stats = engine.write_cluster(cdx_files, split_lines, shards, lines_per_block, directory)
@@ -222,9 +268,16 @@ def _write(engine, statuses, cdx_dir, cdx_format, options, summary, progress):
     return record
 
 
-def _update(engine, record, statuses, cdx_dir, options, summary, progress):
-    """Steps 2 and 3 of an update: the new lines merged into the published cluster, the
-    lines of removed and replaced archives left out; the record of what it holds now."""
+def _update(engine, record, archives, sources, cdx_dir, options, summary, progress):
+    """The steps of an update: the new inputs read, indexed and merged into the published
+    cluster, the lines of removed and replaced archives left out; the record of what the
+    cluster holds now. Index inputs it holds already are not read again."""
+    held_indexes = [s for s in sources if s.path in record["indexes"]]
+    summary.warnings += [{"file": s.path, "offset": 0, "message": "already in the cluster: "
+                          "not added again"} for s in held_indexes]
+    sources = [s for s in sources if s.path not in record["indexes"]]
+    index_files = _read_indexes(engine, sources, options, summary, progress)
+    statuses = _index(engine, archives, cdx_dir, record["format"], options, summary, progress)
     new, replaced, held = contents.sort_statuses(record, statuses)
     removal = Removal(options.remove, [s["name"] for s in replaced])
     split_lines, lines_per_block = record["splits"], record["lines_per_block"]
@@ -236,12 +289,14 @@ def _update(engine, record, statuses, cdx_dir, options, summary, progress):
     for name in removed:
         del archives[name]
     update = summary.update = Update(added=len(new), replaced=len(replaced), held=len(held),
-                                     removed=len(removed))
+                                     removed=len(removed), indexes_added=len(sources),
+                                     indexes_held=len(held_indexes))
     progress.step(f"[2/3] the cluster's split points and lines per block: {shards} shards, "
                   f"{lines_per_block} lines a block")
     progress.done()
-    kept = contents.make(record["format"], lines_per_block, split_lines, archives)
-    cdx_files = [s["cdx"] for s in new + replaced]
+    kept = contents.make(record["format"], lines_per_block, split_lines, archives,
+                         {**record["indexes"], **{s.path: contents.index_entry(s) for s in sources}})
+    cdx_files = [s["cdx"] for s in new + replaced] + index_files
 
     def write(directory):
         stats, update.shards_copied, update.lines_removed = engine.update_cluster(
@@ -249,8 +304,10 @@ def _update(engine, record, statuses, cdx_dir, options, summary, progress):
         contents.write(directory, kept)
         return stats
 
+    merged = f"{len(new + replaced)} CDX files" + (f" and {len(sources)} index inputs"
+                                                    if sources else "")
     _publish(write, shards, options, summary, progress,
-             f"[3/3] updating the {shards} shards: {len(cdx_files)} CDX files merged in")
+             f"[3/3] updating the {shards} shards: {merged} merged in")
     contents.drop_cdx(cdx_dir, removed.values(), (cdxmeta.SUFFIX, steps.ERRORS_SUFFIX))
     return kept
 

@@ -3,6 +3,7 @@
     webarchive-index build warcs/ -o out --shards 4
     webarchive-index query out 'example.com/*'
     webarchive-index cdx warcs/example.warc.gz
+    webarchive-index export out -o all.cdxj.gz
     webarchive-index corpus --out corpus --files 2 --captures 500
 
 Exit status: 0 done; 1 failed (nothing published); 2 bad usage; 3 done, but
@@ -74,21 +75,26 @@ def _parser(command=None):
 def _build_parser(sub, help_line):
     build = sub.add_parser(
         "build", help=help_line,
-        description="Index every archive (one sorted .cdx.gz each), sample split points (or "
-                    "take them from --splits) and write a ZipNum cluster of --shards shards "
-                    "into OUTDIR/cluster; or, with --update, merge new archives into the "
-                    "cluster in OUTDIR and take out those --remove names.",
+        description="Index every archive (one sorted .cdx.gz each), read every index input, "
+                    "sample split points (or take them from --splits) and write a ZipNum "
+                    "cluster of --shards shards of all their lines into OUTDIR/cluster; or, "
+                    "with --update, merge new inputs into the cluster in OUTDIR and take out "
+                    "the archives --remove names.",
         epilog="Output: OUTDIR/cdx/ (per-archive CDX), OUTDIR/splits.txt and splits.seq, "
                "OUTDIR/cluster/ (cdx-NNNNN.gz, part-NNNNN, cluster.idx, cluster.loc, "
-               "contents.json), OUTDIR/errors.json when there were problems. Engines: "
-               "--runner local (default) merges the sorted CDX files on this machine's "
-               "cores; mrjob and inline run the MRJob jobs of jobs/ as Hadoop would "
-               "(scripts/ run them on Hadoop and EMR); spark runs Spark jobs. Their clusters "
-               "are byte-identical for the same inputs and split points (docs/local-engine.md).")
-    o.add(build, o.INPUTS.but(nargs="*"), o.OUTDIR, o.BUILD_SHARDS, o.BUILD_LINES_PER_BLOCK,
-          o.SPLITS_FROM, o.UPDATE, o.REMOVE, o.RUNNER, o.WORKERS, o.FAN_IN, o.WORK_DIR,
-          o.SPARK_MASTER, o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF, o.VERBOSE, o.PROGRESS,
-          *o.INDEXING)
+               "contents.json), OUTDIR/errors.json when there were problems; with --runner "
+               "mrjob, inline or spark, OUTDIR/indexes/ (index inputs rewritten for the jobs: "
+               "clusters, legacy indexes, files of several gzip members or with malformed "
+               "lines). Malformed lines of index inputs are problems as unreadable records "
+               "are (--on-error). Engines: --runner local (default) merges the sorted CDX "
+               "files on this machine's cores; mrjob and inline run the MRJob jobs of jobs/ as "
+               "Hadoop would (scripts/ run them on Hadoop and EMR); spark runs Spark jobs. "
+               "Their clusters are byte-identical for the same inputs and split points "
+               "(docs/local-engine.md).")
+    o.add(build, o.BUILD_INPUTS.but(nargs="*"), o.OUTDIR, o.BUILD_SHARDS,
+          o.BUILD_LINES_PER_BLOCK, o.SPLITS_FROM, o.UPDATE, o.REMOVE, o.RUNNER, o.WORKERS,
+          o.FAN_IN, o.WORK_DIR, o.SPARK_MASTER, o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF,
+          o.VERBOSE, o.PROGRESS, *o.BUILD_INDEXING)
 
 
 def _cdx_parser(sub, help_line):
@@ -120,6 +126,16 @@ def _query_parser(sub, help_line):
           o.QUERY_OUTPUT, o.PAGE, o.PAGE_SIZE, o.SHOW_NUM_PAGES,
           o.VERBOSE.but(help="print every request made to a remote cluster on stderr",
                         off_help="print no requests (default)"))
+
+
+def _export_parser(sub, help_line):
+    export = sub.add_parser(
+        "export", help=help_line,
+        description="Stream every line of a ZipNum cluster, in order, into one flat sorted "
+                    "index (for tools that read flat files: OpenWayback, pywb's CDX "
+                    "directories, sort/grep): to stdout, or to FILE, which appears only once "
+                    "complete. A cluster with a malformed line or out of order fails (exit 1).")
+    o.add(export, o.CLUSTER, o.EXPORT_OUTPUT, o.EXPORT_FORMAT, o.PROGRESS)
 
 
 def _finalize_parser(sub, help_line):
@@ -217,11 +233,17 @@ def _cdx(args):
     if args.output:
         from .steps import index_archive
     try:
-        archives, missing, _ = expand(args.inputs, args.input_root)
+        found = expand(args.inputs, args.input_root)
     except InputError as exc:
         sys.stderr.write(f"webarchive-index: {exc}\n")
         return EXIT_USAGE
-    errors = [{"file": m, "offset": 0, "reason": "no such file or directory"} for m in missing]
+    if found.indexes:
+        sys.stderr.write(f"webarchive-index cdx: {found.indexes[0].path} is an index, not an "
+                         "archive: cdx indexes archives (build takes indexes as input too)\n")
+        return EXIT_USAGE
+    archives = found.archives
+    errors = [{"file": m, "offset": 0, "reason": "no such file or directory"}
+              for m in found.missing]
     out = sys.stdout
     for archive in archives:
         if errors and args.on_error == "fail":
@@ -237,7 +259,7 @@ def _cdx(args):
             break
         out.write(header_line(args.cdx_format))
         out.writelines(result.lines)
-    print_problems(errors, sys.stderr)
+    print_problems(errors, sys.stderr, found.warnings)
     if errors:
         return EXIT_FAILED if args.on_error == "fail" else EXIT_PARTIAL
     return EXIT_OK
@@ -282,6 +304,22 @@ def _query(args):
     finally:
         if args.verbose:
             storage.remove_request_listener(show)
+    return EXIT_OK
+
+
+def _export(args):
+    from .export import ExportFailed, export
+    from .indexinputs import IndexInputError
+    try:
+        done = export(o.ExportOptions.from_args(args), sys.stdout.buffer)
+    except BrokenPipeError:  # a reader that stopped (| head): as every command, not a failure
+        raise
+    except (ExportFailed, IndexInputError, OSError) as exc:
+        written = "" if args.output else " (what was printed is incomplete)"
+        sys.stderr.write(f"webarchive-index export: {exc}{written}\n")
+        return EXIT_FAILED
+    sys.stderr.write(f"exported: {done.lines} lines ({done.format}) from {args.location} "
+                     f"to {done.output or 'stdout'} in {done.seconds:.1f} s\n")
     return EXIT_OK
 
 
@@ -421,9 +459,12 @@ def _corpus(args):
 
 # Each command: its help, what adds its parser, what runs it
 COMMANDS = {
-    "build": ("index archives and build a ZipNum cluster", _build_parser, _build),
+    "build": ("index archives (and add existing indexes) into a ZipNum cluster", _build_parser,
+              _build),
     "cdx": ("write the sorted CDX of each archive (no cluster)", _cdx_parser, _cdx),
     "query": ("look up captures in a cluster", _query_parser, _query),
+    "export": ("write every line of a cluster as one flat sorted CDX file", _export_parser,
+               _export),
     "finalize": ("check the shards of a cluster job's output and publish its index",
                  _finalize_parser, _finalize),
     "corpus": ("generate a Common-Crawl-shaped test corpus", _corpus_parser, _corpus),

@@ -3,7 +3,8 @@ which ``build --update`` reads back.
 
     {"format": "cdxj", "lines_per_block": 3000, "splits": ["com,a)/ 2024...", ...],
      "archives": {"crawl/a.warc.gz": {"path": "/data/crawl/a.warc.gz", "cdx": "crawl/a.cdx.gz",
-                                      "source": {"size": 1234, "mtime_ns": ...}}, ...}}
+                                      "source": {"size": 1234, "mtime_ns": ...}}, ...},
+     "indexes": {"/data/old.cdxj.gz": {"name": "old.cdxj.gz", "kind": "cdx"}, ...}}
 
 The record is written into the directory the shards are written to, before the cluster
 is published, so it is published with them in the same step (``publish``): it always
@@ -16,7 +17,8 @@ itself, or a ``build-...`` prefix on S3), or in ``cluster/`` when the cluster is
 that was made from (``cdxmeta.source_of``). An update sorts the archives it is given with
 :func:`sort_statuses`: those held already, with the same source, are not added again;
 those held but indexed again (changed since, or ``--no-skip-existing``) replace their
-lines; the others are new.
+lines; the others are new. ``indexes`` are the index inputs (existing CDX files,
+clusters, legacy indexes) whose lines it holds: an update does not read them again.
 """
 import json
 
@@ -31,9 +33,9 @@ class NoRecord(ValueError):
     """A cluster that an update cannot extend: none, or one without a record."""
 
 
-def make(fmt, lines_per_block, split_lines, archives):
+def make(fmt, lines_per_block, split_lines, archives, indexes):
     return {"format": fmt, "lines_per_block": lines_per_block, "splits": list(split_lines),
-            "archives": archives}
+            "archives": archives, "indexes": indexes}
 
 
 def entry(status, cdx_dir):
@@ -41,6 +43,11 @@ def entry(status, cdx_dir):
     ``cdx_dir``, and what that was made from."""
     return {"path": status["path"], "cdx": status["cdx"][len(cdx_dir.rstrip("/")) + 1:],
             "source": status["source"]}
+
+
+def index_entry(source):
+    """The record of an index input (``indexinputs``): its name and kind."""
+    return {"name": source.name, "kind": source.kind}
 
 
 def write(directory, record):
@@ -80,6 +87,7 @@ def read(cluster_dir):
         raise NoRecord(f"{path} cannot be read ({exc}): build the cluster anew") from None
     if not (isinstance(record, dict) and isinstance(record.get("splits"), list)
             and isinstance(record.get("archives"), dict)
+            and isinstance(record.get("indexes"), dict)
             and isinstance(record.get("lines_per_block"), int)):
         raise NoRecord(f"{path} is not a record of a cluster: build the cluster anew")
     return record

@@ -1,12 +1,22 @@
-"""Which archive files an indexing run reads, and the name each one gets in the index.
+"""Which files a run reads (archives, and for ``build`` existing indexes), and the name each
+archive gets in the index and under the output directory.
 
-INPUT arguments may be archive files, directories (searched recursively),
-glob patterns and manifest files (one path per line, as the original jobs
-took them; ``#`` starts a comment; relative lines are relative to the
-manifest). An ``s3://`` INPUT is an archive or a manifest if its name ends like
-one, else a prefix to list like a directory (``s3://bucket/crawl/``); globs are
-local only. Each archive gets a *name*: the ``filename`` field of its CDX lines
-and the path of its CDX file under the output directory.
+INPUT arguments may be files, directories (searched recursively), glob patterns and
+manifest files (one path per line, as the original jobs took them; ``#`` starts a
+comment; relative lines are relative to the manifest). An ``s3://`` INPUT is a file or
+a manifest if its name ends like one, else a prefix to list like a directory
+(``s3://bucket/crawl/``); globs are local only. Each file found is one of:
+
+* an **archive** (``.warc.gz .warc .arc.gz .arc``, or a file that starts like one);
+* an **index** (see ``indexinputs``): a flat CDX/CDXJ file (``.cdx .cdxj .cdx.gz
+  .cdxj.gz``, Common Crawl's ``cdx-NNNNN.gz``, or a file whose first line is a CDX
+  line); a ZipNum cluster (its ``cluster.idx``, any ``.idx``/``.summary``, or a
+  directory holding ``cluster.idx``, or ``cluster/cluster.idx`` and ``archives.txt``
+  as a build's output does: then nothing else below that directory is read);
+  or the 2012 Common Crawl URL index (``legacyindex``; named ``url-index.*``, or a
+  local file that starts like one).
+
+Each archive gets a *name*: the ``filename`` field of its CDX lines.
 
 * under a directory input (or a manifest's directory, or an ``--input-root``):
   the path relative to that root, e.g. ``crawl/a.warc.gz``;
@@ -14,11 +24,17 @@ and the path of its CDX file under the output directory.
 
     >>> relative_name("/data/crawl/seg1/a.warc.gz", ["/data/crawl"])
     'seg1/a.warc.gz'
+
+A name is kept as it is in the ``filename`` field, whatever it holds (an S3 key may
+hold ``..``); the CDX file's path under the output directory is made from it by
+``cdx_name``, which never leaves that directory (``safe_path``).
 """
 import glob
 import gzip
 import io
 import os
+import re
+import zlib
 from collections import namedtuple
 
 from . import storage
@@ -26,12 +42,29 @@ from . import storage
 ARCHIVE_EXTENSIONS = (".warc.gz", ".warc", ".arc.gz", ".arc")
 # Common Crawl publishes its file lists as warc.paths.gz
 MANIFEST_EXTENSIONS = (".paths", ".paths.gz", ".txt", ".lst", ".manifest")
+INDEX_EXTENSIONS = (".cdx", ".cdxj", ".cdx.gz", ".cdxj.gz")
+CLUSTER_EXTENSIONS = (".idx", ".summary")
+# What marks a directory as a ZipNum cluster when a directory is searched
+CLUSTER_INDEX = "cluster.idx"
+# Common Crawl's published shards: read alone, each is a flat gzipped CDXJ file
+SHARD_NAME = re.compile(r"cdx-\d+\.gz\Z")
+# The 2012 Common Crawl URL index was published as url-index.<seconds>
+LEGACY_PREFIX = "url-index."
 ARCHIVE_MAGIC = (b"\x1f\x8b", b"WARC/", b"filedesc://")
-
+# The usual archive name, whose CDX keeps Common Crawl's name: x.warc.gz -> x.cdx.gz
+USUAL_ARCHIVE = ".warc.gz"
+CDX_SUFFIX = ".cdx.gz"
+# Characters a CDX path never holds as they are: control characters and backslashes
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f\\]")
 
 # An archive to index: its path, its name in the index (``relative_name``), and the root
 # that name is relative to (None for a base name)
 Archive = namedtuple("Archive", "path name root", defaults=(None,))
+# An existing index to read: its path, its name, and its kind ("cdx", "cluster", "legacy")
+Index = namedtuple("Index", "path name kind")
+# What ``expand`` found: archives and indexes in input order, the inputs that named
+# nothing, the roots names are relative to, and warnings (dicts: file, offset, message)
+Found = namedtuple("Found", "archives indexes missing roots warnings")
 
 
 class InputError(ValueError):
@@ -57,25 +90,83 @@ def _holding_root(path, roots):
     return best
 
 
+def safe_path(name):
+    """``name`` as a relative path that stays below the directory it is joined to.
+
+    Empty and ``.`` segments (a leading ``/``, ``a//b``) are dropped, ``..`` becomes
+    ``%2E%2E``, control characters and backslashes become ``%XX``. A plain relative
+    name is returned as it is.
+    """
+    segments = []
+    for segment in name.split("/"):
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            segment = "%2E%2E"
+        segments.append(_UNSAFE.sub(lambda m: "%%%02X" % ord(m.group()), segment))
+    return "/".join(segments) or "%2E"
+
+
 def cdx_name(name):
-    """The CDX file for an archive name: ``a/b/x.warc.gz`` -> ``a/b/x.cdx.gz``."""
-    for ext in ARCHIVE_EXTENSIONS:
-        if name.endswith(ext):
-            return name[:-len(ext)] + ".cdx.gz"
-    return name + ".cdx.gz"
+    """The CDX file of an archive name, relative to the CDX directory: the name with
+    ``.cdx.gz`` added, or for the usual ``.warc.gz`` in its place (``a/x.warc.gz`` ->
+    ``a/x.cdx.gz``, as Common Crawl names them; ``x.arc.gz`` -> ``x.arc.gz.cdx.gz``).
+
+    The rule depends on the name alone, so a CDX keeps its name whatever else is
+    indexed beside it, in this run or a later one, and ``x.warc.gz``, ``x.warc`` and
+    ``x.arc.gz`` in one directory get three files. Names that are not plain relative
+    paths are made so first (``safe_path``).
+    """
+    path = safe_path(name)
+    if path.endswith(USUAL_ARCHIVE):
+        return path[:-len(USUAL_ARCHIVE)] + CDX_SUFFIX
+    return path + CDX_SUFFIX
 
 
-def _is_archive(path):
+def kind_of(path):
+    """"archive", "cdx", "cluster", "legacy" or "manifest" by the name of ``path``, else by
+    its first bytes when it is a local file; None for a remote one named like none."""
+    name = path.rsplit("/", 1)[-1]
     if path.endswith(ARCHIVE_EXTENSIONS):
-        return True
+        return "archive"
+    if path.endswith(INDEX_EXTENSIONS) or SHARD_NAME.match(name):
+        return "cdx"
+    if path.endswith(CLUSTER_EXTENSIONS):
+        return "cluster"
+    if name.startswith(LEGACY_PREFIX):
+        return "legacy"
     if path.endswith(MANIFEST_EXTENSIONS):
-        return False
+        return "manifest"
+    if not storage.is_local(path):
+        return None
+    return _sniff(path)
+
+
+def _sniff(path):
+    from .indexinputs import looks_like_cdx
+    from .legacyindex import looks_like_legacy
     with open(path, "rb") as fh:
-        return fh.read(16).startswith(ARCHIVE_MAGIC)
+        head = fh.read(4096)
+        size = os.fstat(fh.fileno()).st_size
+    if head.startswith(b"\x1f\x8b"):
+        try:  # what the first bytes inflate to (a cut stream gives what it can)
+            inflated = zlib.decompressobj(31).decompress(head)
+        except zlib.error:
+            inflated = b""
+        return "cdx" if looks_like_cdx(inflated) else "archive"
+    if head.startswith(ARCHIVE_MAGIC):
+        return "archive"
+    if looks_like_legacy(head, size):
+        return "legacy"
+    return "cdx" if looks_like_cdx(head) else "manifest"
 
 
 def read_manifest(path):
-    """Archive paths listed in a manifest file (plain or gzipped, local or on S3), made absolute."""
+    """The paths listed in a manifest file (plain or gzipped, local or on S3), made absolute.
+
+    Local lines are normalized (``../x`` is the manifest directory's sibling); lines of
+    a remote manifest are joined to its prefix as they are (an S3 key is what it says).
+    """
     base = storage.dirname(storage.abspath(path))
     paths = []
     with storage.open_read(path) as raw:
@@ -87,73 +178,122 @@ def read_manifest(path):
                 continue
             if storage.is_local(line):
                 line = storage.resolve(base, line)
+                if storage.is_local(line):
+                    line = os.path.normpath(line)
             paths.append(line)
     return base, paths
 
 
 def _walk(directory):
-    return [path for path in storage.list_files(directory) if path.endswith(ARCHIVE_EXTENSIONS)]
+    """(kind, path) of the archives and indexes under ``directory``; a directory that holds a
+    cluster is that cluster alone (with the rest of a build's output directory holding it)."""
+    listed = list(storage.list_files(directory))
+    names = set(listed)
+    skipped = []
+    for path in listed:
+        if path.rsplit("/", 1)[-1] == CLUSTER_INDEX:
+            cluster_dir = path.rsplit("/", 1)[0]
+            parent, _, last = cluster_dir.rpartition("/")
+            build_output = last == "cluster" and parent + "/archives.txt" in names
+            skipped.append(((parent if build_output else cluster_dir) + "/", path))
+    found = []
+    for path in listed:
+        if any(path.startswith(prefix) for prefix, _ in skipped):
+            if any(path == idx for _, idx in skipped):
+                found.append(("cluster", path))
+            continue
+        if path.endswith(ARCHIVE_EXTENSIONS):
+            found.append(("archive", path))
+        elif path.endswith(INDEX_EXTENSIONS) or SHARD_NAME.match(path.rsplit("/", 1)[-1]):
+            found.append(("cdx", path))
+    return found
 
 
-def _expand_remote(url, roots):
-    """The archives a URI INPUT names: itself, those its manifest lists, or those under it."""
-    if url.endswith(ARCHIVE_EXTENSIONS):
-        return [url]
-    if url.endswith(MANIFEST_EXTENSIONS):
+def _listed(paths, missing):
+    """(kind, path) of the paths a manifest lists: absent local ones go to ``missing``; one
+    named like nothing else is an archive, as manifests always listed archives."""
+    found = []
+    for path in paths:
+        if storage.is_local(path) and not os.path.exists(path):
+            missing.append(path)
+            continue
+        kind = kind_of(path) if not os.path.isdir(path) else None
+        found.append((kind if kind not in (None, "manifest") else "archive", path))
+    return found
+
+
+def _expand_remote(url, roots, missing):
+    """(kind, path) of what a URI INPUT names: itself, what its manifest lists, or what is
+    under it (an S3 prefix, a Hadoop directory)."""
+    kind = kind_of(url)
+    if kind == "manifest":
         base, listed = read_manifest(url)
         roots.append(base)
-        return listed
+        return _listed(listed, missing)
+    if kind is not None:
+        return [(kind, url)]
     roots.append(url.rstrip("/"))
     return _walk(url)
 
 
-def expand(inputs, roots=()):
-    """(archives, missing, roots) for the INPUT arguments, in a stable order.
+def _expand_local(item, roots, missing):
+    matches = [item] if os.path.exists(item) else sorted(glob.glob(item, recursive=True))
+    if not matches:
+        missing.append(item)
+    found = []
+    for match in matches:
+        match = os.path.abspath(match)
+        if os.path.isdir(match):
+            roots.append(match)
+            found.extend(_walk(match))
+            continue
+        kind = kind_of(match)
+        if kind == "manifest":
+            base, listed = read_manifest(match)
+            roots.append(base)
+            found.extend(_listed(listed, missing))
+        else:
+            found.append((kind, match))
+    return found
 
-    ``missing`` lists inputs that name nothing; the caller decides whether
-    that is fatal. Raises InputError when two archives would get the same name.
+
+def expand(inputs, roots=()):
+    """A ``Found`` for the INPUT arguments: archives and indexes in a stable order.
+
+    ``missing`` lists inputs that name nothing; the caller decides whether that is
+    fatal. Raises InputError when two archives would be indexed into one CDX file.
     """
     roots = [storage.abspath(r) for r in roots]
-    paths, missing = [], []
+    found, missing = [], []
     for item in inputs:
-        if not storage.is_local(item):
-            try:
-                found = _expand_remote(item, roots)
-            except FileNotFoundError:  # no such manifest or bucket
-                found = []
-            except OSError as exc:
-                raise InputError(f"cannot read {item}: {exc}") from exc
-            if not found:
-                missing.append(item)
-            paths.extend(found)
+        if storage.is_local(item):
+            found.extend(_expand_local(item, roots, missing))
             continue
-        matches = [item] if os.path.exists(item) else sorted(glob.glob(item, recursive=True))
-        if not matches:
+        try:
+            named = _expand_remote(item, roots, missing)
+        except FileNotFoundError:  # no such manifest or bucket
+            named = []
+        except OSError as exc:
+            raise InputError(f"cannot read {item}: {exc}") from exc
+        if not named:
             missing.append(item)
-        for match in matches:
-            match = os.path.abspath(match)
-            if os.path.isdir(match):
-                roots.append(match)
-                paths.extend(_walk(match))
-            elif _is_archive(match):
-                paths.append(match)
-            else:
-                base, listed = read_manifest(match)
-                roots.append(base)
-                for path in listed:
-                    if not storage.is_local(path) or os.path.exists(path):
-                        paths.append(path)
-                    else:
-                        missing.append(path)
-    archives, seen = [], {}
-    for path in dict.fromkeys(paths):
+        found.extend(named)
+    archives, indexes, warnings, seen = [], [], [], {}
+    for path, kind in dict((path, kind) for kind, path in found).items():
         root = _holding_root(path, roots)
-        archive = Archive(path, _name_under(path, root), root)
-        target = cdx_name(archive.name)
-        other = seen.setdefault(target, archive.path)
-        if other != archive.path:
-            raise InputError(f"{other} and {archive.path} would both be indexed into {target!r}: "
+        name = _name_under(path, root)
+        if kind != "archive":
+            indexes.append(Index(path, name, kind))
+            continue
+        target = cdx_name(name)
+        other = seen.setdefault(target, path)
+        if other != path:
+            raise InputError(f"{other} and {path} would both be indexed into {target!r}: "
                              "pass their common parent directory instead, use --input-root, "
                              "or rename one")
-        archives.append(archive)
-    return archives, missing, roots
+        if safe_path(name) != name:
+            warnings.append({"file": path, "offset": 0, "message":
+                             f"its name {name!r} is not a plain relative path: its CDX is "
+                             f"written to cdx/{target} (the CDX filename field keeps the name)"})
+        archives.append(Archive(path, name, root))
+    return Found(archives, indexes, missing, roots, warnings)

@@ -23,8 +23,8 @@ most of the time and runs on every core.
 
 Usage (``pool`` is a ``concurrent.futures`` executor, ``workers`` its processes)::
 
-    run_list, pairs, unsorted = make_runs(pool, paths, sizes, work_dir, workers,
-                                          {p: SAMPLE_STRIDE for p in paths}, shards * 100)
+    run_list, pairs, unsorted, _ = make_runs(pool, paths, sizes, work_dir, workers,
+                                             {p: SAMPLE_STRIDE for p in paths}, shards * 100)
     sample = splits.merge(pairs, shards * 100)
     written = write_shards(pool, run_list, splits.choose_splits(sample, shards), sample,
                            "out/.cluster-build-x", work_dir, 3000, workers)
@@ -35,6 +35,7 @@ import concurrent.futures
 import heapq
 import math
 import os
+import tempfile
 from typing import NamedTuple
 
 from isal import isal_zlib
@@ -76,8 +77,8 @@ def run_tasks(pool, function, calls, progress=None, label=None):
 
 
 class RunTask(NamedTuple):
-    inputs: tuple          # paths of CDX files
-    sampled: dict          # input -> stride, for the inputs to sample (see sample_every)
+    inputs: tuple          # paths of CDX files, or index sources (``indexinputs``)
+    sampled: dict          # input key -> stride, for the inputs to sample (see sample_every)
     path: str              # the run to write
     work_dir: str          # for runs of unsorted inputs
     fan_in: int = FAN_IN
@@ -89,7 +90,22 @@ class RunTask(NamedTuple):
 class RunResult(NamedTuple):
     run: runs.Run
     sample: list           # (key, line) pairs of the sampled inputs' bottom-k
-    unsorted: list         # inputs that were not sorted
+    unsorted: list         # keys of the inputs that were not sorted
+    reports: dict          # index source path -> (errors, warnings, lines read)
+
+
+class Made(NamedTuple):
+    """What phase A made: the runs, the sample, the inputs found unsorted, and what was
+    found reading each index source."""
+    runs: list
+    sample: list
+    unsorted: list
+    reports: dict
+
+
+def input_key(item):
+    """What names an input of phase A: a CDX file's path, or an index source's."""
+    return item if isinstance(item, str) else item.path
 
 
 def sample_every(chunks, reservoir, stride):
@@ -121,31 +137,57 @@ def _read(path, size):
         raise InputFailed(path, str(exc) or type(exc).__name__) from exc
 
 
+def _read_source(source, size, ordered, reports):
+    """The chunks of an index source through its own reader (``indexinputs``):
+    ``NotSorted`` when ``ordered`` and it is not; once read whole, or until a failure
+    (the lines before it are kept, as the jobs get them), what was found goes to
+    ``reports``."""
+    from .indexinputs import IndexInputError
+    from .indexprep import report
+    failed = None
+    try:
+        for chunk in source.chunks(size):
+            if ordered and source.unsorted is not None:
+                raise runs.NotSorted(source.path, chunk[0])
+            yield chunk
+    except (IndexInputError, OSError) as exc:
+        failed = exc
+    reports[source.path] = (*report(source, failed), source.lines_read)
+
+
 def _make_run(task, unsorted):
     reservoir = splits.Reservoir(task.sample_size) if task.sampled else None
+    reports = {}
 
-    def lines_of(path, size):
-        chunks = _read(path, size)
+    def lines_of(item, size, ordered):
+        key = input_key(item)
+        if isinstance(item, str):
+            chunks = _read(item, size)
+            chunks = runs.checked(chunks, key) if ordered else chunks
+        else:
+            chunks = _read_source(item, size, ordered, reports)
         if task.removal:
             chunks = task.removal.kept(chunks)
-        return sample_every(chunks, reservoir, task.sampled[path]) if path in task.sampled \
+        return sample_every(chunks, reservoir, task.sampled[key]) if key in task.sampled \
             else chunks
 
-    in_order = [path for path in task.inputs if path not in unsorted]
+    in_order = [item for item in task.inputs if input_key(item) not in unsorted]
     spilled = []
-    for path in unsorted:
-        spilled += runs.spill(lines_of(path, runs.CHUNK_BYTES), task.work_dir, task.memory)
+    for item in task.inputs:
+        if input_key(item) in unsorted:
+            spilled += runs.spill(lines_of(item, runs.CHUNK_BYTES, False), task.work_dir,
+                                  task.memory)
     spilled = runs.merge_runs(spilled, task.work_dir, task.fan_in, task.memory,
                               limit=max(1, task.fan_in - len(in_order)))
     size = runs.chunk_bytes_for(len(in_order) + len(spilled), task.memory)
-    streams = [runs.checked(lines_of(path, size), path) for path in in_order]
+    streams = [lines_of(item, size, True) for item in in_order]
     streams += [run.chunks(0, size) for run in spilled]
     try:
         run = runs.write_run(runs.merge(streams), task.path)
     finally:
         for spilled_run in spilled:
             spilled_run.remove()
-    return RunResult(run, reservoir.items() if reservoir else [], list(unsorted))
+    return RunResult(run, reservoir.items() if reservoir else [], list(unsorted), reports)
 
 
 def merge_group(group, path, memory=MEMORY):
@@ -313,21 +355,36 @@ def shard_stats(shard, pieces):
 
 def make_runs(pool, inputs, sizes, work_dir, workers, sampled=None, sample_size=0,
               fan_in=FAN_IN, memory=MEMORY, removal=None, progress=None):
-    """Phase A and the rounds above ``fan_in``: ``(runs, sample pairs, unsorted inputs)``.
+    """Phase A and the rounds above ``fan_in``: a ``Made``.
 
-    ``sizes`` are the inputs' sizes in bytes (to deal them evenly); ``sampled`` maps
+    ``inputs`` are paths of CDX files or index sources (``input_key`` names them),
+    ``sizes`` their sizes in bytes (to deal them evenly); ``sampled`` maps the keys of
     the inputs to sample to their stride (``sample_every``), into a bottom-k of
-    ``sample_size`` pairs; lines that ``removal`` removes are left out.
+    ``sample_size`` pairs; lines that ``removal`` removes are left out. The runs go to a
+    directory of their own in ``work_dir``.
     """
     sampled = sampled or {}
+    work_dir = tempfile.mkdtemp(prefix="runs-", dir=work_dir)
     groups = group_inputs(list(inputs), list(sizes), workers, fan_in)
-    tasks = [RunTask(tuple(group), {p: sampled[p] for p in group if p in sampled},
+    tasks = [RunTask(tuple(group), {input_key(p): sampled[input_key(p)] for p in group
+                                    if input_key(p) in sampled},
                      os.path.join(work_dir, f"run-{i:06d}.run"), work_dir, fan_in, memory,
                      sample_size, removal)
              for i, group in enumerate(groups)]
+    noun = "CDX files" if all(isinstance(item, str) for item in inputs) else "index inputs"
     results = run_tasks(pool, make_run, [(task,) for task in tasks], progress,
-                        f"merging {len(inputs)} CDX files into {len(tasks)} sorted runs")
-    run_list = [result.run for result in results]
+                        f"merging {len(inputs)} {noun} into {len(tasks)} sorted runs")
+    run_list = merge_rounds(pool, [result.run for result in results], work_dir, fan_in,
+                            memory, progress)
+    return Made(run_list, [pair for result in results for pair in result.sample],
+                [key for result in results for key in result.unsorted],
+                {path: found for result in results for path, found in result.reports.items()})
+
+
+def merge_rounds(pool, run_list, work_dir, fan_in=FAN_IN, memory=MEMORY, progress=None):
+    """``run_list`` merged on the pool, the fewest lines again, until at most ``fan_in``
+    runs are left (in ``work_dir``); the runs left."""
+    run_list = list(run_list)
     round_number = 0
     while len(run_list) > fan_in:
         round_number += 1
@@ -341,13 +398,12 @@ def make_runs(pool, inputs, sizes, work_dir, workers, sampled=None, sample_size=
             chosen, run_list = run_list, []
             merges = math.ceil(len(chosen) / fan_in)
         groups = [chosen[i::merges] for i in range(merges)]
-        paths = [os.path.join(work_dir, f"round{round_number}-{i:06d}.run") for i in range(merges)]
+        work = tempfile.mkdtemp(prefix=f"round{round_number}-", dir=work_dir)
+        paths = [os.path.join(work, f"run-{i:06d}.run") for i in range(merges)]
         run_list += run_tasks(pool, merge_group, [(g, p, memory) for g, p in zip(groups, paths)],
                               progress, f"merging runs above the fan-in of {fan_in}, "
                                         f"round {round_number}")
-    sample = [pair for result in results for pair in result.sample]
-    unsorted = [path for result in results for path in result.unsorted]
-    return run_list, sample, unsorted
+    return run_list
 
 
 def write_shards(pool, run_list, split_lines, sample_lines, cluster_dir, work_dir,

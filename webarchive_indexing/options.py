@@ -11,7 +11,7 @@ registers options on an argparse parser, or on an MRJob job in ``configure_args`
     options = BuildOptions.from_args(parser.parse_args())
     build(inputs, out_dir, BuildOptions(shards=4, runner="inline"))
 
-The option objects (``BuildOptions``, ``CopyOptions``) are what the library's entry
+The option objects (``BuildOptions``, ``ExportOptions``, ``CopyOptions``) are what the library's entry
 points take instead of long parameter lists: an attribute per option, named as its
 destination, its default unless given.
 """
@@ -35,6 +35,8 @@ LINES_PER_BLOCK_DEFAULT = 3000
 FAN_IN_DEFAULT = 256
 MATCH_TYPES = ("exact", "prefix", "host", "domain")
 QUERY_OUTPUTS = ("cdxj", "json", "cdx11")
+# As export.FORMATS (the formats ``export`` writes)
+EXPORT_FORMATS = ("cdx",)
 
 
 class UsageError(ValueError):
@@ -139,10 +141,29 @@ INPUT_HELP = ("WARC/ARC files (.warc.gz .warc .arc.gz .arc), directories (search
               "manifests and directories may be s3://bucket/key URLs (s3://bucket/prefix/ is "
               "listed like a directory)")
 
+BUILD_INPUT_HELP = (
+    "WARC/ARC files (.warc.gz .warc .arc.gz .arc), and existing indexes whose lines go into "
+    "the cluster with the archives': flat CDXJ, CDX11 or CDX9 files (.cdx .cdxj .cdx.gz "
+    ".cdxj.gz, Common Crawl's cdx-NNNNN.gz; sorted or not), ZipNum clusters (a cluster.idx, "
+    "or a directory holding one, e.g. a build's output directory) and the 2012 Common Crawl "
+    "URL index (url-index.*); as files, directories (searched recursively), glob patterns or "
+    "manifest files listing one path per line; files, manifests and directories may be "
+    "s3://bucket/key URLs (s3://bucket/prefix/ is listed like a directory)")
+
 # what to index, and how
 INPUTS = Option("inputs", nargs="+", metavar="INPUT", help=INPUT_HELP)
+BUILD_INPUTS = INPUTS.but(help=BUILD_INPUT_HELP)
 CDX_FORMAT = Option("--cdx-format", choices=FORMATS, default="cdxj",
                     help="CDXJ (default, as Common Crawl and pywb write it) or classic CDX11/CDX9")
+BUILD_CDX_FORMAT = CDX_FORMAT.but(
+    default=None, help="the CDX format of the cluster: CDXJ (as Common Crawl and pywb write it) "
+                       "or classic CDX11/CDX9 (default: the format of the index inputs, else "
+                       "cdxj); archives are indexed in it, and index inputs must be in it")
+LEGACY_PREFIX = Option("--legacy-prefix", default="", metavar="KEY",
+                       help="read only the URL keys starting with KEY of 2012 Common Crawl URL "
+                            "index inputs (their keys are reversed host names: "
+                            "com.example.www/path:http; com.example takes example.com and its "
+                            "subdomains); default: every key")
 INPUT_ROOT = Option("--input-root", action="append", default=[], metavar="DIR",
                     help="make the CDX 'filename' of archives under DIR relative to it "
                          "(directory inputs and manifests are roots already); repeatable")
@@ -153,6 +174,8 @@ ON_ERROR = Option("--on-error", choices=ERROR_MODES, default="fail",
                   help="fail (default): any unreadable input stops the build before a cluster "
                        "is written; skip: index every readable record and report the rest")
 INDEXING = (CDX_FORMAT, INPUT_ROOT, SKIP_EXISTING)
+# what build takes of them, with index inputs
+BUILD_INDEXING = (BUILD_CDX_FORMAT, INPUT_ROOT, SKIP_EXISTING, LEGACY_PREFIX)
 
 # the cluster
 OUTDIR = Option("-o", "--output", required=True, metavar="OUTDIR",
@@ -245,6 +268,14 @@ PAGE_SIZE = Option("--page-size", type=positive, metavar="BLOCKS",
 SHOW_NUM_PAGES = Flag("show-num-pages", False,
                       "print only the page count as pywb's showNumPages does: "
                       '{"pages": ..., "pageSize": ..., "blocks": ...}', "print the lines (default)")
+
+# export
+EXPORT_OUTPUT = Option("-o", "--output", metavar="FILE",
+                       help="write FILE (local or s3://; gzipped when it ends in .gz), which "
+                            "appears only once complete, instead of printing")
+EXPORT_FORMAT = Option("--format", choices=EXPORT_FORMATS, default="cdx",
+                       help="cdx (default): the lines as the cluster holds them, CDXJ, or "
+                            "CDX11/CDX9 after their ' CDX ...' header line")
 
 # copy
 COPY_CLUSTER = CLUSTER.but(help="the cluster: a build's output directory, its cluster/ directory "
@@ -382,8 +413,13 @@ def check_build(options, inputs):
 class BuildOptions(Options):
     """What ``build.build(inputs, out_dir, options)`` does, and with which engine."""
     OPTIONS = (BUILD_SHARDS, BUILD_LINES_PER_BLOCK, SPLITS_FROM, UPDATE, REMOVE, ON_ERROR,
-               ROOT_INDEX, PROGRESS, *INDEXING, *ENGINE)
+               ROOT_INDEX, PROGRESS, *BUILD_INDEXING, *ENGINE)
     EXTRA = {"spark_context": None}
+
+
+class ExportOptions(Options):
+    """What ``export.export(options)`` writes: which cluster, where to, in which format."""
+    OPTIONS = (CLUSTER, EXPORT_OUTPUT, EXPORT_FORMAT, PROGRESS)
 
 
 class CopyOptions(Options):

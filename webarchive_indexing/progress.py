@@ -28,19 +28,21 @@ class Progress:
     False) nothing is drawn; only the name of each step of a run is written, on a line of
     its own, so that a log shows how far a run got."""
 
-    def __init__(self, stream=sys.stderr, enabled=None):
-        self.stream = stream
+    def __init__(self, stream=None, enabled=None):
+        self.stream = stream = stream or sys.stderr  # (the one of now, not of the import)
         self.enabled = stream.isatty() if enabled is None else enabled
         self._stop = threading.Event()
         self._thread = None
 
     def step(self, label, count=None, total=None):
-        """Start showing the step ``label``; ``count()`` (if given) is polled for ``n/total``."""
+        """Start showing the step ``label``; ``count()`` (if given) is polled for ``n/total``
+        (``n`` without a total)."""
         if not self.enabled:
             self.done()
             self.stream.write(label + "\n")
             return
-        self._show(lambda: f"{label}: {count()}/{total}" if count else label)
+        of = "" if total is None else f"/{total}"
+        self._show(lambda: f"{label}: {count()}{of}" if count else label)
 
     def transfer(self, label, done, records, size):
         """Start showing ``label: r/records records, b/size`` from ``done() -> (r, b)``

@@ -16,11 +16,21 @@ def log_to_stderr(verbose):
     logging.basicConfig(format="%(message)s", level=logging.INFO if verbose else logging.ERROR)
 
 
-def print_problems(errors, stream):
+def _where(problem):
+    """Where in its file a problem is: a line of an index, an offset of an archive."""
+    return f"line {problem['line']}" if "line" in problem else f"offset {problem['offset']}"
+
+
+def print_problems(errors, stream, warnings=()):
+    """The first 20 errors, and the first 5 warnings (all are in errors.json)."""
     for error in errors[:20]:
-        stream.write(f"error: {error['file']}: offset {error['offset']}: {error['reason']}\n")
+        stream.write(f"error: {error['file']}: {_where(error)}: {error['reason']}\n")
     if len(errors) > 20:
         stream.write(f"error: ... and {len(errors) - 20} more\n")
+    for warning in warnings[:5]:
+        stream.write(f"warning: {warning['file']}: {_where(warning)}: {warning['message']}\n")
+    if len(warnings) > 5:
+        stream.write(f"warning: ... and {len(warnings) - 5} more\n")
 
 
 def print_summary(summary, stream):
@@ -31,6 +41,8 @@ def print_summary(summary, stream):
         f"archives: {summary.archives} ({summary.archives_skipped} already indexed{again}), "
         f"{human(summary.input_bytes)} read\n"
         f"records:  {summary.records} read, {summary.lines} CDX lines\n")
+    if summary.indexes:
+        stream.write(f"indexes:  {summary.indexes} read, {summary.index_lines} CDX lines\n")
     update = summary.update
     if update is not None:
         stream.write(f"update:   {update.added} archives added, {update.replaced} replaced "
@@ -56,11 +68,11 @@ def report_build(run, output):
         sys.stderr.write(f"webarchive-index: {exc}\n")
         return EXIT_USAGE
     except BuildFailed as exc:
-        print_problems(exc.summary.errors, sys.stderr)
+        print_problems(exc.summary.errors, sys.stderr, exc.summary.warnings)
         print_summary(exc.summary, sys.stderr)
         sys.stderr.write(f"webarchive-index: {exc}\n")
         return EXIT_FAILED
-    print_problems(summary.errors, sys.stderr)
+    print_problems(summary.errors, sys.stderr, summary.warnings)
     print_summary(summary, sys.stderr)
     sys.stderr.write(f"\nquery it:  webarchive-index query {output} '{_example_pattern(summary)}'"
                      " --limit 10\n")

@@ -62,6 +62,14 @@ class Engine:
         """Whether the tasks run on this machine (and can report progress in local files)."""
         return True
 
+    def read_indexes(self, sources, out_dir, on_error, done=None):
+        """Read the index inputs ``sources`` (``indexinputs``) for the steps that follow:
+        ``(files, errors, warnings, lines)`` as ``indexprep.prepare`` gives them, the files
+        to hand to ``sample`` and ``write_cluster`` with the CDX files (an engine that
+        keeps what it read itself gives none). ``done`` gets each source once read."""
+        from ..indexprep import prepare
+        return prepare(sources, out_dir, on_error, done)
+
     def index(self, archives, cdx_dir, cdx_format, skip_existing):
         """Index each ``inputs.Archive`` into ``cdx_dir`` (``steps.index_archive``, problems
         reported, never raised); the status dict of each archive, in any order."""

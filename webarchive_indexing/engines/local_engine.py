@@ -13,8 +13,10 @@ files instead of sorting every line (``--runner local``, the default of ``build`
    ``shards x 100`` pairs, exactly the sample job's, so the split points are the same.
    On the way the CDX files are merged into sorted runs (``mergebuild.make_runs``,
    phase A); files whose stored sample cannot prove its part (too small) are sampled
-   whole then, so nothing is read twice. CDX files with no record (index inputs) are
-   sampled one line in ``mergebuild.SAMPLE_STRIDE`` (see docs/local-engine.md).
+   whole then, so nothing is read twice. Index inputs are read once, when they are
+   handed over (``read_indexes``: through their own readers, ``indexinputs``, merged
+   into runs on the pool), and sampled one line in ``mergebuild.SAMPLE_STRIDE`` (see
+   docs/local-engine.md); their runs go into every cluster the engine writes.
 3. **write_cluster**: the shards, from the runs, in pieces on every worker
    (``mergebuild.write_shards``, phase B). **update_cluster**: a published cluster's
    shards merged with the runs of new lines (``update.update_shards``).
@@ -32,7 +34,7 @@ import shutil
 import tempfile
 
 from .. import cdxmeta, mergebuild, splits, steps, storage
-from ..shardrun import ClusterChanged
+from ..shardrun import ClusterChanged, Removal
 from . import Engine, StepFailed
 
 SCALER = 100
@@ -65,6 +67,14 @@ def _index(path, name, cdx_dir, fmt, skip_existing, sample_size):
     return status, cdxmeta.read(status["cdx"]), storage.size(status["cdx"])
 
 
+def _size(path):
+    """Bytes of an input, to deal inputs evenly (0 if unknown: a cluster directory)."""
+    try:
+        return storage.size(path)
+    except OSError:
+        return 0
+
+
 def _copy(path, output, warc_prefix, threads, retries, progress_dir):
     from ..extract import run_chunk
     return run_chunk(path, output, warc_prefix, threads, retries, progress_dir)
@@ -81,9 +91,12 @@ class LocalEngine(Engine):
         # exact split points, by sampling some CDX files whole
         self.shards = getattr(settings, "shards", None) or 1
         self.memory = mergebuild.MEMORY
+        # lines of archives an update takes out, left out of index inputs as they are read
+        self.remove = list(getattr(settings, "remove", None) or ())
         self.metas, self.sizes = {}, {}
         self._pool = self._work = None
         self._runs = None  # (the CDX files, their runs, a sample of their lines)
+        self._indexes = ([], [])  # the runs of the index inputs, a sample of their lines
 
     @property
     def pool(self):
@@ -126,15 +139,40 @@ class LocalEngine(Engine):
             statuses.append(status)
         return statuses
 
-    def _make_runs(self, cdx_files, sampled, sample_size, removal=None):
-        sizes = [self.sizes[path] if path in self.sizes else storage.size(path)
-                 for path in cdx_files]
+    def read_indexes(self, sources, out_dir, on_error, done=None):
+        """The index inputs read now, once, on the pool: merged into sorted runs (phase A)
+        that every cluster this engine writes then holds, with a sample one line in
+        ``mergebuild.SAMPLE_STRIDE``; nothing for the other steps to read."""
+        if not sources:
+            return [], [], [], 0
+        made = self._make_runs(sources, {s.path: mergebuild.SAMPLE_STRIDE for s in sources},
+                               self.shards * SCALER, Removal(self.remove) or None)
+        self._indexes = (made.runs, made.sample)
+        errors, warnings, lines = [], [], 0
+        for source in sources:
+            found_errors, found_warnings, read = made.reports[source.path]
+            errors, warnings, lines = errors + found_errors, warnings + found_warnings, lines + read
+            if done is not None:
+                done.append(source.path)
+        return [], errors, warnings, lines
+
+    def _make_runs(self, inputs, sampled, sample_size, removal=None):
+        sizes = [self.sizes.get(item) or _size(mergebuild.input_key(item)) for item in inputs]
         try:
-            return mergebuild.make_runs(self.pool, cdx_files, sizes, self.work, self.workers,
+            return mergebuild.make_runs(self.pool, inputs, sizes, self.work, self.workers,
                                         sampled, sample_size, self.fan_in, self.memory, removal,
                                         self.substeps)
         except mergebuild.InputFailed as exc:
             raise StepFailed(f"cannot read the CDX file {exc}") from None
+
+    def _with_indexes(self, run_list, pairs):
+        """``run_list`` and the runs of the index inputs, merged down to the fan-in; and
+        ``pairs`` with the index inputs' sample."""
+        index_runs, index_pairs = self._indexes
+        if index_runs:
+            run_list = mergebuild.merge_rounds(self.pool, run_list + index_runs, self.work,
+                                               self.fan_in, self.memory, self.substeps)
+        return run_list, pairs + index_pairs
 
     def sample(self, cdx_files, shards, splits_dir):
         size = shards * SCALER
@@ -144,8 +182,9 @@ class LocalEngine(Engine):
         pairs, whole = cdxmeta.combine([metas[path] for path in recorded], size)
         sampled = {path: mergebuild.SAMPLE_STRIDE for path in cdx_files if metas[path] is None}
         sampled.update({recorded[i]: 1 for i in whole})
-        run_list, found, _ = self._make_runs(cdx_files, sampled, size)
-        sample_lines = splits.merge(pairs + found, size)
+        made = self._make_runs(cdx_files, sampled, size)
+        run_list, pairs = self._with_indexes(made.runs, pairs + made.sample)
+        sample_lines = splits.merge(pairs, size)
         self._runs = (list(cdx_files), run_list, sample_lines)
         chosen = splits.choose_splits(sample_lines, shards)
         steps.write_splits(chosen, splits_dir)
@@ -157,9 +196,9 @@ class LocalEngine(Engine):
         if not removal and self._runs is not None and self._runs[0] == list(cdx_files):
             return self._runs[1:]
         sampled = {path: mergebuild.SAMPLE_STRIDE for path in cdx_files}
-        run_list, found, _ = self._make_runs(cdx_files, sampled, shards * SCALER,
-                                             removal or None)
-        return run_list, splits.merge(found, shards * SCALER)
+        made = self._make_runs(cdx_files, sampled, shards * SCALER, removal or None)
+        run_list, pairs = self._with_indexes(made.runs, made.sample)
+        return run_list, splits.merge(pairs, shards * SCALER)
 
     def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
         run_list, sample_lines = self._runs_of(cdx_files, shards)

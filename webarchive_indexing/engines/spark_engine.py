@@ -255,13 +255,22 @@ class SparkEngine(Engine):
                                               skip_existing, self.archives_per_task)
         return statuses
 
+    def _sizes(self, cdx_files):
+        """The sizes of ``cdx_files``: the archives' CDX files first, known from ``index``,
+        then the files of index inputs (``build`` adds them after), asked for once."""
+        known = self.sizes or []
+        if len(known) < len(cdx_files):
+            self.sizes = known = known + [storage.size(p) for p in cdx_files[len(known):]]
+        return known
+
     def sample(self, cdx_files, shards, splits_dir):
         return sample_splits(self.sc, cdx_files, shards, splits_dir,
-                             cdx_bytes_per_task=self.cdx_bytes_per_task, sizes=self.sizes)
+                             cdx_bytes_per_task=self.cdx_bytes_per_task,
+                             sizes=self._sizes(cdx_files))
 
     def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
         return write_cluster(self.sc, cdx_files, split_lines, shards, cluster_dir,
-                             lines_per_block, self.cdx_bytes_per_task, self.sizes)
+                             lines_per_block, self.cdx_bytes_per_task, self._sizes(cdx_files))
 
     def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None):
         return copy_chunks(self.sc, chunk_paths, output, warc_prefix, threads, retries,

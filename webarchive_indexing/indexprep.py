@@ -1,0 +1,145 @@
+"""Index inputs of ``build`` made ready for its jobs (mrjob's runners, Spark).
+
+What goes into the cluster of an index input is the lines its source gives
+(``indexinputs``: well-formed, UTF-8, trailing ``\\r`` dropped), whatever the engine.
+The sample and cluster jobs read CDX files with their own line readers, which keep
+every line starting like a CDX line (``cdxline.is_cdx_line``), decode other bytes than
+UTF-8 as latin-1, and sort every line themselves. A flat CDX file therefore goes to
+them as it is only when those readers get exactly the source's lines from it: no
+malformed line (so no line that is not UTF-8), and either plain or one gzip member
+with a name ending in ``.gz`` (mrjob's inline and local runners pick decompression by
+the name and read only the first member of a gzip file). Anything else is rewritten
+first, the source's lines in order as one gzip member, into
+``OUTDIR/indexes/NNNNN-<name>.cdx.gz`` (numbered by input, so names never collide):
+clusters, legacy indexes, files of several gzip members, and, with ``--on-error skip``,
+files with malformed lines. With ``--on-error fail`` a malformed line fails the build
+before anything is sampled, as an unreadable archive does.
+"""
+import gzip
+import re
+
+from . import storage
+from .indexinputs import IndexInputError, open_index
+from .inputs import InputError, safe_path
+
+INDEXES_DIR = "indexes"
+# What a rewritten file's name drops of its source's name
+INDEX_SUFFIX = re.compile(r"(\.cdxj?)?(\.gz)?\Z|\.(idx|summary)\Z")
+
+
+def cluster_format(sources, requested=None):
+    """The format of a cluster of ``sources`` (and of the archives indexed beside them):
+    theirs, which must be one; ``requested`` (``--cdx-format``) if given must be it too.
+    Legacy indexes take the format chosen."""
+    found = {}
+    for source in sources:
+        if source.kind != "legacy":
+            found.setdefault(source.format, source.path)
+    if len(found) > 1:
+        raise InputError("one cluster holds one CDX format, but the index inputs mix "
+                         + ", ".join(f"{fmt} ({path}...)" for fmt, path in found.items())
+                         + ": build a cluster of each, or convert them to one format first")
+    if requested and found and requested not in found:
+        [(fmt, path)] = found.items()
+        raise InputError(f"--cdx-format {requested}, but the index inputs are {fmt} ({path}...): "
+                         f"one cluster holds one CDX format; leave --cdx-format out to index "
+                         f"the archives as {fmt} too")
+    fmt = requested or next(iter(found), "cdxj")
+    for source in sources:
+        if source.kind == "legacy":
+            source.format = fmt
+    return fmt
+
+
+def open_sources(indexes, requested=None, legacy_prefix=b""):
+    """``(sources, errors, format)`` of ``inputs.Index`` items: the ones that open, the
+    problems of those that do not (dicts: file, line, reason), the cluster's format.
+    InputError when their formats differ (see ``cluster_format``)."""
+    sources, errors = [], []
+    for index in indexes:
+        try:
+            source = open_index(index.path, index.name, index.kind)
+        except IndexInputError as exc:
+            errors.append(exc.as_dict())
+            continue
+        if source.kind == "legacy":
+            source.prefix = legacy_prefix
+        sources.append(source)
+    return sources, errors, cluster_format(sources, requested)
+
+
+def as_is(source):
+    """Whether the jobs' line readers get exactly the lines of ``source`` (read once) from
+    its file as it is."""
+    gzipped = source.path.endswith(".gz")
+    return source.kind == "cdx" and not source.malformed and (
+        (source.members == 0 and not gzipped) or (source.members == 1 and gzipped))
+
+
+def _rewrite(source, target):
+    """Write the well-formed lines of ``source`` to ``target`` as one gzip member; the
+    error that stopped the reading, if one did (the lines before it are written)."""
+    with storage.open_atomic(target) as raw:
+        with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as out:
+            try:
+                source.write(out)
+            except (IndexInputError, OSError) as exc:
+                return exc
+    return None
+
+
+def _problem(source, exc):
+    if isinstance(exc, IndexInputError):
+        return exc.as_dict()
+    return {"file": source.path, "line": 0, "reason": f"cannot read: {exc}"}
+
+
+def prepare(sources, out_dir, on_error="fail", done=None):
+    """``(files, errors, warnings, lines)``: the CDX files the jobs read for ``sources``
+    (each read once, rewritten where needed), the problems met (malformed lines; a
+    source that could not be read on), notes on unsorted sources, and the lines the
+    files hold. ``done`` (a list) gets one item per source finished, for progress."""
+    work = storage.join(out_dir, INDEXES_DIR)
+    storage.remove_tree(work)  # the rewrites of an earlier build
+    files, errors, warnings, lines = [], [], [], 0
+    for number, source in enumerate(sources):
+        stem = INDEX_SUFFIX.sub("", safe_path(source.name.rsplit("/", 1)[-1]))
+        target = storage.join(work, f"{number:05d}-{stem}.cdx.gz")
+        failed = None
+        if source.kind == "cdx":
+            try:
+                for _ in source.chunks():
+                    pass
+            except (IndexInputError, OSError) as exc:
+                failed = exc
+        if failed is None and as_is(source):
+            files.append(source.path)
+        elif on_error == "skip" or (failed is None and not source.malformed):
+            # (with --on-error fail a flat file with problems is not rewritten: the build
+            # stops.) A second reading of a flat file meets its failure again: reported once
+            failed = _rewrite(source, target) or failed
+            files.append(target)
+        found = report(source, failed)
+        errors += found[0]
+        warnings += found[1]
+        lines += source.lines_read
+        if done is not None:
+            done.append(source.path)
+    return files, errors, warnings, lines
+
+
+def report(source, failed=None):
+    """``(errors, warnings)`` of ``source`` once read whole (or until ``failed``, what
+    stopped the reading): its malformed lines, and a note if it is not sorted."""
+    errors = list(source.problems)
+    if source.malformed > len(source.problems):
+        errors.append({"file": source.path, "line": 0, "reason":
+                       f"{source.malformed - len(source.problems)} more malformed lines"})
+    if failed is not None:
+        errors.append(_problem(source, failed))
+    warnings = []
+    if source.unsorted:
+        warnings.append({"file": source.unsorted["file"], "line": source.unsorted["line"],
+                         "message": "not sorted: this line sorts before the one above it "
+                                    "(the build sorts every line)"})
+    return errors, warnings
