@@ -11,19 +11,23 @@ What it does, in one run, at each scale (lines and files times the scale):
 1. **Input**: sorted CDXJ files shaped like Common Crawl's (a URL key, a timestamp and
    ten JSON fields, ~450 bytes a line; each file a random sample of the whole key
    space, as one WARC's CDX is), gzipped, generated once and cached in
-   bench/out/cdx/<parameters>/; and 5% more lines in 5% more files, the update.
-2. **Timings**, whole commands run with subprocess, each with the peak resident memory
-   of the largest of its processes (`wait4`: the command and every process it waited
-   for) and its CPU time:
+   bench/out/cdx/<parameters>/; 5% more lines in 5% more files spread over the whole key
+   space (new captures of the same sites: the worst case of an update), and as many
+   under a new top-level domain (new sites: they fall in the last shard).
+2. **Timings**, whole `webarchive-index build` commands (from a regular install, as in
+   bench/run.py) run with subprocess, each with the peak resident memory of the largest
+   of its processes (`wait4`: the command and every process it waited for) and its CPU
+   time (of all its processes):
    - `baseline`: a hand-written single-core script, `heapq.merge` of the gzipped
      files and zlib blocks of 3000 lines (what the issue measured at 9.6 s for 2.4 M
      lines), pinned to one core;
-   - `build all cores`: the local engine from the CDX files, every core;
-   - `build one core`: the same pinned to one core (`taskset -c 0`);
-   - `rebuild +5%`: a full build of the old and the new files with the first build's
-     split points (what an update must equal);
-   - `update +5%`: the new files merged into a copy of the first build's cluster.
-   The updated cluster must equal the rebuilt one byte for byte, and the engine's
+   - `build all cores`: `build CDX... -o OUT --shards N` (the local engine, every core);
+   - `build one core`: the same with `--workers 1`, pinned to one core (`taskset -c 0`);
+   - `rebuild +5%`: `build` of the old and the new files with `--splits` of the first
+     build (what an update must equal);
+   - `update +5%`: `build NEW... -o OUT --update` on a copy of the first build;
+   - `rebuild/update +5% new sites`: the same with the new sites' files.
+   The updated clusters must equal the rebuilt ones byte for byte, and the engine's
    cluster the baseline's lines, or the run exits with status 1.
 3. **Report**: lines/s, ratios against the targets (build on all cores at most 0.75x
    the baseline's time; update at most 0.5x a rebuild's; peak memory under 1 GB) and the
@@ -84,10 +88,10 @@ MIMES = [("text/html", "text/html", "200")] * 8 + [("application/pdf", "applicat
 B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 
 
-def cdx_line(rng, filename):
+def cdx_line(rng, filename, tld=None):
     """One CDXJ line of a Common Crawl shape (host drawn from a skewed distribution)."""
     host = f"{rng.choice(WORDS)}{int(rng.paretovariate(0.7)) % 200000}"
-    tld = rng.choice(TLDS)
+    tld = tld or rng.choice(TLDS)
     sub = rng.choice(["www.", "", "", "m."])
     path = "/".join(f"{rng.choice(WORDS)}-{rng.randrange(1 << 16):x}" for _ in range(rng.randint(0, 4)))
     query = f"?id={rng.randrange(10 ** 6)}" if rng.random() < 0.2 else ""
@@ -101,8 +105,9 @@ def cdx_line(rng, filename):
             f'"filename": "{filename}", "charset": "UTF-8", "languages": "eng"}}\n')
 
 
-def generate(files, lines, seed, tag):
-    """Paths of ``files`` sorted .cdx.gz files of ``lines`` lines in all, cached."""
+def generate(files, lines, seed, tag, tld=None):
+    """Paths of ``files`` sorted .cdx.gz files of ``lines`` lines in all, cached; all
+    under the top-level domain ``tld`` if given."""
     key = f"{tag}-l{lines}-f{files}-s{seed}"
     directory = os.path.join(OUT, "cdx", key)
     done = directory + ".done.json"
@@ -119,7 +124,7 @@ def generate(files, lines, seed, tag):
         segment = f"crawl-data/CC-MAIN-2024-33/segments/1722640389685.{seed}/warc"
         filename = f"{segment}/CC-MAIN-20240804041019-{tag}-{n:05d}.warc.gz"
         count = lines // files + (n < lines % files)
-        text = "".join(sorted(cdx_line(rng, filename) for _ in range(count)))
+        text = "".join(sorted(cdx_line(rng, filename, tld) for _ in range(count)))
         paths.append(os.path.join(directory, f"{tag}-{n:05d}.cdx.gz"))
         with open(paths[-1], "wb") as fh:
             fh.write(igzip.compress(text.encode(), 1))
@@ -146,10 +151,6 @@ def same_cluster(a, b):
         filecmp.cmpfiles(a, b, names, shallow=False)[0] == names
 
 
-def engine(python, *args):
-    return [python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "engine_driver.py"), *args]
-
-
 def measure(argv, repeat, before=None):
     """Best wall time (and its CPU, peak) of ``repeat`` runs; ``before()`` runs untimed first."""
     runs = []
@@ -162,55 +163,74 @@ def measure(argv, repeat, before=None):
             "peak_mb": max(t.peak_kb for t in runs) / 1024}
 
 
-def scale_run(scale, args, python, pin):
+def scale_run(scale, args, ours_bin, pin):
     lines, files = args.lines * scale, args.files * scale
+    new_lines, new_files = round(lines * args.new), max(1, round(files * args.new))
     old = generate(files, lines, 1, "old")
-    new = generate(max(1, round(files * args.new)), round(lines * args.new), 2, "new")
-    for path in old + new:  # a warm page cache for every command
+    new = generate(new_files, new_lines, 2, "new")
+    sites = generate(new_files, new_lines, 3, "sites", tld="zz")
+    for path in old + new + sites:  # a warm page cache for every command
         with open(path, "rb") as fh:
             while fh.read(1 << 24):
                 pass
     tmp = os.path.join(OUT, "tmp", f"x{scale}")
     shutil.rmtree(tmp, ignore_errors=True)
-    outs = {name: os.path.join(tmp, name) for name in ("baseline", "all", "one", "rebuild", "update")}
+    names = ("baseline", "all", "one", "rebuild", "update", "rebuild-sites", "update-sites")
+    outs = {name: os.path.join(tmp, name) for name in names}
     os.makedirs(outs["baseline"])
-    shards = str(args.shards)
+    splits = os.path.join(outs["all"], "splits.txt")
+
+    def build(name, *args):
+        return [os.path.join(ours_bin, "webarchive-index"), "build", *args, "-o", outs[name],
+                "--no-progress"]
 
     def fresh(name):
         return lambda: shutil.rmtree(outs[name], ignore_errors=True)
 
-    def copy_built():
-        shutil.rmtree(outs["update"], ignore_errors=True)
-        shutil.copytree(outs["all"], outs["update"], symlinks=True)
+    def copy_built(name):
+        def copy():
+            shutil.rmtree(outs[name], ignore_errors=True)
+            shutil.copytree(outs["all"], outs[name], symlinks=True)
+        return copy
 
+    shards = ["--shards", str(args.shards)]
     rows = {
-        "baseline": measure(pin + [python, "-c", BASELINE_SCRIPT, outs["baseline"], *old], args.repeat),
-        "build all cores": measure(engine(python, "build", outs["all"], shards, *old), args.repeat,
-                                   fresh("all")),
-        "build one core": measure(pin + engine(python, "build", outs["one"], shards, *old),
+        "baseline": measure(pin + [os.path.join(ours_bin, "python"), "-c", BASELINE_SCRIPT,
+                                   outs["baseline"], *old], args.repeat),
+        "build all cores": measure(build("all", *old, *shards), args.repeat, fresh("all")),
+        "build one core": measure(pin + build("one", *old, *shards, "--workers", "1"),
                                   args.repeat, fresh("one")),
+        "rebuild +5%": measure(build("rebuild", *old, *new, "--splits", splits), args.repeat,
+                               fresh("rebuild")),
+        "update +5%": measure(build("update", *new, "--update"), args.repeat,
+                              copy_built("update")),
+        "rebuild +5% new sites": measure(build("rebuild-sites", *old, *sites, "--splits", splits),
+                                         args.repeat, fresh("rebuild-sites")),
+        "update +5% new sites": measure(build("update-sites", *sites, "--update"), args.repeat,
+                                        copy_built("update-sites")),
     }
-    splits = os.path.join(outs["all"], "splits.txt")
-    rows["rebuild +5%"] = measure(engine(python, "build", outs["rebuild"], shards, "--splits",
-                                         splits, *old, *new), args.repeat, fresh("rebuild"))
-    rows["update +5%"] = measure(engine(python, "update", outs["update"], *new), args.repeat,
-                                 copy_built)
     for name, row in rows.items():
-        row["lines"] = lines + (round(lines * args.new) if "5%" in name else 0)
+        row["lines"] = lines + (new_lines if "5%" in name else 0)
         row["lines_s"] = row["lines"] / row["best"]
+
+    def cluster(name):
+        return os.path.join(outs[name], "cluster")
+
     checks = {
-        "engine == baseline (lines)": same_lines(os.path.join(outs["all"], "cluster"), outs["baseline"]),
-        "one core == all cores": same_cluster(os.path.join(outs["one"], "cluster"),
-                                              os.path.join(outs["all"], "cluster")),
-        "update == rebuild (bytes)": same_cluster(os.path.join(outs["update"], "cluster"),
-                                                  os.path.join(outs["rebuild"], "cluster")),
+        "engine == baseline (lines)": same_lines(cluster("all"), outs["baseline"]),
+        "one core == all cores": same_cluster(cluster("one"), cluster("all")),
+        "update == rebuild (bytes)": same_cluster(cluster("update"), cluster("rebuild")),
+        "update == rebuild, new sites (bytes)": same_cluster(cluster("update-sites"),
+                                                             cluster("rebuild-sites")),
     }
     mb = sum(map(os.path.getsize, old)) / 1e6
     return {"scale": scale, "lines": lines, "files": files, "input_mb": mb, "rows": rows,
             "checks": checks,
             "ratios": {"build_vs_baseline": rows["build all cores"]["best"] / rows["baseline"]["best"],
                        "one_core_vs_baseline": rows["build one core"]["best"] / rows["baseline"]["best"],
-                       "update_vs_rebuild": rows["update +5%"]["best"] / rows["rebuild +5%"]["best"]}}
+                       "update_vs_rebuild": rows["update +5%"]["best"] / rows["rebuild +5%"]["best"],
+                       "update_sites_vs_rebuild": rows["update +5% new sites"]["best"]
+                       / rows["rebuild +5% new sites"]["best"]}}
 
 
 def report(results, meta):
@@ -221,7 +241,7 @@ def report(results, meta):
           "at the end (other processes share the cores: compare runs made at similar load)")
     print(f"runs     best of {meta['repeat']}; --shards {meta['shards']}; one core: "
           f"{' '.join(meta['pinning']) or 'NOT pinned (no taskset)'}")
-    fmt = "{:<7} {:<17} {:>10} {:>8} {:>8} {:>11} {:>8}"
+    fmt = "{:<7} {:<22} {:>10} {:>8} {:>8} {:>11} {:>8}"
     print()
     print(fmt.format("scale", "command", "lines", "best s", "cpu s", "lines/s", "peak MB"))
     for result in results:
@@ -230,15 +250,16 @@ def report(results, meta):
                              f"{row['best']:.2f}", f"{row['cpu']:.2f}", f"{row['lines_s']:.0f}",
                              f"{row['peak_mb']:.0f}"))
         print()
-    print("{:<7} {:>22} {:>22} {:>22} {:>14}".format(
-        "scale", "all cores / baseline", "one core / baseline", "update / rebuild", "peak MB"))
+    ratios = "{:<7} {:>21} {:>20} {:>19} {:>22} {:>13}"
+    print(ratios.format("scale", "all cores / baseline", "one core / baseline",
+                        "update / rebuild", "(new sites) update /", "peak MB"))
     for result in results:
         r = result["ratios"]
         peak = max(row["peak_mb"] for row in result["rows"].values())
-        print("{:<7} {:>22} {:>22} {:>22} {:>14}".format(
+        print(ratios.format(
             f"{result['scale']}x", f"{r['build_vs_baseline']:.2f} (<= 0.75)",
             f"{r['one_core_vs_baseline']:.2f}", f"{r['update_vs_rebuild']:.2f} (<= 0.50)",
-            f"{peak:.0f} (< 1024)"))
+            f"{r['update_sites_vs_rebuild']:.2f} (<= 0.50)", f"{peak:.0f} (< 1024)"))
     if len(results) > 1:
         print()
         print("slope: seconds per line at each scale over the first scale's (1.00 = linear)")
@@ -275,9 +296,9 @@ def main(argv=None):
             or not 0 < args.new < 1:
         parser.error("--lines, --files, --shards, --repeat and scales must be at least 1, "
                      "--new between 0 and 1")
-    python = os.path.join(run.install_project(), "python")
+    ours_bin = run.install_project()
     pin, load_start = run.pinning(), os.getloadavg()
-    results = [scale_run(scale, args, python, pin) for scale in scales]
+    results = [scale_run(scale, args, ours_bin, pin) for scale in scales]
     meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "python": platform.python_version(), "cpu": run.cpu_model(), "cores": os.cpu_count(),
             "pinning": pin, "repeat": args.repeat, "shards": args.shards, "targets": TARGETS,

@@ -22,7 +22,7 @@ cdxj-indexer is installed: .venv's editable install costs every start an import 
 each per file and once for all files in one command.  Our output for each file must
 equal pywb's `cdx-indexer -s -j FILE` byte for byte, else the run exits with status 1
 (pywb's run is timed once, for reference).  Last, `webarchive-index build` of the whole
-corpus (local runner, all cores, not pinned) is timed.
+corpus (the local engine, all cores, not pinned) is timed.
 
 The corpus is generated once and cached in bench/out/corpus/<parameters>/; the table is
 printed and bench/out/results.json written.  Scratch output goes to bench/out/tmp/.
@@ -239,7 +239,7 @@ def first_difference(ours, theirs):
 
 
 def build(paths, repeat, ours_bin):
-    """Time `webarchive-index build` of the corpus directory (local runner, all cores)."""
+    """Time `webarchive-index build` of the corpus directory (the local engine, all cores)."""
     out_dir = os.path.join(TMP, "build")
     argv = [os.path.join(ours_bin, "webarchive-index"), "build", os.path.dirname(paths[0]), "-o", out_dir,
             "--shards", "4", "--no-skip-existing", "--no-progress"]
