@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: demo test bench clean clean-venv
+.PHONY: demo test bench bench-serve clean clean-venv
 
 $(BIN)/webarchive-index: setup.py webarchive_indexing/_members.c
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ test: $(BIN)/webarchive-index
 bench: $(BIN)/webarchive-index
 	$(BIN)/pip install --quiet -e '.[test,bench]'
 	$(BIN)/python bench/run.py
+
+bench-serve: $(BIN)/webarchive-index
+	$(BIN)/python bench/serve.py
 
 clean:
 	rm -rf demo-out bench/out

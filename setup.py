@@ -29,6 +29,8 @@ setup(
         "warcio>=1.7.4",
         "surt>=0.3.1",
         "isal>=1.6",
+        # CDX API filters' regular expressions: Python's re, with a time limit on a match
+        "regex",
         "mrjob>=0.7.4",
         # s3:// inputs and outputs
         "boto3",
@@ -38,6 +40,9 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=7", "pywb==2.10.0", "cdxj-indexer==1.5.0", "pyspark>=3.5",
+                 # serve's real clients, and its search page driven in Chromium (Debian's
+                 # chromium and chromium-driver, installed by .ci/run)
+                 "cdx_toolkit", "selenium",
                  # a local S3 API server for the S3 tests
                  "moto[server]",
                  # pywb 2.10 imports cgi, removed from the standard library in 3.13

@@ -10,7 +10,8 @@ from pywb.utils.canonicalize import calc_search_range
 from pywb.warcserver.index.query import CDXQuery
 
 from helpers import pywb_lookup
-from webarchive_indexing.query import MATCH_TYPES, Cluster, search_range
+from webarchive_indexing import query
+from webarchive_indexing.query import MATCH_TYPES, Cluster, DamagedCluster, search_range
 from webarchive_indexing.zipnum import write_cluster
 
 HOSTS = [
@@ -160,8 +161,8 @@ def test_lookup_is_lazy_and_reads_runs(tmp_path, monkeypatch):
     write_cluster(LINES, tmp_path, [], lines_per_block=7)
     cluster = Cluster(tmp_path, max_blocks_per_read=4)
     reads = []
-    real_read = cluster._read
-    monkeypatch.setattr(cluster, "_read", lambda run: reads.append(len(run.blocks)) or real_read(run))
+    real_read = cluster._read_run
+    monkeypatch.setattr(cluster, "_read_run", lambda run: (run and reads.append(len(run))) or real_read(run))
 
     results = cluster.lookup("com", "domain")
     assert reads == []
@@ -220,20 +221,22 @@ def test_cluster_locations(tmp_path):
     # the idx path itself
     assert list(Cluster(tmp_path / "c" / "cluster.idx").lookup("example.com", "domain")) == expected
 
-    # shards moved away: found through cluster.loc, first readable location wins
-    shutil.move(tmp_path / "c" / "cdx-00001.gz", tmp_path / "elsewhere.gz")
+    # shards moved below the cluster's directory: found through cluster.loc, first
+    # readable location wins
+    (tmp_path / "c" / "moved").mkdir()
+    shutil.move(tmp_path / "c" / "cdx-00001.gz", tmp_path / "c" / "moved" / "elsewhere.gz")
     (tmp_path / "c" / "cluster.loc").write_text(
         f"cdx-00000.gz\t{tmp_path}/c/cdx-00000.gz\n"
-        f"cdx-00001.gz\t{tmp_path}/missing.gz\tfile://{tmp_path}/elsewhere.gz\n"
+        f"cdx-00001.gz\t{tmp_path}/c/missing.gz\tfile://{tmp_path}/c/moved/elsewhere.gz\n"
     )
     assert list(Cluster(tmp_path / "c").lookup("example.com", "domain")) == expected
 
     # relative locations are resolved against the .loc directory, as pywb does
-    (tmp_path / "c" / "cluster.loc").write_text("cdx-00000.gz\tcdx-00000.gz\ncdx-00001.gz\t../elsewhere.gz\n")
+    (tmp_path / "c" / "cluster.loc").write_text("cdx-00000.gz\tcdx-00000.gz\ncdx-00001.gz\tmoved/../moved/elsewhere.gz\n")
     assert list(Cluster(tmp_path / "c").lookup("example.com", "domain")) == expected
 
     # without cluster.loc, shards are looked for next to cluster.idx
-    shutil.move(tmp_path / "elsewhere.gz", tmp_path / "c" / "cdx-00001.gz")
+    shutil.move(tmp_path / "c" / "moved" / "elsewhere.gz", tmp_path / "c" / "cdx-00001.gz")
     (tmp_path / "c" / "cluster.loc").unlink()
     assert list(Cluster(tmp_path / "c").lookup("example.com", "domain")) == expected
 
@@ -242,6 +245,47 @@ def test_cluster_locations(tmp_path):
         list(Cluster(tmp_path / "c").lookup("com", "domain"))
     with pytest.raises(FileNotFoundError):
         Cluster(tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize("location", [
+    "{tmp}/elsewhere.gz", "file://{tmp}/elsewhere.gz", "../elsewhere.gz", "sub/../../elsewhere.gz",
+    "http://127.0.0.1:9/cdx-00001.gz", "s3://bucket/cdx-00001.gz", "{tmp}/c-other/cdx-00001.gz",
+    "/etc/passwd"])
+def test_cluster_loc_outside_the_cluster_is_never_read(tmp_path, location, monkeypatch, caplog):
+    """A .loc location outside the cluster's directory is ignored, whatever it holds: the
+    shard is read beside the index, or not at all."""
+    write_cluster(LINES, tmp_path / "c", [LINES[N // 2]], lines_per_block=50)
+    shutil.copy(tmp_path / "c" / "cdx-00001.gz", tmp_path / "elsewhere.gz")
+    (tmp_path / "c-other").mkdir()
+    location = location.format(tmp=tmp_path)
+    (tmp_path / "c" / "cluster.loc").write_text(f"cdx-00000.gz\tcdx-00000.gz\ncdx-00001.gz\t{location}\n")
+    read = []
+    real = query.storage.read_range
+    monkeypatch.setattr(query.storage, "read_range", lambda path, *a: read.append(path) or real(path, *a))
+    assert list(Cluster(tmp_path / "c").lookup_range(b"", b"~")) == LINES
+    assert set(read) == {str(tmp_path / "c" / "cdx-00000.gz"), str(tmp_path / "c" / "cdx-00001.gz")}
+    assert "cluster.loc line 2: ignoring" in caplog.text and "not below the cluster's directory" in caplog.text
+    (tmp_path / "c" / "cdx-00001.gz").unlink()
+    with pytest.raises(OSError, match="cannot read cdx-00001.gz"):
+        list(Cluster(tmp_path / "c").lookup_range(b"", b"~"))
+    assert all(path.startswith(str(tmp_path / "c")) for path in read)
+    (tmp_path / "c" / "cluster.loc").write_text("../cdx-00001.gz\tcdx-00001.gz\n")
+    with pytest.raises(DamagedCluster, match="is not a file below the cluster's directory"):
+        Cluster(tmp_path / "c")
+
+
+@pytest.mark.parametrize("shard", ["../elsewhere.gz", "/tmp/elsewhere.gz", "sub//x.gz", "a/./b.gz",
+                                   "file:///tmp/elsewhere.gz", "http://127.0.0.1:9/x.gz", "a\\..\\b.gz", "x\x01.gz"])
+def test_shard_names_outside_the_cluster_are_refused(tmp_path, shard):
+    """A shard name from cluster.idx (no .loc) reads nothing outside the cluster's directory."""
+    write_cluster(LINES, tmp_path / "c", [], lines_per_block=50)
+    (tmp_path / "c" / "cluster.loc").unlink()
+    (tmp_path / "c" / "cluster.root").unlink()
+    shutil.copy(tmp_path / "c" / "cdx-00000.gz", tmp_path / "elsewhere.gz")
+    idx = (tmp_path / "c" / "cluster.idx").read_bytes().replace(b"\tcdx-00000.gz\t", f"\t{shard}\t".encode())
+    (tmp_path / "c" / "cluster.idx").write_bytes(idx)
+    with pytest.raises(DamagedCluster, match="is not a file below the cluster's directory"):
+        list(Cluster(tmp_path / "c").lookup("com", "domain"))
 
 
 def test_empty_cluster(tmp_path):

@@ -8,11 +8,12 @@ import random
 import pytest
 from pywb.warcserver.index.cdxobject import CDXException, CDXObject
 from pywb.warcserver.index.cdxops import process_cdx
+from pywb.utils.memento import MementoUtils
 from pywb.warcserver.index.query import CDXQuery
 
 from helpers import pywb_page, pywb_page_info, pywb_params
 from test_query import CONFIGS, LINES, QUERIES, brute
-from webarchive_indexing import cdxapi, query
+from webarchive_indexing import cdxapi, idxfile, query
 from webarchive_indexing.cli import main
 from webarchive_indexing.query import Cluster, IdxFile, open_cluster, search_range
 from webarchive_indexing.zipnum import parse_root, root_index, write_cluster
@@ -33,7 +34,7 @@ def cluster_dir(request, tmp_path_factory):
 @pytest.fixture(params=["root", "pages"])
 def mode(request, monkeypatch, cluster_dir):
     """How the index is searched: its root, or binary search in (small) pages."""
-    monkeypatch.setattr(query, "PAGE_BYTES", 512)
+    monkeypatch.setattr(idxfile, "PAGE_BYTES", 512)
     if request.param == "pages":
         (cluster_dir / "cluster.root").rename(cluster_dir / "cluster.root.off")
         yield request.param
@@ -126,11 +127,11 @@ def test_modes_read_what_they_promise(tmp_path, monkeypatch):
     # then only following slices, as far as the result reaches
     i = max(n for n, (key, _, _) in enumerate(entries) if key < start)
     _, offset, length = entries[i]
-    assert reads[0] == (offset, length + min(query.SLICE_OVERLAP, entries[i + 1][2]))
+    assert reads[0] == (offset, length + min(idxfile.SLICE_OVERLAP, entries[i + 1][2]))
     assert [offset for offset, _ in reads] == [e[1] for e in entries[i:i + len(reads)]]
 
     reads.clear()
-    monkeypatch.setattr(query, "PAGE_BYTES", 1024)
+    monkeypatch.setattr(idxfile, "PAGE_BYTES", 1024)
     pages = -(-(tmp_path / "cluster.idx").stat().st_size // 1024)
     cluster = Cluster(IdxFile(str(tmp_path / "cluster.idx")), query.MAX_BLOCKS_PER_READ)
     assert list(cluster.lookup_range(start, end)) == expected
@@ -189,6 +190,10 @@ def pywb_processed(lines, output, filters=(), from_ts=None, to_ts=None, limit=No
         return [cdx.to_json().encode() for cdx in cdxs]
     if output == "cdx11":
         return [cdx.to_text(list(cdxapi.CDX11_FIELDS)).encode() for cdx in cdxs]
+    if output == "text":
+        return [cdx.to_text().encode() for cdx in cdxs]
+    if output == "link":
+        return [link.encode() for link in MementoUtils.make_timemap(cdxs, {})]
     return [cdx.to_cdxj().encode() if not line_is_cdxj(cdx) else cdx.to_text().encode() for cdx in cdxs]
 
 
@@ -271,3 +276,39 @@ def test_query_command(tmp_path, capsysbinary):
         assert status == 2 and out == b"" and err.startswith("webarchive-index query: ")
     status, _, err = run_query(capsysbinary, tmp_path / "nowhere", "*.example.com")
     assert status == 1 and "no ZipNum index" in err
+
+
+def test_backwards_and_counts_equal_brute_force(cluster_dir, mode):
+    """lookup_range_back is lookup_range last first, count_range its length, with the root
+    and with the paged search, for every query and for arbitrary keys (whole lines too)."""
+    cluster = Cluster(cluster_dir)
+    for url, mt in QUERIES:
+        start, end = key_range(url, mt)
+        expected = brute(start.decode(), end.decode())
+        assert list(cluster.lookup_range_back(start, end)) == expected[::-1], (url, mt)
+        assert cluster.count_range(start, end) == len(expected), (url, mt)
+    rng = random.Random(11)
+    for _ in range(60):
+        a, b = sorted(rng.sample(LINES, 2))
+        start = rng.choice([a, a[:rng.randint(1, len(a))], a.split(b" ")[0], b"", b"\x00"])
+        end = rng.choice([b, b + b"\x00", b.split(b" ")[0] + b"!", b"\xff"])
+        expected = [line for line in LINES if start <= line < end]
+        assert list(cluster.lookup_range_back(start, end)) == expected[::-1], (start, end)
+        assert cluster.count_range(start, end) == len(expected), (start, end)
+
+
+def test_counts_read_only_the_ends_and_each_shards_last_block(tmp_path, monkeypatch):
+    splits = [LINES[len(LINES) // 3], LINES[2 * len(LINES) // 3]]
+    write_cluster(LINES, tmp_path, splits, lines_per_block=7)
+    cluster = Cluster(tmp_path)
+    reads = []
+    real = cluster._read
+    monkeypatch.setattr(cluster, "_read", lambda shard, offset, length: reads.append((shard, offset)) or real(shard, offset, length))
+    start, end = b"0", b"zz"
+    assert cluster.count_range(start, end) == len(LINES) > 2000
+    blocks = -(-len(LINES) // 7)
+    # the first block (full), a sample of a full one, the last of each shard and the last
+    assert len(reads) <= 5 < blocks
+    reads.clear()
+    assert cluster.count_range(start, end) == len(LINES)
+    assert len(reads) <= 4  # the number of lines a block holds is known now

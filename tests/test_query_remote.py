@@ -9,7 +9,7 @@ import pytest
 import rangeserver
 import s3server
 from test_query import LINES, N, QUERIES, brute
-from webarchive_indexing import query, storage
+from webarchive_indexing import idxfile, query, storage
 from webarchive_indexing.cli import main
 from webarchive_indexing.query import Cluster, open_cluster, search_range
 from webarchive_indexing.zipnum import write_cluster
@@ -40,7 +40,7 @@ def runs_of(cluster_dir, url, match_type):
     cluster = Cluster(cluster_dir / "cluster")
     reads = []
     real = cluster._read
-    cluster._read = lambda run: reads.append(run) or real(run)
+    cluster._read = lambda shard, offset, length: reads.append(offset) or real(shard, offset, length)
     list(cluster.lookup(url, match_type))
     return len(reads)
 
@@ -96,7 +96,7 @@ def test_without_root_the_index_is_binary_searched(cluster_dir, tmp_path, monkey
     site = tmp_path / "site"
     write_cluster(LINES, site, SPLITS, lines_per_block=20, root_slice_bytes=600)
     (site / "cluster.root").unlink()
-    monkeypatch.setattr(query, "PAGE_BYTES", 1024)
+    monkeypatch.setattr(idxfile, "PAGE_BYTES", 1024)
     pages = -(-(site / "cluster.idx").stat().st_size // 1024)
     with rangeserver.serving(site) as server:
         for url, mt in QUERIES[::4]:
@@ -149,3 +149,21 @@ def test_s3_cluster_in_three_requests(s3, cluster_dir, capsysbinary):
     assert main(["query", bucket + "/out", "*.example.org", "--output", "cdx11"]) == 0
     out, _ = capsysbinary.readouterr()
     assert len(out.splitlines()) == len(brute(*search_range("example.org", "domain")))
+
+
+@pytest.mark.parametrize("shard", ["../secret.gz", "../../secret.gz", "/secret.gz", "//127.0.0.1/secret.gz",
+                                   "http://127.0.0.1:{port}/secret.gz", "s3://bucket/secret.gz", "a/../../secret.gz"])
+def test_remote_shard_names_outside_the_cluster_are_never_fetched(tmp_path, shard):
+    """A remote cluster.idx naming a shard elsewhere (another path, host or scheme) is
+    refused: nothing outside the cluster's own location is requested."""
+    site = tmp_path / "site"
+    write_cluster(LINES, site / "indexes" / "cluster", [], lines_per_block=20)
+    (site / "secret.gz").write_bytes((site / "indexes" / "cluster" / "cdx-00000.gz").read_bytes())
+    with rangeserver.serving(site) as server:
+        idx = site / "indexes" / "cluster" / "cluster.idx"
+        port = server.url.rsplit(":", 1)[1]
+        idx.write_bytes(idx.read_bytes().replace(b"\tcdx-00000.gz\t", f"\t{shard.format(port=port)}\t".encode()))
+        (site / "indexes" / "cluster" / "cluster.root").unlink()
+        with pytest.raises(query.DamagedCluster, match="is not a file below the cluster's directory"):
+            list(open_cluster(server.url + "/indexes").lookup("com", "domain"))
+        assert not any("secret" in path for _, path, _ in server.requests)

@@ -2,6 +2,7 @@
 
     webarchive-index build warcs/ -o out --shards 4
     webarchive-index query out 'example.com/*'
+    webarchive-index serve cc=out --port 8080
     webarchive-index cdx warcs/example.warc.gz
     webarchive-index export out -o all.cdxj.gz
     webarchive-index corpus --out corpus --files 2 --captures 500
@@ -121,9 +122,11 @@ def _query_parser(sub, help_line):
         epilog="URL patterns as in the Common Crawl and pywb APIs: 'example.com/path*' is a "
                "prefix query, '*.example.com' a domain query. Filters as pywb's: "
                "'mime:html' (contains), '=status:200' (equals), '~url:.*\\.pdf$' (regex "
-               "from the start), a leading '!' inverts; repeat --filter to require all.")
-    o.add(query, o.CLUSTER, o.URL, o.MATCH_TYPE, o.FROM, o.TO, o.FILTER, o.LIMIT,
-          o.QUERY_OUTPUT, o.PAGE, o.PAGE_SIZE, o.SHOW_NUM_PAGES,
+               "from the start), a leading '!' inverts; repeat --filter to require all. "
+               "The options are the CDX API's parameters, as serve takes them: " +
+               ", ".join(f"{option.name} = {'/'.join(option.params)}" for option in o.CDX_API)
+               + ".")
+    o.add(query, o.CLUSTER, *o.CDX_API,
           o.VERBOSE.but(help="print every request made to a remote cluster on stderr",
                         off_help="print no requests (default)"))
 
@@ -136,6 +139,18 @@ def _export_parser(sub, help_line):
                     "directories, sort/grep): to stdout, or to FILE, which appears only once "
                     "complete. A cluster with a malformed line or out of order fails (exit 1).")
     o.add(export, o.CLUSTER, o.EXPORT_OUTPUT, o.EXPORT_FORMAT, o.PROGRESS)
+def _serve_parser(sub, help_line):
+    serve = sub.add_parser(
+        "serve", help=help_line,
+        description="Answer the CDX API (the parameters of query, named as pywb, the Wayback "
+                    "Machine and Common Crawl name them) at /NAME/cdx and /NAME-index, list the "
+                    "collections at /collinfo.json, and offer a search page at /. Answers "
+                    "stream; errors are pywb's {\"message\": ...} with status 400 (a bad "
+                    "parameter), 404, 500 (a damaged cluster), 502 (one that cannot be read) or "
+                    "503 (over --timeout). Stop with SIGTERM or Ctrl-C: requests in flight finish.",
+        epilog="Example: webarchive-index serve cc=out/cluster all=crawl1/,crawl2/ --port 8080; "
+               "then curl 'http://127.0.0.1:8080/cc/cdx?url=*.example.com&output=json&limit=5'")
+    o.add(serve, *o.SERVE)
 
 
 def _finalize_parser(sub, help_line):
@@ -266,21 +281,14 @@ def _cdx(args):
 
 
 def _query(args):
-    from . import cdxapi, storage
-    from .query import DEFAULT_PAGE_SIZE, open_cluster, search_range
+    from . import storage
+    from .cdxapi import BadParameter, CdxRequest
+    from .collection import query
     try:
-        if args.page is not None and args.show_num_pages:
-            raise ValueError("--page and --show-num-pages exclude each other: ask for the count first")
-        if args.page_size and args.page is None and not args.show_num_pages:
-            raise ValueError("--page-size goes with --page N or --show-num-pages")
-        start, end = (key.encode() for key in search_range(args.url, args.match_type))
-        filters = [cdxapi.parse_filter(spec) for spec in args.filter]
-        cdxapi.check_timestamp(args.from_ts, "--from")
-        cdxapi.check_timestamp(args.to_ts, "--to")
-    except ValueError as exc:
-        sys.stderr.write(f"webarchive-index query: {exc}\n")
+        request = CdxRequest.from_args(args)
+    except BadParameter as exc:
+        sys.stderr.write(f"webarchive-index query: {exc.in_options()}\n")
         return EXIT_USAGE
-    page_size = args.page_size or DEFAULT_PAGE_SIZE
 
     def show(method, url, byte_range):
         shown = f" bytes={byte_range[0]}-{byte_range[1]}" if byte_range else ""
@@ -289,15 +297,10 @@ def _query(args):
     if args.verbose:
         storage.add_request_listener(show)
     try:
-        cluster = open_cluster(args.location)
-        out = sys.stdout.buffer
-        if args.show_num_pages:
-            out.write((json.dumps(cluster.page_info(start, end, page_size)) + "\n").encode())
-            return EXIT_OK
-        lines = (cluster.page(start, end, args.page, page_size) if args.page is not None
-                 else cluster.lookup_range(start, end))
-        out.writelines(cdxapi.process(lines, filters, args.from_ts, args.to_ts, args.limit,
-                                      args.output))
+        sys.stdout.buffer.writelines(query(args.location, request))
+    except BadParameter as exc:  # a page that is not there
+        sys.stderr.write(f"webarchive-index query: {exc.message}\n")
+        return EXIT_FAILED
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"webarchive-index query: {exc}\n")
         return EXIT_FAILED
@@ -321,6 +324,27 @@ def _export(args):
     sys.stderr.write(f"exported: {done.lines} lines ({done.format}) from {args.location} "
                      f"to {done.output or 'stdout'} in {done.seconds:.1f} s\n")
     return EXIT_OK
+def _serve(args):
+    import logging
+    from .serve import serve
+    logging.basicConfig(format="webarchive-index serve: %(message)s", level=logging.WARNING)
+
+    def ready(url, collections):
+        for name, collection in collections.items():
+            count = len(collection.clusters)
+            sys.stderr.write(f"serving {name} ({count} cluster{'s' if count > 1 else ''}) at "
+                             f"{url}/{name}/cdx\n")
+        sys.stderr.write(f"search page {url}/ ; stop with Ctrl-C or SIGTERM\n")
+        sys.stderr.flush()
+
+    try:
+        return serve(o.ServeOptions.from_args(args), ready)
+    except ValueError as exc:
+        sys.stderr.write(f"webarchive-index serve: {exc}\n")
+        return EXIT_USAGE
+    except OSError as exc:
+        sys.stderr.write(f"webarchive-index serve: {exc}\n")
+        return EXIT_FAILED
 
 
 def _finalize(args):
@@ -465,6 +489,8 @@ COMMANDS = {
     "query": ("look up captures in a cluster", _query_parser, _query),
     "export": ("write every line of a cluster as one flat sorted CDX file", _export_parser,
                _export),
+    "serve": ("serve clusters over HTTP with the CDX API (pywb's, Common Crawl's)",
+              _serve_parser, _serve),
     "finalize": ("check the shards of a cluster job's output and publish its index",
                  _finalize_parser, _finalize),
     "corpus": ("generate a Common-Crawl-shaped test corpus", _corpus_parser, _corpus),

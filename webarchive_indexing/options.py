@@ -14,6 +14,10 @@ registers options on an argparse parser, or on an MRJob job in ``configure_args`
 The option objects (``BuildOptions``, ``ExportOptions``, ``CopyOptions``) are what the library's entry
 points take instead of long parameter lists: an attribute per option, named as its
 destination, its default unless given.
+
+An option of ``query`` that mirrors a parameter of the CDX API names it (``param``):
+``cdxapi.CdxRequest`` is the option object of both, made from ``query``'s arguments or
+from the query string of a request to ``serve``.
 """
 import argparse
 
@@ -28,13 +32,18 @@ DEFAULT_NAME_PREFIX = "extract"
 # jobs' mapreduce.input.fileinputformat.split.maxsize
 DEFAULT_CDX_BYTES_PER_TASK = 50_000_000
 ERROR_MODES = ("fail", "skip")
-# As zipnum.LINES_PER_BLOCK, query.MATCH_TYPES and cdxapi.OUTPUTS (the command line starts
-# without importing those modules; a test checks that they agree)
+# As zipnum.LINES_PER_BLOCK and query.MATCH_TYPES (the command line starts without
+# importing those modules; a test checks that they agree)
 LINES_PER_BLOCK_DEFAULT = 3000
 # As mergebuild.FAN_IN
 FAN_IN_DEFAULT = 256
 MATCH_TYPES = ("exact", "prefix", "host", "domain")
-QUERY_OUTPUTS = ("cdxj", "json", "cdx11")
+# cdxj: the lines as stored (CDX lines made CDXJ); json: one object a line; cdx11: classic
+# CDX; text: as stored, or fl's fields space-separated; link: a Memento TimeMap
+QUERY_OUTPUTS = ("cdxj", "json", "cdx11", "text", "link")
+# What serve allows a request by default
+DEFAULT_MAX_LIMIT = 1_000_000
+DEFAULT_TIMEOUT = 120
 # As export.FORMATS (the formats ``export`` writes)
 EXPORT_FORMATS = ("cdx",)
 
@@ -56,6 +65,17 @@ def positive(text):
     return value
 
 
+def nonzero(text):
+    """A whole number other than 0, for argparse's ``type``."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number other than 0, got {text!r}")
+    return value
+
+
 def non_negative(text):
     """A whole number of at least 0, for argparse's ``type``."""
     if not text.isdigit():
@@ -67,10 +87,12 @@ def non_negative(text):
 
 class Option:
     """One option: its flags (or a positional argument's name) and ``add_argument``'s
-    keywords."""
+    keywords; ``param``: the name (or names, the first the main one) of the CDX API
+    parameter it mirrors, if any."""
 
-    def __init__(self, *flags, **kwargs):
+    def __init__(self, *flags, param=None, **kwargs):
         self.flags, self.kwargs = flags, kwargs
+        self.params = (param,) if isinstance(param, str) else tuple(param or ())
 
     @property
     def dest(self):
@@ -84,9 +106,15 @@ class Option:
         default = self.kwargs.get("default")
         return list(default) if isinstance(default, list) else default
 
+    @property
+    def name(self):
+        """How a message names it: its first long flag, or a positional argument's metavar."""
+        flag = next((flag for flag in self.flags if flag.startswith("--")), None)
+        return flag or self.kwargs.get("metavar") or self.flags[0]
+
     def but(self, **changes):
         """This option with some of its keywords changed."""
-        return Option(*self.flags, **{**self.kwargs, **changes})
+        return Option(*self.flags, param=self.params, **{**self.kwargs, **changes})
 
     def add_to(self, target):
         _register(target)(*self.flags, **self.kwargs)
@@ -95,28 +123,31 @@ class Option:
 class Flag(Option):
     """A boolean option ``--NAME`` and its twin ``--no-NAME``."""
 
-    def __init__(self, name, default, help, off_help, short=None):
+    def __init__(self, name, default, help, off_help, short=None, dest=None, param=None):
         flags = (short, f"--{name}") if short else (f"--{name}",)
-        super().__init__(*flags, dest=name.replace("-", "_"), default=default, help=help)
-        self.name, self.off_help, self.short = name, off_help, short
+        super().__init__(*flags, param=param, dest=dest or name.replace("-", "_"),
+                         default=default, help=help)
+        self.flag_name, self.off_help, self.short = name, off_help, short
 
     def but(self, **changes):
         values = {"default": self.kwargs["default"], "help": self.kwargs["help"],
-                  "off_help": self.off_help, "short": self.short, **changes}
-        return Flag(self.name, **values)
+                  "off_help": self.off_help, "short": self.short, "dest": self.dest,
+                  "param": self.params, **changes}
+        return Flag(self.flag_name, **values)
 
     def add_to(self, target):
         register = _register(target)
         register(*self.flags, dest=self.dest, action="store_true",
                  default=self.kwargs["default"], help=self.kwargs["help"])
-        register(f"--no-{self.name}", dest=self.dest, action="store_false", help=self.off_help)
+        register(f"--no-{self.flag_name}", dest=self.dest, action="store_false",
+                 help=self.off_help)
 
 
 class FileOption(Option):
     """An MRJob option naming a file that the job ships to its tasks (``add_file_arg``)."""
 
     def but(self, **changes):
-        return FileOption(*self.flags, **{**self.kwargs, **changes})
+        return FileOption(*self.flags, param=self.params, **{**self.kwargs, **changes})
 
     def add_to(self, target):
         target.add_file_arg(*self.flags, **self.kwargs)
@@ -242,32 +273,87 @@ VERBOSE = Flag("verbose", False, "show what mrjob does (runner, steps, counters)
 PROGRESS = Flag("progress", None, "show progress (default: when stderr is a terminal)",
                 "never show progress")
 
-# query
+# query, and the CDX API's parameters that query's options mirror (serve's)
 CLUSTER = Option("location", metavar="CLUSTER",
                  help="a build's output directory, its cluster/ directory or cluster.idx: "
                       "a local path, s3://bucket/prefix or http(s)://host/path")
-URL = Option("url", metavar="URL")
-MATCH_TYPE = Option("--match-type", choices=MATCH_TYPES, default="exact",
+URL = Option("url", metavar="URL", param="url",
+             help="a URL (example.com/path), or a pattern: example.com/path* (prefix), "
+                  "*.example.com (domain)")
+MATCH_TYPE = Option("--match-type", choices=MATCH_TYPES, param="matchType",
                     help="how URL matches, unless it has a wildcard (default exact)")
-FROM = Option("--from", dest="from_ts", metavar="TS",
+FROM = Option("--from", dest="from_ts", metavar="TS", param="from",
               help="captures at or after timestamp TS (1-14 digits: 2024, 20240131...)")
-TO = Option("--to", dest="to_ts", metavar="TS",
+TO = Option("--to", dest="to_ts", metavar="TS", param="to",
             help="captures at or before timestamp TS (2023 means up to 20231231235959)")
-FILTER = Option("--filter", action="append", default=[], metavar="[!][=|~]FIELD:VALUE",
+FILTER = Option("--filter", dest="filters", action="append", default=[],
+                metavar="[!][=|~]FIELD:VALUE", param="filter",
                 help="keep captures whose FIELD (url, mime, status, digest, filename...) "
                      "contains VALUE, equals it (=) or matches the regex (~); repeatable")
-LIMIT = Option("--limit", type=positive, help="print at most this many lines")
-QUERY_OUTPUT = Option("--output", choices=QUERY_OUTPUTS, default="cdxj",
+LIMIT = Option("--limit", type=nonzero, metavar="N", param="limit",
+               help="print at most N lines; -N: the last N (-1: the newest)")
+QUERY_OUTPUT = Option("--output", choices=QUERY_OUTPUTS, default="cdxj", param="output",
                       help="cdxj (default; the lines as stored in a CDXJ cluster), json (one "
-                           "object per line) or cdx11 (classic 11-field CDX)")
-PAGE = Option("--page", type=non_negative, metavar="N",
+                           "object per line), cdx11 (classic 11-field CDX), text (as stored, "
+                           "or the --fl fields space-separated) or link (a Memento TimeMap)")
+FIELDS = Option("--fl", "--fields", dest="fields", metavar="FIELD,...", param=("fl", "fields"),
+                help="only these fields, in this order (e.g. timestamp,url,status)")
+SORT = Option("--sort", choices=("reverse", "closest"), param="sort",
+              help="reverse: last first; closest: nearest to --closest first")
+CLOSEST = Option("--closest", metavar="TS", param="closest",
+                 help="with --sort closest (implied): the timestamp to be near")
+COLLAPSE = Option("--collapse", metavar="FIELD[:N]", param="collapse",
+                  help="drop a line whose FIELD (or its first N characters) equals the "
+                       "previous line's: digest, timestamp:8 (one a day), urlkey")
+PAGE = Option("--page", type=non_negative, metavar="N", param="page",
               help="only page N (from 0) of the result, in pages of --page-size blocks of "
                    "cluster.idx, as pywb's page= (without: every page)")
-PAGE_SIZE = Option("--page-size", type=positive, metavar="BLOCKS",
-                   help="blocks per page with --page or --show-num-pages (default 10, as pywb)")
+PAGE_SIZE = Option("--page-size", type=positive, metavar="BLOCKS", param="pageSize",
+                   help="blocks per page with --page, --show-num-pages or --show-paged-index "
+                        "(default 10, as pywb)")
 SHOW_NUM_PAGES = Flag("show-num-pages", False,
                       "print only the page count as pywb's showNumPages does: "
-                      '{"pages": ..., "pageSize": ..., "blocks": ...}', "print the lines (default)")
+                      '{"pages": ..., "pageSize": ..., "blocks": ...}', "print the lines (default)",
+                      param="showNumPages")
+SHOW_PAGED_INDEX = Flag("show-paged-index", False,
+                        "print the cluster.idx lines of the result's blocks (of --page N, else "
+                        "all)", "print the lines (default)", param="showPagedIndex")
+COUNT = Flag("count", False,
+             'print only the exact number of matching captures: {"captures": N} (without '
+             "filters it reads only the blocks at the ends of the range)",
+             "print the lines (default)", dest="show_num_captures", param="showNumCaptures")
+SHOW_RESUME_KEY = Flag("show-resume-key", False,
+                       "after --limit lines, if there are more: a blank line and a key (json: a "
+                       '{"resumeKey": ...} line) from which --resume-key goes on',
+                       "no resume key (default)", param="showResumeKey")
+RESUME_KEY = Option("--resume-key", metavar="KEY", param="resumeKey",
+                    help="go on after the line a --show-resume-key answer ended with")
+# What a CDX API request holds (cdxapi.CdxRequest): query's options and serve's parameters
+CDX_API = (URL, MATCH_TYPE, FROM, TO, FILTER, LIMIT, QUERY_OUTPUT, FIELDS, SORT, CLOSEST,
+           COLLAPSE, PAGE, PAGE_SIZE, SHOW_NUM_PAGES, SHOW_PAGED_INDEX, COUNT, SHOW_RESUME_KEY,
+           RESUME_KEY)
+
+# serve
+COLLECTIONS = Option("collections", nargs="+", metavar="NAME=CLUSTER[,CLUSTER...]",
+                     help="a collection and its cluster(s) (as query takes them: local, s3:// "
+                          "or http(s)://); several clusters are merged in key order")
+HOST = Option("--host", default="127.0.0.1",
+              help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 for "
+                   "every interface)")
+PORT = Option("--port", type=non_negative, default=8080,
+              help="port (default 8080; 0: any free one)")
+WORKERS = Option("--workers", type=positive, help="processes answering (default: one per core)")
+CACHE_MB = Option("--cache-mb", type=positive, default=64,
+                  help="MiB of inflated blocks each worker keeps for later lookups (default 64)")
+TIMEOUT = Option("--timeout", type=positive, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                 help=f"longest a request may take (default {DEFAULT_TIMEOUT})")
+MAX_LIMIT = Option("--max-limit", type=positive, default=DEFAULT_MAX_LIMIT, metavar="N",
+                   help="largest limit (or -limit) a request may ask (default "
+                        f"{DEFAULT_MAX_LIMIT})")
+ACCESS_LOG = Option("--access-log", metavar="PATH",
+                    help="append the access log to PATH (default: stderr)")
+LOG = Flag("log", True, "write an access log (default)", "write no access log")
+SERVE = (COLLECTIONS, HOST, PORT, WORKERS, CACHE_MB, TIMEOUT, MAX_LIMIT, ACCESS_LOG, LOG)
 
 # export
 EXPORT_OUTPUT = Option("-o", "--output", metavar="FILE",
@@ -427,3 +513,8 @@ class CopyOptions(Options):
     OPTIONS = (COPY_CLUSTER, DOMAINS, DOMAINS_FILE, COPY_OUTPUT, RECORDS_PER_FILE, NAME_PREFIX,
                WARC_PREFIX, THREADS, RETRIES, PROGRESS, *ENGINE)
     EXTRA = {"spark_context": None}
+
+
+class ServeOptions(Options):
+    """What ``serve.serve(options)`` serves, where, and within which bounds."""
+    OPTIONS = SERVE

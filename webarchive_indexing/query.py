@@ -5,7 +5,15 @@ range ``[start, end)`` exactly as pywb's ``calc_search_range`` does. A ``Cluster
 finds the blocks that can hold the range through ``cluster.idx``, reads only those
 and streams the matching lines: ``lookup``/``lookup_range`` return what pywb's
 ``ZipNumIndexSource`` returns over all pages, ``page``/``page_info`` what it returns
-for ``page=``/``showNumPages``, without holding the index or the result in memory.
+for ``page=``/``showNumPages``, without holding the index or the result in memory;
+``lookup_range_back`` the same lines last first, and ``count_range`` their exact number
+from the blocks at the ends of the range. Blocks are inflated with ISA-L (``isal``),
+twice as fast as zlib, and kept in a ``BlockCache`` where one is given.
+
+Every block read is checked against its index line (its first key, its gzip member
+whole), and the index lines against each other (order, block numbers, offsets): a
+damaged cluster, or one replaced while being read, raises ``DamagedCluster`` naming
+the file and offset instead of answering wrongly.
 
 A remote cluster (``s3://``, ``http(s)://``) is read with ranged requests only. With
 its ``cluster.root`` a cold lookup makes three: the root, one slice of
@@ -37,14 +45,19 @@ import io
 import itertools
 import logging
 import os
+import threading
 import zlib
 
-import surt
+from isal.isal_zlib import decompress as _decompress
 
 from . import storage
-from .zipnum import block_key, parse_root
+# surt.surt, quicker, and without importing tldextract (a tenth of a second) at start
+from .cdx import url_key
+from .idxfile import DamagedCluster, IdxFile
+from .zipnum import block_key
 
-__all__ = ["MATCH_TYPES", "search_range", "open_cluster", "Cluster", "IdxFile"]
+__all__ = ["MATCH_TYPES", "search_range", "open_cluster", "Cluster", "IdxFile", "BlockCache",
+           "DamagedCluster"]
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +68,8 @@ MATCH_TYPES = ("exact", "prefix", "host", "domain")
 MAX_BLOCKS_PER_READ = 10
 # pywb's pageSize when none is given is its max_blocks
 DEFAULT_PAGE_SIZE = MAX_BLOCKS_PER_READ
-# Read unit of a binary search in a cluster.idx that has no root index
-PAGE_BYTES = 64 * 1024
-# Bytes of the next slice read with a slice of cluster.idx (~40 index lines)
-SLICE_OVERLAP = 4096
-# Pages and slices of cluster.idx an IdxFile keeps
-CACHED_READS = 16
+# A BlockCache's bound when none is given: ~50 blocks of 3000 CDXJ lines
+BLOCK_CACHE_BYTES = 64 * 1024 * 1024
 
 
 def search_range(url: str, match_type: str = "exact") -> tuple[str, str]:
@@ -77,7 +86,7 @@ def search_range(url: str, match_type: str = "exact") -> tuple[str, str]:
     url, match_type = _apply_wildcard(url, match_type)
     if not url:
         raise ValueError("empty URL: give a URL or a pattern such as 'example.com/*' or '*.example.com'")
-    key = surt.surt(url)
+    key = url_key(url)
 
     if match_type == "exact":
         # '!' is the first printable byte after ' ', which follows the key in a line
@@ -106,7 +115,7 @@ def _apply_wildcard(url, match_type):
     return url, match_type
 
 
-def open_cluster(location, max_blocks_per_read=MAX_BLOCKS_PER_READ):
+def open_cluster(location, max_blocks_per_read=MAX_BLOCKS_PER_READ, cache=None):
     """The ``Cluster`` at ``location``: a build's output directory, its ``cluster/``
     directory or a ``cluster.idx``; a local path, ``s3://`` or ``http(s)://`` URL.
 
@@ -123,7 +132,7 @@ def open_cluster(location, max_blocks_per_read=MAX_BLOCKS_PER_READ):
             location = os.path.join(location, "cluster.idx")
         if not os.path.isfile(location):
             raise FileNotFoundError(f"no ZipNum index at {location}")
-        return Cluster(IdxFile.open(location), max_blocks_per_read)
+        return Cluster(IdxFile.open(location), max_blocks_per_read, cache)
     if location.endswith((".idx", ".summary")):
         candidates = [location]
     else:
@@ -131,184 +140,47 @@ def open_cluster(location, max_blocks_per_read=MAX_BLOCKS_PER_READ):
         candidates = [here, below] if location.rstrip("/").endswith("/cluster") else [below, here]
     for idx in candidates:
         try:
-            return Cluster(IdxFile.open(idx), max_blocks_per_read)
+            return Cluster(IdxFile.open(idx), max_blocks_per_read, cache)
         except FileNotFoundError:
             continue
     raise FileNotFoundError(f"no ZipNum index at {' or '.join(candidates)}")
 
 
-class IdxFile:
-    """A ``cluster.idx`` (local or remote) read in ranges, never whole.
+class BlockCache:
+    """Inflated blocks (their lines) by shard and offset, the least recently used dropped
+    beyond ``max_bytes`` (the lines' bytes plus ``LINE_OVERHEAD`` each); shared by threads."""
 
-    With the cluster's root index (``cluster.root``, see ``zipnum.root_index``) the
-    slice that holds a key is known without reading, and one ranged read fetches it;
-    a slice is read together with the start of the next one (``SLICE_OVERLAP``), so a
-    run of lines crossing into it rarely needs a second read. Without a root, or with
-    one that does not describe this index, the index is binary-searched in pages of
-    ``PAGE_BYTES`` as pywb does on local files (in 8 KiB blocks).
-    """
+    LINE_OVERHEAD = 40
 
-    def __init__(self, path, root=None):
-        self.path = path
-        self.size = None
-        self._root = root
-        self._root_keys = [key for key, _, _ in root[1]] if root else None
-        # a few recent pages or slices: a scan revisits the page where a bisection ended
-        self._cache = collections.OrderedDict()
+    def __init__(self, max_bytes=BLOCK_CACHE_BYTES):
+        self.max_bytes = max_bytes
+        self._blocks = collections.OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
 
-    @classmethod
-    def open(cls, path):
-        """The index at ``path`` with its root, if it has one; FileNotFoundError if neither
-        is there (the root answers first: one request for a cold remote lookup)."""
-        root_path = os.path.splitext(path)[0] + ".root"
-        try:
-            root = parse_root(storage.read_bytes(root_path))
-        except FileNotFoundError:
-            root = None
-        except ValueError as exc:
-            log.warning("ignoring %s: %s", root_path, exc)
-            root = None
-        idx = cls(path, root)
-        if root is None:
-            idx._page(0)  # the index must be there; learns its size
-        return idx
+    def get(self, key):
+        with self._lock:
+            found = self._blocks.get(key)
+            if found is None:
+                return None
+            self._blocks.move_to_end(key)
+            return found[0]
 
-    def scan(self, key: bytes, stop: bytes | None = None):
-        """Index lines (without newline) from the last one below ``key`` (or the first
-        line, if none is below) to the end, while below ``stop``.
-
-        That is what pywb's ``iter_range(reader, key, stop, prev_size=1)`` yields: when
-        every line is below ``key`` only the last one comes. Lines compare whole, as
-        pywb compares them.
-        """
-        prev = None
-        lines = self._lines_for(key, stop)
-        for line in lines:
-            if line >= key:
-                if prev is not None:
-                    yield prev
-                for line in itertools.chain((line,), lines):
-                    if stop is not None and line >= stop:
-                        return
-                    yield line
-                return
-            prev = line
-        if prev is not None and (stop is None or prev < stop):
-            yield prev
-
-    def _lines_for(self, key, stop):
-        if self._root is not None:
-            first = max(bisect.bisect_left(self._root_keys, key) - 1, 0)
-            try:
-                return self._root_lines(first, stop)
-            except _StaleRoot as exc:
-                log.warning("ignoring the root index of %s: %s", self.path, exc)
-                self._root = self._root_keys = None
-        return self._paged_lines(key)
-
-    def _root_lines(self, first, stop):
-        """Lines of the slices from ``first`` on, stopping before a slice whose key is
-        ``>= stop``; the first slice is read (and checked) before this returns."""
-        entries = self._root[1]
-        if not entries:
-            return iter(())
-        data = self._slice(first)
-
-        def lines():
-            yield from data.split(b"\n")[:-1]
-            for i in range(first + 1, len(entries)):
-                if stop is not None and entries[i][0] >= stop:
-                    return
-                # the start of this slice came with the previous one: the rest is read
-                # only if the scan goes past it
-                head = self._cache.get(("head", i), b"")
-                yield from head.split(b"\n")[:-1]
-                if len(head) < entries[i][2]:
-                    try:
-                        rest = self._slice(i)[len(head):]
-                    except _StaleRoot as exc:
-                        raise OSError(f"{self.path} changed while being read: {exc}") from None
-                    yield from rest.split(b"\n")[:-1]
-        return lines()
-
-    def _slice(self, i):
-        """Slice ``i`` of the index, checked against the root; _StaleRoot if the root
-        describes another index (a build published between reading the two)."""
-        size, entries = self._root
-        key, offset, length = entries[i]
-        overlap = min(SLICE_OVERLAP, entries[i + 1][2]) if i + 1 < len(entries) else 0
-        data = self._read(offset, length + overlap, ("slice", i))
-        if self.size != size:
-            raise _StaleRoot(f"its root describes an index of {size} bytes, not {self.size}")
-        next_key = entries[i + 1][0] if overlap else None
-        if (not data.startswith(key + b"\t") or data[length - 1:length] != b"\n"
-                or (overlap and not data.startswith(next_key + b"\t", length))):
-            raise _StaleRoot(f"its root does not describe bytes {offset}+{length}")
-        if overlap:
-            head = data[length:]
-            self._remember(("head", i + 1), head[:head.rfind(b"\n") + 1])
-        return data[:length]
-
-    def _paged_lines(self, key):
-        """Lines from a page whose first whole line is below ``key`` (or from the start)."""
-        self._page(0)
-        lo, hi = 0, -(-self.size // PAGE_BYTES)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            line = next(self._lines_at(mid * PAGE_BYTES, skip_first=True), None)
-            if line is not None and line < key:
-                lo = mid
-            else:
-                hi = mid
-        return self._lines_at(lo * PAGE_BYTES, skip_first=lo > 0)
-
-    def _lines_at(self, pos, skip_first):
-        """Whole lines starting in the pages from ``pos`` on; the first (maybe partial) one
-        dropped if ``skip_first``."""
-        page, cut = divmod(pos, PAGE_BYTES)
-        rest = b""
-        data = self._page(page)[cut:]
-        while True:
-            lines = (rest + data).split(b"\n")
-            rest = lines.pop()
-            for line in lines:
-                if skip_first:
-                    skip_first = False
-                    continue
-                yield line
-            page += 1
-            if page * PAGE_BYTES >= self.size:
-                break
-            data = self._page(page)
-        if rest and not skip_first:
-            yield rest
-
-    def _page(self, n):
-        return self._read(n * PAGE_BYTES, PAGE_BYTES, ("page", n))
-
-    def _read(self, offset, length, name):
-        if name in self._cache:
-            self._cache.move_to_end(name)
-            return self._cache[name]
-        data, size = storage.fetch_range(self.path, offset, length)
-        if size is None:
-            raise OSError(f"{self.path}: the server does not say how large the file is "
-                          "(Content-Range: .../*), which a binary search needs")
-        if self.size is None:
-            self.size = size
-        elif size != self.size:
-            raise OSError(f"{self.path} changed while being read: {self.size} bytes, then {size}")
-        self._remember(name, data)
-        return data
-
-    def _remember(self, name, data):
-        self._cache[name] = data
-        while len(self._cache) > CACHED_READS:
-            self._cache.popitem(last=False)
+    def put(self, key, lines):
+        size = sum(map(len, lines)) + self.LINE_OVERHEAD * len(lines)
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._blocks.pop(key, None)
+            self._bytes += size - (old[1] if old else 0)
+            self._blocks[key] = (lines, size)
+            while self._bytes > self.max_bytes:
+                _, (_, freed) = self._blocks.popitem(last=False)
+                self._bytes -= freed
 
 
-class _StaleRoot(Exception):
-    pass
+class _Entry(collections.namedtuple("_Entry", "key shard offset length lineno line")):
+    """One line of ``cluster.idx``: the block at ``offset`` (``length`` bytes) of ``shard``."""
 
 
 class Cluster:
@@ -321,17 +193,26 @@ class Cluster:
     names them (a ``.loc`` file would cost a request per lookup, and its locations
     are often the builder's local paths); that is how Common Crawl publishes its
     indexes, and how ``build`` lays out one on S3.
+
+    A shard is only ever read below the cluster's own directory, whoever wrote the
+    index: a shard name with ``..``, a scheme or an absolute path is refused
+    (``DamagedCluster``); a ``.loc`` location outside that directory is ignored.
+
+    ``cache``, a ``BlockCache`` (a server shares one), keeps inflated blocks for the
+    next lookups; without one every lookup reads and inflates its blocks.
     """
 
-    def __init__(self, idx, max_blocks_per_read=MAX_BLOCKS_PER_READ):
+    def __init__(self, idx, max_blocks_per_read=MAX_BLOCKS_PER_READ, cache=None):
         if not isinstance(idx, IdxFile):
             idx = open_cluster(idx, max_blocks_per_read).idx
         self.idx = idx
         self.max_blocks_per_read = max_blocks_per_read
+        self.cache = cache
         self.shard_dir = storage.dirname(idx.path)
         loc_path = os.path.splitext(idx.path)[0] + ".loc"
         is_local_loc = storage.is_local(idx.path) and os.path.isfile(loc_path)
         self.locations = _read_loc(loc_path, self.shard_dir) if is_local_loc else {}
+        self._lines_per_block = None
 
     def lookup(self, url, match_type="exact", limit=None):
         """Iterate the lines (bytes, ``\\n``-terminated) matching ``url``, in index order.
@@ -348,8 +229,55 @@ class Cluster:
         # Block keys are only 'urlkey timestamp': a start reaching past that (a whole
         # line) is located by that part, else copies of a block's first line that end
         # the previous block would be skipped. URL keys have no space and are used as is.
-        lines = self._lines(self.idx.scan(block_key(start), end), start, end)
-        yield from itertools.islice(lines, limit)
+        entries = self._entries(self.idx.scan(block_key(start), end, peek=True), end)
+        yield from itertools.islice(self._lines(entries, start, end), limit)
+
+    def lookup_range_back(self, start: bytes, end: bytes):
+        """The lines of ``lookup_range(start, end)``, last first, reading backwards."""
+        entries = self._entries(self.idx.scan_back(block_key(start), end, peek=True), end, reverse=True)
+        for _, lines in self._blocks(entries, reverse=True):
+            first, stop = bisect.bisect_left(lines, start), bisect.bisect_left(lines, end)
+            yield from reversed(lines[first:stop])
+            if first > 0:  # every earlier block holds lines below this one's first
+                return
+
+    def count_range(self, start: bytes, end: bytes) -> int:
+        """How many lines ``start <= line < end`` there are, exactly, reading only the
+        blocks at the two ends of the range and the last block of each shard inside it:
+        every other block holds exactly as many lines as any full block (``build``'s
+        ``--lines-per-block``, Common Crawl's 3000). A cluster where that does not hold
+        is counted line by line (and a warning logged)."""
+        if b" " in start or b" " in end:  # a block key could then fall inside the range
+            return sum(1 for _ in self.lookup_range(start, end))
+        entries = self._entries(self.idx.scan(start, end, peek=True), end)
+        first = next(entries, None)
+        if first is None:
+            return 0
+        to_read, full, sample, prev, first_is_full = [first], 0, None, first, False
+        for entry in entries:
+            if prev is first:
+                first_is_full = entry.shard == first.shard
+            elif entry.shard != prev.shard:
+                to_read.append(prev)  # the last block of its shard may be short
+            elif sample is None and self._lines_per_block is None:
+                sample = prev
+                to_read.append(prev)
+            else:
+                full += 1
+            prev = entry
+        if prev is not first:
+            to_read.append(prev)
+        total = 0
+        for entry, lines in self._blocks(to_read):
+            if entry is sample or (entry is first and first_is_full):
+                if self._lines_per_block is None:
+                    self._lines_per_block = len(lines)
+                elif len(lines) != self._lines_per_block:
+                    log.warning("%s: blocks of %d and %d lines: counting line by line",
+                                self.idx.path, self._lines_per_block, len(lines))
+                    return sum(1 for _ in self.lookup_range(start, end))
+            total += bisect.bisect_left(lines, end) - bisect.bisect_left(lines, start)
+        return total + full * (self._lines_per_block or 0)
 
     def page_info(self, start: bytes, end: bytes, page_size=DEFAULT_PAGE_SIZE):
         """``{"pages", "pageSize", "blocks"}`` for ``[start, end)``, as pywb's
@@ -358,7 +286,7 @@ class Cluster:
         if bounds is None:
             return {"pages": 0, "pageSize": page_size, "blocks": 0}
         first, _, blocks, pages = bounds
-        if blocks == 0 and next(self._lines([first], start, end), None) is None:
+        if blocks == 0 and next(self._lines(self._entries([first]), start, end), None) is None:
             pages, blocks = 0, -1
         return {"pages": pages, "pageSize": page_size, "blocks": blocks + 1}
 
@@ -366,6 +294,11 @@ class Cluster:
         """The lines of page ``page`` (from 0) of ``[start, end)`` in pages of
         ``page_size`` blocks, as pywb's ``page=`` returns them: page 0 starts with the
         block before the first match. ValueError for a page that is not there."""
+        return self._lines(self._entries(self.page_index(start, end, page, page_size)), start, end)
+
+    def page_index(self, start: bytes, end: bytes, page, page_size=DEFAULT_PAGE_SIZE):
+        """The ``cluster.idx`` lines of the blocks of page ``page``, as pywb's
+        ``showPagedIndex`` gives them."""
         bounds = self._page_bounds(start, end, page_size)
         if bounds is None:
             return iter(())
@@ -376,10 +309,8 @@ class Cluster:
         if blocks >= 0:
             last = min(last, blocks)
         if page == 0:
-            entries = itertools.chain((first,), itertools.islice(rest, 0, last))
-        else:
-            entries = itertools.islice(rest, page * page_size - 1, last)
-        return self._lines(entries, start, end)
+            return itertools.chain((first,), itertools.islice(rest, 0, last))
+        return itertools.islice(rest, page * page_size - 1, last)
 
     def _page_bounds(self, start, end, page_size):
         """pywb's ``compute_page_range``: the index line before the first match, the
@@ -392,108 +323,165 @@ class Cluster:
         first = next(rest, None)
         if first is None or last is None:
             return None
-        try:
-            blocks = _lineno(last) - _lineno(first)
-        except (IndexError, ValueError):
+        first_no, last_no = (self.idx.check_line(line, "a line")[4] for line in (first, last))
+        if first_no is None or last_no is None:
             return first, rest, -1, 1
+        blocks = last_no - first_no
         return first, rest, blocks, blocks // page_size + 1
 
     def shard_paths(self, shard):
         """Paths (local, or URLs) to try for ``shard``, in order."""
         if shard in self.locations:
             return self.locations[shard]
-        return [storage.resolve(self.shard_dir, shard)]
+        return [storage.resolve(self.shard_dir, _shard_name(shard, self.idx.path))]
 
-    def _lines(self, idx_lines, start, end):
-        """The lines ``start <= line < end`` of the blocks named by ``idx_lines``."""
-        for run in _runs(_entries(idx_lines), self.max_blocks_per_read):
-            data = self._read(run)
-            pos = 0
-            for _, length in run.blocks:
-                for line in _block_lines(data[pos:pos + length]):
-                    if line >= end:
-                        return
-                    if line >= start:
-                        yield line
-                pos += length
+    def _entries(self, idx_lines, end=None, reverse=False):
+        """The index lines parsed, each checked against the one before: block numbers
+        that follow on, and blocks of a shard that follow on from its offset 0. A line
+        at or above ``end`` (a scan's peek) is only checked."""
+        prev = None
+        for line in idx_lines:
+            entry = _Entry(*self.idx.check_line(line, "a line"), line)
+            if prev is not None:
+                self._check_follows(*((entry, prev) if reverse else (prev, entry)))
+            prev = entry
+            if end is None or line < end:
+                yield entry
 
-    def _read(self, run):
+    def _check_follows(self, before, after):
+        problem = None
+        if before.lineno is not None and after.lineno is not None and after.lineno != before.lineno + 1:
+            problem = f"block number {after.lineno} follows {before.lineno}"
+        elif after.shard == before.shard and after.offset != before.offset + before.length:
+            problem = (f"the block at offset {after.offset} of {after.shard} follows one that "
+                       f"ends at {before.offset + before.length}")
+        elif after.shard != before.shard and after.offset != 0:
+            problem = f"the first block of {after.shard} is at offset {after.offset}, not 0"
+        if problem:
+            raise DamagedCluster(f"{self.idx.path} is damaged: {problem} (a line is missing, "
+                                 f"out of place or points elsewhere): {after.line[:200]!r}")
+
+    def _lines(self, entries, start, end):
+        """The lines ``start <= line < end`` of the blocks of ``entries``."""
+        for _, lines in self._blocks(entries):
+            first = bisect.bisect_left(lines, start) if lines[0] < start else 0
+            stop = bisect.bisect_left(lines, end)
+            yield from itertools.islice(lines, first, stop)
+            if stop < len(lines):
+                return
+
+    def _blocks(self, entries, reverse=False):
+        """``(entry, lines)`` for each of ``entries``, from the cache or read in runs of
+        up to ``max_blocks_per_read`` blocks adjacent in their shard."""
+        run = []
+        for entry in entries:
+            cached = self.cache.get(self._cache_key(entry)) if self.cache is not None else None
+            if cached is not None:
+                yield from self._read_run(run)
+                run = []
+                yield entry, cached
+                continue
+            if run and (len(run) >= self.max_blocks_per_read or not _adjacent(run[-1], entry, reverse)):
+                yield from self._read_run(run)
+                run = []
+            run.append(entry)
+        yield from self._read_run(run)
+
+    def _cache_key(self, entry):
+        return self.idx.path, entry.shard, entry.offset, entry.length
+
+    def _read_run(self, run):
+        if not run:
+            return
+        offset = min(run[0].offset, run[-1].offset)
+        data = self._read(run[0].shard, offset, sum(entry.length for entry in run))
+        for entry in run:
+            lines = self._inflate(entry, data[entry.offset - offset:entry.offset - offset + entry.length])
+            if self.cache is not None:
+                self.cache.put(self._cache_key(entry), lines)
+            yield entry, lines
+
+    def _inflate(self, entry, member):
+        where = f"{entry.shard} at offset {entry.offset} ({entry.length} bytes)"
+        why = ("the shard is damaged, the index does not describe it, or it was replaced "
+               "while being read")
+        try:
+            text = _decompress(member, wbits=31)
+        except _inflate_errors() as exc:
+            raise DamagedCluster(f"{where}: not a gzip block ({exc}): {why}") from None
+        # inflating stops at the member's end: bytes after it mean the length is wrong
+        if len(text) & 0xFFFFFFFF != int.from_bytes(member[-4:], "little"):
+            raise DamagedCluster(f"{where}: not one whole gzip block: {why}")
+        lines = io.BytesIO(text).readlines()
+        if not lines or block_key(lines[0]) != entry.key:
+            first = lines[0][:120] if lines else b""
+            raise DamagedCluster(f"{where}: its first line {first!r} does not start with the "
+                                 f"index's key {entry.key[:120]!r}: {why}")
+        return lines
+
+    def _read(self, shard, offset, length):
         errors = []
-        for path in self.shard_paths(run.shard):
+        for path in self.shard_paths(shard):
             try:
-                data = storage.read_range(path, run.offset, run.length)
+                data = storage.read_range(path, offset, length)
             except OSError as exc:
                 errors.append(f"{path}: {exc}")
                 continue
-            if len(data) != run.length:
-                errors.append(f"{path}: {len(data)} bytes at {run.offset}, index says {run.length}")
+            if len(data) != length:
+                errors.append(f"{path}: {len(data)} bytes at {offset}, index says {length}")
                 continue
             return data
-        raise OSError(f"cannot read {run.shard} bytes {run.offset}+{run.length}: " + "; ".join(errors or ["no location"]))
+        raise OSError(f"cannot read {shard} bytes {offset}+{length}: " + "; ".join(errors or ["no location"]))
 
 
-class _Run:
-    """Adjacent blocks of one shard, fetched with one read."""
-
-    def __init__(self, shard, offset, length):
-        self.shard = shard
-        self.offset = offset
-        self.length = 0
-        self.blocks = []
-        self.add(offset, length)
-
-    def add(self, offset, length):
-        self.blocks.append((offset, length))
-        self.length += length
-
-    def follows(self, shard, offset):
-        return shard == self.shard and offset == self.offset + self.length
+def _adjacent(last, entry, reverse):
+    if entry.shard != last.shard:
+        return False
+    if reverse:
+        return entry.offset + entry.length == last.offset
+    return entry.offset == last.offset + last.length
 
 
-def _runs(entries, max_blocks):
-    run = None
-    for shard, offset, length in entries:
-        if run and run.follows(shard, offset) and len(run.blocks) < max_blocks:
-            run.add(offset, length)
-            continue
-        if run:
-            yield run
-        run = _Run(shard, offset, length)
-    if run:
-        yield run
+def _inflate_errors():
+    from isal.igzip_lib import IsalError
+    return zlib.error, IsalError
 
 
-def _entries(idx_lines):
-    for line in idx_lines:
-        fields = line.split(b"\t")
-        if len(fields) < 4:
-            raise ValueError(f"not a cluster.idx line: {line[:200]!r}")
-        yield fields[1].decode(), int(fields[2]), int(fields[3])
-
-
-def _lineno(idx_line):
-    return int(idx_line.split(b"\t")[4])
-
-
-def _block_lines(member):
-    # BytesIO splits on b"\n" only; bytes.splitlines() would also split on b"\r"
-    return io.BytesIO(zlib.decompress(member, wbits=31))
+def _shard_name(name, where):
+    """``name`` if it is a path below a directory (no ``..``, scheme, absolute path,
+    backslash, control character or empty segment), else DamagedCluster."""
+    parts = name.split("/")
+    if (not name or "://" in name or name.startswith("/") or "\\" in name
+            or any(ord(c) < 32 for c in name) or any(p in ("", ".", "..") for p in parts)):
+        raise DamagedCluster(f"{where}: shard name {name!r} is not a file below the cluster's "
+                             "directory; shards are read only there")
+    return name
 
 
 def _read_loc(path, base):
+    """``{shard: [paths]}`` of a local ``.loc`` file, locations absolute, ``file://`` or
+    relative to ``base`` (as pywb resolves them). A location outside ``base`` is left
+    out, with a warning (a cluster copied elsewhere lists its old place): its shard is
+    then looked for beside the index."""
     locations = {}
+    inside = os.path.join(os.path.realpath(base), "")
     with open(path, encoding="utf-8") as loc:
-        for line in loc:
+        for number, line in enumerate(loc, 1):
             fields = line.rstrip("\r\n").split("\t")
             if len(fields) < 2:
                 continue
-            locations[fields[0]] = [_location(base, p) for p in fields[1:]]
+            _shard_name(fields[0], f"{path} line {number}")
+            paths = []
+            for location in fields[1:]:
+                local = storage.local_path(location)  # None for a URI
+                resolved = local and os.path.realpath(os.path.join(base, local))
+                if not resolved or not resolved.startswith(inside):
+                    log.warning("%s line %d: ignoring %r, which is not below the cluster's "
+                                "directory %s (shards are read only there); looking for %s "
+                                "beside the index", path, number, location, base, fields[0])
+                    continue
+                paths.append(resolved)
+            default = os.path.join(base, fields[0])
+            locations[fields[0]] = paths + ([default] if default not in paths else [])
     return locations
 
-
-def _location(base, path):
-    """Where a ``.loc`` line says a shard is: a path, relative to ``base`` or absolute, a
-    ``file://`` URL (as pywb takes them), or a URI."""
-    if storage.is_local(path):
-        return storage.resolve(base, path)
-    return storage.local_path(path) or path

@@ -80,6 +80,11 @@ def _client():
         return client
 
 
+# a process forked after it made requests (serve's workers) makes its own client: the
+# parent's kept-alive connections are not the child's to share
+os.register_at_fork(after_in_child=_client.cache_clear)
+
+
 def _s3(url, operation, **params):
     """Call an S3 operation for ``url``; its errors become OSErrors naming ``url``."""
     try:

@@ -1,0 +1,398 @@
+"""Benchmark `webarchive-index serve` against pywb 2.10's own server, and our cluster reader
+against pywb's, on the same cluster.
+
+Usage (from the project root; plain `python` re-runs itself with .venv/bin/python):
+
+    python bench/serve.py              # 300,000 lines, 5 s per measurement
+    python bench/serve.py --quick      # smoke run: 60,000 lines, 2 s per measurement
+
+1. **Cluster**: `--lines` synthetic CDXJ lines (Common-Crawl-shaped keys and fields over
+   `--hosts` hosts; seeded, cached in bench/out/serve-cluster/), written as a ZipNum cluster
+   of 4 shards, 3000 lines a block (as Common Crawl's), with its cluster.root.
+2. **Lookups**: a fixed mix, the same for every server: 70% exact lookups of captured
+   URLs, 15% prefix (`host/path*`) and 15% domain (`*.host`) lookups with `limit=100`
+   (pywb without `page=` stops at its first page anyway); JSON output; misses included.
+3. **Servers**, each answering only while it is measured:
+   - ours: `webarchive-index serve NAME=CLUSTER --workers 2` (one per core);
+   - pywb: `wayback` (gevent, its default 4 threads), the collection's index our
+     cluster.idx (`nosource=true&allowFuzzy=false`, so that both do the same work);
+   - remote: the same cluster on a local HTTP range server (tests/rangeserver.py, in its
+     own process): ours reads the whole cluster over HTTP (`serve NAME=http://...`);
+     pywb, which reads a ZipNum index from local disk only, reads the shards over HTTP
+     through a cluster.loc of http:// URLs.
+4. **Load**: a client (asyncio, in this process) keeps 1, 8 and 64 clients busy for
+   `--seconds` each, after a warm-up over the mix: first each request on a new
+   connection (as curl, cdx_toolkit and most scripts ask), then on kept-alive HTTP/1.1
+   connections; requests/s, p50 and p99 latency; every answer's status must be 200.
+   (pywb's server answers a kept-alive connection's requests after ~40 ms each: the
+   delayed-ACK wait of small writes with Nagle's algorithm on.)
+5. **One process**: exact lookups per second through `Cluster.lookup` (no cache, and with
+   a 64 MiB BlockCache) against pywb's `ZipNumIndexSource.load_index`, same URLs.
+6. **Report**: the table, the ratios (ours / pywb), the servers' peak memory (VmHWM of
+   each process, the workers summed), bench/out/serve-results.json.
+
+The machine is shared and has 2 cores: the client, the servers and the range server
+compete for them, so absolute figures are low and noisy; the ratios, from one run, are
+what to compare.
+"""
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import platform
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VENV = os.path.join(ROOT, ".venv")
+BIN = os.path.join(VENV, "bin")
+PYTHON = os.path.join(BIN, "python")
+OUT = os.path.join(ROOT, "bench", "out")
+CONCURRENCY = (1, 8, 64)
+
+RANGE_SERVER = """import sys, time
+sys.path.insert(0, {tests!r})
+import rangeserver
+with rangeserver.serving({root!r}) as server:
+    print(server.url, flush=True)
+    while True:
+        time.sleep(3600)
+"""
+
+
+def make_lines(count, hosts, seed=1):
+    """Sorted synthetic CDXJ lines: captures of pages of ``hosts`` hosts."""
+    import surt
+    rng = random.Random(seed)
+    names = [f"{rng.choice(['www.', '', 'blog.', 'shop.'])}site{n}.{rng.choice(['com', 'org', 'net', 'de', 'co.uk'])}"
+             for n in range(hosts)]
+    lines, urls = [], []
+    while len(lines) < count:
+        host = names[min(int(rng.paretovariate(1.2)) - 1, hosts - 1)] if rng.random() < 0.5 else rng.choice(names)
+        url = f"https://{host}/{rng.choice(['', 'news/', 'p/', 'a/b/'])}{rng.randint(0, 5000)}" \
+              + (f"?id={rng.randint(0, 99)}" if rng.random() < 0.2 else "")
+        urls.append(url)
+        key = surt.surt(url)
+        for _ in range(rng.choice([1, 1, 1, 2, 3])):
+            ts = f"20{rng.randint(15, 24)}{rng.randint(1, 12):02d}{rng.randint(1, 28):02d}{rng.randint(0, 23):02d}" \
+                 f"{rng.randint(0, 59):02d}{rng.randint(0, 59):02d}"
+            record = {"url": url, "mime": "text/html", "status": rng.choice(["200", "200", "301", "404"]),
+                      "digest": "%032X" % rng.getrandbits(128), "length": str(rng.randint(500, 90000)),
+                      "offset": str(rng.randint(0, 10 ** 9)),
+                      "filename": f"crawl-data/CC-MAIN-2024-22/segments/{rng.randint(0, 99)}/warc/"
+                                  f"CC-MAIN-{rng.randint(0, 99999):05d}.warc.gz"}
+            lines.append(f"{key} {ts} {json.dumps(record)}\n".encode())
+    lines.sort()
+    return lines, urls, names
+
+
+def cluster(count, hosts):
+    """The cluster's directory and the lookup mix, made once per parameters."""
+    from webarchive_indexing.zipnum import write_cluster
+    out = os.path.join(OUT, "serve-cluster", f"l{count}-h{hosts}")
+    done = out + ".json"
+    if os.path.exists(done):
+        with open(done) as fh:
+            return out, json.load(fh)
+    shutil.rmtree(out, ignore_errors=True)
+    print(f"writing a cluster of {count} lines (once) ...", flush=True)
+    lines, urls, names = make_lines(count, hosts)
+    splits = [lines[len(lines) * i // 4] for i in range(1, 4)]
+    stats = write_cluster(lines, os.path.join(out, "cluster"), splits, lines_per_block=3000)
+    rng = random.Random(7)
+    mix = []
+    for _ in range(400):
+        kind = rng.random()
+        if kind < 0.7:
+            url = rng.choice(urls) if rng.random() < 0.9 else f"https://nothing{rng.randint(0, 999)}.example/"
+            mix.append({"url": url})
+        elif kind < 0.85:
+            url = rng.choice(urls)
+            mix.append({"url": url.rsplit("/", 1)[0] + "/*", "limit": "100"})
+        else:
+            mix.append({"url": "*." + rng.choice(names).removeprefix("www."), "limit": "100"})
+    meta = {"stats": stats, "mix": mix}
+    with open(done, "w") as fh:
+        json.dump(meta, fh)
+    return out, meta
+
+
+def remote_copy(out):
+    """A copy of the cluster whose cluster.loc names its shards by http:// URL, for pywb;
+    and the range server's root, serving the cluster."""
+    copy = os.path.join(out, "pywb-remote")
+    shutil.rmtree(copy, ignore_errors=True)
+    os.makedirs(copy)
+    shutil.copy(os.path.join(out, "cluster", "cluster.idx"), copy)
+    return copy
+
+
+def free_port():
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start(argv, cwd=None, ready=None):
+    process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE if ready is None else subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, text=True)
+    if ready:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                status = asyncio.run(fetch_one(ready))
+                if status == 200:
+                    break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{argv[0]} did not start")
+            time.sleep(0.2)
+    return process
+
+
+def stop(process):
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def peak_kb(process):
+    """VmHWM of a process and its children (a server's workers), in KiB."""
+    total = 0
+    pids = [process.pid]
+    try:
+        with open(f"/proc/{process.pid}/task/{process.pid}/children") as fh:
+            pids += [int(p) for p in fh.read().split()]
+    except OSError:
+        pass
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                total += next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+        except (OSError, StopIteration):
+            pass
+    return total
+
+
+async def fetch_one(url):
+    parts = urllib.parse.urlsplit(url)
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    try:
+        status, _ = await request(reader, writer, parts.hostname, parts.path + "?" + parts.query)
+        return status
+    finally:
+        writer.close()
+
+
+async def request(reader, writer, host, target, close=False):
+    connection = "Connection: close\r\n" if close else ""
+    writer.write(f"GET {target} HTTP/1.1\r\nHost: {host}\r\n{connection}\r\n".encode())
+    await writer.drain()
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+    if "content-length" in headers:
+        body = await reader.readexactly(int(headers["content-length"]))
+    else:
+        pieces = []
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).strip(), 16)
+            pieces.append(await reader.readexactly(size + 2))
+            if size == 0:
+                break
+        body = b"".join(pieces)
+    return status, body
+
+
+async def load(base, targets, clients, seconds, keep_alive):
+    """Keep ``clients`` clients busy for ``seconds``, each on one kept-alive connection or
+    on a new connection a request: (requests/s, latencies, errors)."""
+    parts = urllib.parse.urlsplit(base)
+    latencies, errors = [], []
+    stop_at = time.monotonic() + seconds
+
+    async def client(n):
+        connection = None
+        i = n * 7919
+        try:
+            while time.monotonic() < stop_at:
+                target = targets[i % len(targets)]
+                i += 1
+                began = time.perf_counter()
+                if connection is None:
+                    connection = await asyncio.open_connection(parts.hostname, parts.port)
+                status, _ = await request(*connection, parts.hostname, target, close=not keep_alive)
+                if not keep_alive:
+                    connection[1].close()
+                    connection = None
+                latencies.append(time.perf_counter() - began)
+                if status != 200:
+                    errors.append((status, target))
+        finally:
+            if connection:
+                connection[1].close()
+
+    began = time.monotonic()
+    await asyncio.gather(*(client(n) for n in range(clients)))
+    return len(latencies) / (time.monotonic() - began), latencies, errors
+
+
+def measure_server(name, base, targets, seconds):
+    asyncio.run(load(base, targets, 4, min(seconds, 2), True))  # warm-up: caches, imports
+    rows = []
+    for keep_alive in (False, True):
+        for clients in CONCURRENCY:
+            rate, latencies, errors = asyncio.run(load(base, targets, clients, seconds, keep_alive))
+            if errors:
+                raise RuntimeError(f"{name}: {len(errors)} answers were not 200, e.g. {errors[0]}")
+            latencies.sort()
+            rows.append({"server": name, "clients": clients, "keep_alive": keep_alive,
+                         "requests_per_s": round(rate, 1),
+                         "p50_ms": round(1000 * latencies[len(latencies) // 2], 2),
+                         "p99_ms": round(1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))], 2),
+                         "requests": len(latencies)})
+            print(f"  {name:<14} {clients:>3} clients {'kept-alive' if keep_alive else 'new conns.'}"
+                  f"  {rate:8.1f} req/s  p50 {rows[-1]['p50_ms']:7.2f} ms  p99 {rows[-1]['p99_ms']:8.2f} ms",
+                  flush=True)
+    return rows
+
+
+def targets_for(path, mix, pywb):
+    extra = {"output": "json"}
+    if pywb:
+        extra.update({"nosource": "true", "allowFuzzy": "false"})
+    return [f"{path}?{urllib.parse.urlencode({**query, **extra})}" for query in mix]
+
+
+def one_process(cluster_dir, mix, seconds):
+    """Exact lookups a second in this process: ours (no cache; a 64 MiB BlockCache) and pywb's."""
+    from pywb.warcserver.index.zipnum import ZipNumIndexSource
+    from webarchive_indexing.query import BlockCache, Cluster
+    urls = [q["url"] for q in mix if "limit" not in q]
+    results = {}
+
+    def rate(name, lookup):
+        for url in urls[:50]:
+            lookup(url)
+        done, began = 0, time.perf_counter()
+        while time.perf_counter() - began < seconds:
+            lookup(urls[done % len(urls)])
+            done += 1
+        results[name] = round(done / (time.perf_counter() - began), 1)
+        print(f"  {name:<32} {results[name]:8.1f} lookups/s", flush=True)
+
+    idx = os.path.join(cluster_dir, "cluster.idx")
+    source = ZipNumIndexSource(idx, {})
+    rate("pywb ZipNumIndexSource", lambda url: [c.to_json() for c in source.load_index({"url": url})])
+    plain = Cluster(cluster_dir)
+    rate("ours, no cache", lambda url: list(plain.lookup(url)))
+    cached = Cluster(cluster_dir, cache=BlockCache(64 << 20))
+    rate("ours, 64 MiB block cache", lambda url: list(cached.lookup(url)))
+    return results
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lines", type=int, default=300_000, help="CDXJ lines in the cluster")
+    parser.add_argument("--hosts", type=int, default=2000)
+    parser.add_argument("--seconds", type=float, default=5, help="per measurement")
+    parser.add_argument("--quick", action=argparse.BooleanOptionalAction, default=False,
+                        help="smoke run: 60,000 lines, 2 s per measurement")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.lines, args.seconds = 60_000, 2
+    out, meta = cluster(args.lines, args.hosts)
+    cluster_dir = os.path.join(out, "cluster")
+    mix = meta["mix"]
+    load_start = os.getloadavg()
+    rows = []
+
+    print("one process, exact lookups:", flush=True)
+    lookups = one_process(cluster_dir, mix, args.seconds)
+
+    range_server = subprocess.Popen([PYTHON, "-c", RANGE_SERVER.format(tests=os.path.join(ROOT, "tests"), root=out)],
+                                    stdout=subprocess.PIPE, text=True)
+    remote = range_server.stdout.readline().strip()
+    pywb_remote = remote_copy(out)
+    with open(os.path.join(pywb_remote, "cluster.loc"), "w") as fh:
+        for name in sorted(os.listdir(cluster_dir)):
+            if name.startswith("cdx-"):
+                fh.write(f"{name}\t{remote}/cluster/{name}\n")
+    config = os.path.join(out, "pywb")
+    os.makedirs(config, exist_ok=True)
+    with open(os.path.join(config, "config.yaml"), "w") as fh:
+        fh.write(f"collections:\n  local: {os.path.join(cluster_dir, 'cluster.idx')}\n"
+                 f"  remote: {os.path.join(pywb_remote, 'cluster.idx')}\n")
+    memory = {}
+    try:
+        for where, ours_spec, pywb_coll in (("local", f"c={cluster_dir}", "local"),
+                                            ("remote", f"c={remote}/cluster", "remote")):
+            print(f"servers, {where} cluster:", flush=True)
+            port = free_port()
+            ours = start([os.path.join(BIN, "webarchive-index"), "serve", ours_spec, "--port", str(port),
+                          "--workers", "2", "--no-log"], ready=f"http://127.0.0.1:{port}/collinfo.json")
+            try:
+                rows += [dict(r, cluster=where) for r in measure_server(
+                    "serve", f"http://127.0.0.1:{port}", targets_for("/c/cdx", mix, False), args.seconds)]
+                memory[f"serve, {where} (2 workers)"] = peak_kb(ours)
+            finally:
+                stop(ours)
+            port = free_port()
+            pywb = start([os.path.join(BIN, "wayback"), "-p", str(port), "-b", "127.0.0.1"], cwd=config,
+                         ready=f"http://127.0.0.1:{port}/{pywb_coll}/cdx?url=example.com&allowFuzzy=false")
+            try:
+                rows += [dict(r, cluster=where) for r in measure_server(
+                    "pywb wayback", f"http://127.0.0.1:{port}", targets_for(f"/{pywb_coll}/cdx", mix, True),
+                    args.seconds)]
+                memory[f"pywb wayback, {where}"] = peak_kb(pywb)
+            finally:
+                stop(pywb)
+    finally:
+        range_server.terminate()
+        range_server.wait()
+
+    ratios = {}
+    for where in ("local", "remote"):
+        for keep_alive in (False, True):
+            for clients in CONCURRENCY:
+                ours, theirs = (next(r["requests_per_s"] for r in rows if r["server"] == s and r["clients"] == clients
+                                     and r["cluster"] == where and r["keep_alive"] == keep_alive)
+                                for s in ("serve", "pywb wayback"))
+                how = "kept-alive" if keep_alive else "new connections"
+                ratios[f"req/s {where}, {clients} clients, {how}"] = round(ours / theirs, 2)
+    ratios["lookups/s one process, no cache"] = round(lookups["ours, no cache"] / lookups["pywb ZipNumIndexSource"], 2)
+    ratios["lookups/s one process, block cache"] = round(lookups["ours, 64 MiB block cache"] / lookups["pywb ZipNumIndexSource"], 2)
+    print("\nratios (ours / pywb):")
+    for name, value in ratios.items():
+        print(f"  {name:<40} {value:5.2f}x")
+    print("peak memory (VmHWM):")
+    for name, kb in memory.items():
+        print(f"  {name:<40} {kb / 1024:7.1f} MiB")
+    result = {"meta": {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+                       "python": platform.python_version(), "cores": os.cpu_count(),
+                       "lines": args.lines, "blocks": meta["stats"]["blocks"], "seconds": args.seconds,
+                       "loadavg_1_5_15min": {"start": load_start, "end": os.getloadavg()}},
+              "servers": rows, "one_process": lookups, "ratios": ratios, "peak_memory_kib": memory}
+    with open(os.path.join(OUT, "serve-results.json"), "w") as fh:
+        json.dump(result, fh, indent=1)
+    print(f"wrote {os.path.relpath(os.path.join(OUT, 'serve-results.json'))}")
+    return 0
+
+
+if __name__ == "__main__":
+    if os.path.realpath(sys.prefix) != os.path.realpath(VENV) and os.path.exists(PYTHON):
+        os.execv(PYTHON, [PYTHON, *sys.argv])
+    sys.exit(main())

@@ -1,0 +1,216 @@
+"""A collection: one or more clusters searched as one index, and the answer to a CDX API
+request (``cdxapi.CdxRequest``) over it; what ``query`` prints and ``serve`` sends.
+
+The clusters' lines are merged in key order (as users ask "all crawls" at once). Pages
+(``page=``, ``showNumPages``) of a collection of several clusters are the pages of the
+first cluster, then those of the next: each line is on exactly one page.
+
+    collection = Collection.open("cc", ["crawl-1/", "s3://bucket/crawl-2/"])
+    request = CdxRequest.from_query(urllib.parse.parse_qs("url=*.example.com&limit=5"))
+    content_type, body = collection.answer(request)
+    for chunk in body:
+        sys.stdout.buffer.write(chunk)
+
+    # what webarchive-index query prints
+    sys.stdout.buffer.writelines(query("out/", CdxRequest("*.example.com", limit=5)))
+"""
+import heapq
+import itertools
+import json
+import time
+
+from warcio.timeutils import sec_to_timestamp, timestamp_to_sec
+
+from .cdxapi import (CONTENT_TYPES, BadParameter, Capture, RequestTimeout, collapsed, formatter,
+                     resume_key, selected, timemap)
+from .query import DEFAULT_PAGE_SIZE, open_cluster
+
+__all__ = ["Collection", "query"]
+
+JSON = "application/json"
+# lines between two looks at the clock of a request with a deadline
+CLOCK_EVERY = 256
+
+
+def query(location, request, cache=None):
+    """The answer to ``request`` (a ``CdxRequest``) from the cluster at ``location`` (as
+    ``query.open_cluster`` takes it), as ``webarchive-index query`` prints it: bytes,
+    lazily. The cluster's index is opened now: OSError (``DamagedCluster`` too) if it
+    cannot be read; BadParameter, OSError or ValueError later, from the body."""
+    return Collection.open(location, [location], cache).answer(request)[1]
+
+
+class Collection:
+    """Clusters searched as one index (``name``: what a server calls it)."""
+
+    def __init__(self, name, clusters):
+        self.name = name
+        self.clusters = list(clusters)
+
+    @classmethod
+    def open(cls, name, locations, cache=None):
+        """The collection of the clusters at ``locations`` (as ``query.open_cluster``
+        takes them); each cluster's index is opened now, so a bad one is named at once."""
+        return cls(name, [open_cluster(location, cache=cache) for location in locations])
+
+    def answer(self, request, deadline=None):
+        """``(content type, body)`` for ``request``: body yields bytes, lazily. Errors in
+        the request (BadParameter) and in reading come from the body's first chunk, or
+        later for what only shows further in (a damaged block)."""
+        for predicate in request.predicates:
+            predicate.deadline = deadline
+        if request.show_num_pages:
+            return JSON, self._json(self._num_pages(request))
+        if request.show_num_captures:
+            return JSON, self._json(lambda: {"captures": self._count(request, deadline)})
+        if request.show_paged_index:
+            return "text/x-ndjson" if request.output == "json" else "text/plain", self._paged_index(request)
+        body = self._captures(request, deadline)
+        return CONTENT_TYPES[request.output], timemap(body) if request.output == "link" else body
+
+    # -- lines -------------------------------------------------------------------------
+
+    def lines(self, start, end, reverse=False, resume=None, deadline=None):
+        """The captures ``start <= line < end`` of every cluster in key order (last first
+        if ``reverse``); after the position ``resume`` (``(line, copy)``) if given."""
+        if resume is not None:
+            if reverse:
+                end = min(end, resume[0] + b"\x00")
+            else:
+                start = max(start, resume[0])
+        streams = [c.lookup_range_back(start, end) if reverse else c.lookup_range(start, end)
+                   for c in self.clusters]
+        merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, reverse=reverse)
+        previous, copy = None, 0
+        for n, line in enumerate(merged):
+            if deadline is not None and n % CLOCK_EVERY == 0 and time.monotonic() > deadline:
+                raise RequestTimeout("the request took too long")
+            copy = copy + 1 if line == previous else 1
+            previous = line
+            if resume is not None and line == resume[0] and copy <= resume[1]:
+                continue
+            yield Capture(line, copy)
+
+    def _selected(self, request, reverse=False, deadline=None):
+        captures = selected(self.lines(request.start, request.end, reverse, request.resume, deadline),
+                            request.predicates, request.from_ts, request.to_ts)
+        if request.collapse:
+            after = Capture(request.resume[0]) if request.resume and not reverse else None
+            captures = collapsed(captures, request.collapse, backwards=reverse, after=after)
+        return captures
+
+    def _captures(self, request, deadline):
+        write = formatter(request.output, request.fields)
+        if request.page is not None:
+            captures = selected(map(Capture, self._page(request)), request.predicates,
+                                request.from_ts, request.to_ts)
+            yield from map(write, itertools.islice(captures, request.limit))
+            return
+        if request.sort == "closest":
+            yield from map(write, self._closest(request, deadline))
+            return
+        limit = request.limit
+        if limit is not None and limit < 0:
+            # the last N in index order: read backwards; or, reversed, the first N
+            backwards = request.sort != "reverse"
+            last = list(itertools.islice(self._selected(request, backwards, deadline), -limit))
+            yield from map(write, reversed(last))
+            return
+        captures = iter(self._selected(request, request.sort == "reverse", deadline))
+        last = None
+        for capture in itertools.islice(captures, limit):
+            last = capture
+            yield write(capture)
+        if request.show_resume_key and last is not None and next(captures, None) is not None:
+            key = resume_key(last)
+            yield (json.dumps({"resumeKey": key}) + "\n").encode() if request.output == "json" \
+                else b"\n" + key.encode() + b"\n"
+
+    def _closest(self, request, deadline):
+        """Captures nearest ``closest`` first (ties in index order), as pywb sorts them.
+        An exact URL's captures are in time order: read outwards from ``closest`` in
+        both directions, holding nothing; others are sorted, holding ``limit`` lines."""
+        target = timestamp_to_sec(request.closest)
+
+        def distance(capture):
+            return abs(timestamp_to_sec(capture.value("timestamp")) - target)
+
+        start, end = request.range
+        if end == start + b"!" and not request.collapse:
+            # the target's own timestamp (closest=2015 is the end of 2015, as pywb reads it):
+            # captures at or after it sort after it, those before it before
+            pivot = start + b" " + sec_to_timestamp(target).encode()
+            later = selected(self.lines(pivot, end, deadline=deadline), request.predicates,
+                             request.from_ts, request.to_ts)
+            earlier = selected(self.lines(start, pivot, reverse=True, deadline=deadline),
+                               request.predicates, request.from_ts, request.to_ts)
+            # backwards, captures of one second come last first: put them back in order
+            earlier = itertools.chain.from_iterable(
+                reversed(list(same)) for _, same in itertools.groupby(earlier, lambda c: c.value("timestamp")))
+            nearest = heapq.merge(((distance(c), 0, c) for c in earlier),
+                                  ((distance(c), 1, c) for c in later), key=lambda t: t[:2])
+            return (c for _, _, c in itertools.islice(nearest, request.limit))
+        ranked = heapq.nsmallest(request.held, enumerate(self._selected(request, deadline=deadline)),
+                                 key=lambda item: (distance(item[1]), item[0]))
+        return (capture for _, capture in ranked)
+
+    def _count(self, request, deadline):
+        if request.predicates or request.from_ts or request.to_ts or request.collapse:
+            return sum(1 for _ in self._selected(request, deadline=deadline))
+        return sum(cluster.count_range(*request.range) for cluster in self.clusters)
+
+    # -- pages -------------------------------------------------------------------------
+
+    def _page_size(self, request):
+        return request.page_size or DEFAULT_PAGE_SIZE
+
+    def _num_pages(self, request):
+        def info():
+            infos = [c.page_info(*request.range, self._page_size(request)) for c in self.clusters]
+            return {"pages": sum(i["pages"] for i in infos), "pageSize": self._page_size(request),
+                    "blocks": sum(i["blocks"] for i in infos)}
+        return info
+
+    def _locate_page(self, request):
+        """``(cluster, page in it)`` of the collection's page ``request.page``."""
+        size, page = self._page_size(request), request.page
+        if len(self.clusters) == 1:
+            return self.clusters[0], page
+        pages = 0
+        for cluster in self.clusters:
+            count = cluster.page_info(*request.range, size)["pages"]
+            if page < pages + count:
+                return cluster, page - pages
+            pages += count
+        raise BadParameter("page", f"Page {page} invalid: First Page is 0, Last Page is {pages - 1}", named=False)
+
+    def _page(self, request):
+        cluster, page = self._locate_page(request)
+        try:
+            return cluster.page(*request.range, page, self._page_size(request))
+        except ValueError as exc:
+            raise BadParameter("page", str(exc), named=False) from None
+
+    def _paged_index(self, request):
+        if request.page is not None:
+            cluster, page = self._locate_page(request)
+            try:
+                pages = [(cluster, cluster.page_index(*request.range, page, self._page_size(request)))]
+            except ValueError as exc:
+                raise BadParameter("page", str(exc), named=False) from None
+        else:
+            pages = [(cluster, cluster.idx.scan(*request.range)) for cluster in self.clusters]
+        for cluster, lines in pages:
+            for line in lines:
+                if request.output != "json":
+                    yield line + b"\n"
+                    continue
+                key, shard, offset, length, lineno = cluster.idx.check_line(line, "a line")
+                fields = {"urlkey": key.decode(), "part": shard, "offset": offset, "length": length}
+                if lineno is not None:
+                    fields["lineno"] = lineno
+                yield (json.dumps(fields) + "\n").encode()
+
+    @staticmethod
+    def _json(make):
+        yield (json.dumps(make()) + "\n").encode()
