@@ -2,6 +2,7 @@
 mrjob's inline runner and Spark from the same inputs; split points from elsewhere
 (--splits); updates and removals byte-identical to full builds with the same split points."""
 import filecmp
+import glob
 import gzip
 import json
 import os
@@ -260,6 +261,22 @@ def test_the_command_shows_each_phase_and_what_an_update_did(crawls, tmp_path, c
                  "files merged in", "update:   2 archives added, 0 replaced (indexed again), 0 "
                  "already in the cluster; 1 removed (", "cluster:  2 shards (0 copied unchanged)"):
         assert step in err, err
+    # a removal alone: no archive read, so no line about archives; counts in the singular
+    assert cli.main(["build", "-o", out, "--update", "--remove", "CORPUS-002-00000*",
+                     "--no-progress"]) == cli.EXIT_OK
+    err = capsys.readouterr().err
+    for step in ("[3/3] updating the 2 shards: the lines of 1 archive taken out",
+                 "update:   0 archives added, 0 replaced (indexed again), 0 already in the "
+                 "cluster; 1 removed ("):
+        assert step in err, err
+    assert "archives:" not in err and "merged in" not in err
+    # index inputs alone: what was read is the indexes' line
+    cdx_file = next(path for path in glob.glob(os.path.join(out, "cdx", "**", "*.cdx.gz"),
+                                               recursive=True))
+    assert cli.main(["build", cdx_file, "-o", str(tmp_path / "again"), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "[1/3] reading 1 index input\n" in err and "  merging 1 index input into 1 sorted run\n" in err
+    assert "indexes:  1 read" in err and "archives:" not in err, err
 
 
 def documented_commands(path):

@@ -39,7 +39,7 @@ from .engines import StepFailed, open_engine
 from .indexprep import open_sources
 from .inputs import ARCHIVE_EXTENSIONS, INDEX_EXTENSIONS, cdx_name, expand
 from .options import LINES_PER_BLOCK_DEFAULT, BuildOptions, check_build
-from .progress import Progress
+from .progress import Progress, counted
 from .publish import publish_cluster
 from .shardrun import Removal
 from .splitsource import SplitsError, load_splits
@@ -181,7 +181,7 @@ def _read_indexes(engine, sources, options, summary, progress):
     if not sources:
         return []
     done = []
-    progress.step(f"[1/3] reading {len(sources)} index inputs", count=lambda: len(done),
+    progress.step(f"[1/3] reading {counted(len(sources), 'index input')}", count=lambda: len(done),
                   total=len(sources))
     files, errors, warnings, summary.index_lines = engine.read_indexes(
         sources, summary.out_dir, options.on_error, done)
@@ -202,7 +202,7 @@ def _index(engine, archives, cdx_dir, cdx_format, options, summary, progress):
     statuses = []
     if archives:
         expected = [storage.join(cdx_dir, cdx_name(a.name)) for a in archives]
-        progress.step(f"[1/3] indexing {len(archives)} archives",
+        progress.step(f"[1/3] indexing {counted(len(archives), 'archive')}",
                       **_progress_count(summary.out_dir, expected))
         statuses = engine.index(archives, cdx_dir, cdx_format, options.skip_existing)
         progress.done()
@@ -248,10 +248,10 @@ def _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, options,
     if options.splits:
         split_lines = load_splits(options.splits, options.shards)
         steps.write_splits(split_lines, summary.out_dir)
-        progress.step(f"[2/3] split points from {options.splits}: {len(split_lines) + 1} shards")
+        progress.step(f"[2/3] split points from {options.splits}: {counted(len(split_lines) + 1, 'shard')}")
     else:
         shards = options.shards or 1
-        progress.step(f"[2/3] sampling split points for {shards} shards")
+        progress.step(f"[2/3] sampling split points for {counted(shards, 'shard')}")
         split_lines = engine.sample(cdx_files, shards, summary.out_dir)
     progress.done()
     shards = len(split_lines) + 1
@@ -264,7 +264,7 @@ def _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, options,
         contents.write(directory, record)
         return stats
 
-    _publish(write, shards, options, summary, progress, f"[3/3] writing {shards} shards")
+    _publish(write, shards, options, summary, progress, f"[3/3] writing {counted(shards, 'shard')}")
     return record
 
 
@@ -291,8 +291,8 @@ def _update(engine, record, archives, sources, cdx_dir, options, summary, progre
     update = summary.update = Update(added=len(new), replaced=len(replaced), held=len(held),
                                      removed=len(removed), indexes_added=len(sources),
                                      indexes_held=len(held_indexes))
-    progress.step(f"[2/3] the cluster's split points and lines per block: {shards} shards, "
-                  f"{lines_per_block} lines a block")
+    progress.step(f"[2/3] the cluster's split points and lines per block: "
+                  f"{counted(shards, 'shard')}, {lines_per_block} lines a block")
     progress.done()
     kept = contents.make(record["format"], lines_per_block, split_lines, archives,
                          {**record["indexes"], **{s.path: contents.index_entry(s) for s in sources}})
@@ -304,10 +304,13 @@ def _update(engine, record, archives, sources, cdx_dir, options, summary, progre
         contents.write(directory, kept)
         return stats
 
-    merged = f"{len(new + replaced)} CDX files" + (f" and {len(sources)} index inputs"
-                                                    if sources else "")
+    merged = [counted(len(new + replaced), "CDX file")] if new or replaced else []
+    merged += [counted(len(sources), "index input")] if sources else []
+    doing = [" and ".join(merged) + " merged in"] if merged else []
+    doing += [f"the lines of {counted(len(removed), 'archive')} taken out"] if removed else []
     _publish(write, shards, options, summary, progress,
-             f"[3/3] updating the {shards} shards: {merged} merged in")
+             f"[3/3] updating the {counted(shards, 'shard')}"
+             + (f": {'; '.join(doing)}" if doing else ""))
     contents.drop_cdx(cdx_dir, removed.values(), (cdxmeta.SUFFIX, steps.ERRORS_SUFFIX))
     return kept
 

@@ -41,6 +41,7 @@ from typing import NamedTuple
 from isal import isal_zlib
 
 from . import runs, splits, storage, zipnum
+from .progress import counted
 
 # Most inputs one task merges at once, or runs one piece reads: files open at once.
 FAN_IN = 256
@@ -371,9 +372,9 @@ def make_runs(pool, inputs, sizes, work_dir, workers, sampled=None, sample_size=
                      os.path.join(work_dir, f"run-{i:06d}.run"), work_dir, fan_in, memory,
                      sample_size, removal)
              for i, group in enumerate(groups)]
-    noun = "CDX files" if all(isinstance(item, str) for item in inputs) else "index inputs"
+    noun = "CDX file" if all(isinstance(item, str) for item in inputs) else "index input"
     results = run_tasks(pool, make_run, [(task,) for task in tasks], progress,
-                        f"merging {len(inputs)} {noun} into {len(tasks)} sorted runs")
+                        f"merging {counted(len(inputs), noun)} into {counted(len(tasks), 'sorted run')}")
     run_list = merge_rounds(pool, [result.run for result in results], work_dir, fan_in,
                             memory, progress)
     return Made(run_list, [pair for result in results for pair in result.sample],
@@ -435,7 +436,7 @@ def write_shards(pool, run_list, split_lines, sample_lines, cluster_dir, work_di
         own = (old[piece.shard],) if piece.shard in old else ()
         tasks.append(PieceTask(piece, tuple(run_list) + own, lines_per_block, path, part, memory))
     by_shard = {}
-    label = f"compressing {len(counts)} shards in {len(tasks)} pieces"
+    label = f"compressing {counted(len(counts), 'shard')} in {counted(len(tasks), 'piece')}"
     for result in run_tasks(pool, write_piece, [(task,) for task in tasks], progress, label):
         by_shard.setdefault(result.piece.shard, []).append(result)
     written = {shard: shard_stats(shard, found) for shard, found in by_shard.items()
@@ -444,6 +445,6 @@ def write_shards(pool, run_list, split_lines, sample_lines, cluster_dir, work_di
     calls = [(by_shard[shard], storage.join(cluster_dir, zipnum.shard_name(shard)),
               storage.join(cluster_dir, zipnum.part_name(shard))) for shard in joined]
     for shard, stats in zip(joined, run_tasks(pool, join_shard, calls, progress,
-                                              f"joining the pieces of {len(joined)} shards")):
+                                              f"joining the pieces of {counted(len(joined), 'shard')}")):
         written[shard] = stats
     return written

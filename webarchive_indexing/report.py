@@ -34,20 +34,22 @@ def print_problems(errors, stream, warnings=()):
 
 
 def print_summary(summary, stream):
-    from .progress import human
+    from .progress import counted, human
     again = (f", {summary.archives_reindexed} indexed again: their CDX was stale"
              if summary.archives_reindexed else "")
-    stream.write(
-        f"archives: {summary.archives} ({summary.archives_skipped} already indexed{again}), "
-        f"{human(summary.input_bytes)} read\n"
-        f"records:  {summary.records} read, {summary.lines} CDX lines\n")
+    update = summary.update
+    if summary.archives or not (summary.indexes or update):
+        stream.write(
+            f"archives: {summary.archives} ({summary.archives_skipped} already indexed{again}), "
+            f"{human(summary.input_bytes)} read\n"
+            f"records:  {summary.records} read, {summary.lines} CDX lines\n")
     if summary.indexes:
         stream.write(f"indexes:  {summary.indexes} read, {summary.index_lines} CDX lines\n")
-    update = summary.update
     if update is not None:
-        stream.write(f"update:   {update.added} archives added, {update.replaced} replaced "
-                     f"(indexed again), {update.held} already in the cluster; {update.removed} "
-                     f"removed ({update.lines_removed} lines taken out)\n")
+        stream.write(f"update:   {counted(update.added, 'archive')} added, {update.replaced} "
+                     f"replaced (indexed again), {update.held} already in the cluster; "
+                     f"{update.removed} removed ({counted(update.lines_removed, 'line')} "
+                     "taken out)\n")
     if summary.published:
         copied = f" ({update.shards_copied} copied unchanged)" if update is not None else ""
         stream.write(f"cluster:  {summary.shards} shards{copied}, {summary.blocks} blocks, "

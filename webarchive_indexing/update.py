@@ -14,6 +14,7 @@ loses none is copied as it is, with its part file, without being inflated.
 import re
 
 from . import mergebuild, runs, storage, zipnum
+from .progress import counted
 from .shardrun import ClusterChanged, read_index, survey
 
 SHARD_NAME = re.compile(r"(?:.*/)?cdx-(\d{5,})\.gz\Z")
@@ -85,7 +86,7 @@ def update_shards(pool, new_runs, new_sample, old_cluster, split_lines, removal,
                  if below[run.shard + 1] == below[run.shard] and not run.removed}
     copies = mergebuild.run_tasks(
         pool, copy_shard, [(surveyed[i], cluster_dir) for i in sorted(unchanged)], progress,
-        f"copying {len(unchanged)} shards with nothing new")
+        f"copying {counted(len(unchanged), 'shard')} with nothing new")
     # where pieces may be cut: the new lines' sample, and about CUTS_PER_SHARD block keys
     # of each changed shard (each stands for a block of lines)
     sample = list(new_sample) + [
