@@ -38,12 +38,12 @@ The machine may be shared: the report gives the load average at the start and en
 """
 import argparse
 import datetime
-import filecmp
 import gzip
 import json
 import os
 import platform
 import random
+import re
 import shutil
 import sys
 import time
@@ -133,11 +133,27 @@ def generate(files, lines, seed, tag, tld=None):
     return paths
 
 
+def published(cluster_dir):
+    """``{name: path}`` of what the published index of ``cluster_dir`` is made of: its
+    shards and part files (where the index says, in ``cluster/`` or a ``build-NNNNN/``
+    directory of it; named without that directory), ``cluster.idx`` and ``contents.json``."""
+    with open(os.path.join(cluster_dir, "cluster.idx"), "rb") as fh:
+        shards = dict.fromkeys(line.split(b"\t")[1].decode() for line in fh)
+    files = {"cluster.idx": os.path.join(cluster_dir, "cluster.idx")}
+    for shard in shards:
+        where, _, name = shard.rpartition("/")
+        files[name] = os.path.join(cluster_dir, shard)
+        part = "part-" + name[len("cdx-"):-len(".gz")]
+        files[part] = os.path.join(cluster_dir, where, part)
+        files["contents.json"] = os.path.join(cluster_dir, where, "contents.json")
+    return files
+
+
 def shard_lines(cluster_dir):
     """Every line of a cluster's shards, in shard order."""
-    names = sorted(n for n in os.listdir(cluster_dir) if n.startswith("cdx-") and n.endswith(".gz"))
-    for name in names:
-        with gzip.open(os.path.join(cluster_dir, name), "rb") as fh:
+    files = published(cluster_dir)
+    for name in sorted(n for n in files if n.startswith("cdx-")):
+        with gzip.open(files[name], "rb") as fh:
             yield from fh
 
 
@@ -145,10 +161,20 @@ def same_lines(a, b):
     return all(x == y for x, y in zip(shard_lines(a), shard_lines(b), strict=True))
 
 
+def _read(path, name):
+    with open(path, "rb") as fh:
+        data = fh.read()
+    # the index names each shard with the directory of its build, which differs between
+    # a first build (build-00001/) and an update of it (build-00002/)
+    return re.sub(rb"\tbuild-\d+/", b"\t", data) if name == "cluster.idx" else data
+
+
 def same_cluster(a, b):
-    names = sorted(n for n in os.listdir(a) if n != "cluster.loc")
-    return names == sorted(n for n in os.listdir(b) if n != "cluster.loc") and \
-        filecmp.cmpfiles(a, b, names, shallow=False)[0] == names
+    """Whether two clusters' published shards, part files, index and record are the same
+    bytes (but for the directory of their build)."""
+    files_a, files_b = published(a), published(b)
+    return files_a.keys() == files_b.keys() and all(
+        _read(files_a[name], name) == _read(files_b[name], name) for name in files_a)
 
 
 def measure(argv, repeat, before=None):
