@@ -75,11 +75,13 @@ def test_s3_build_equals_local_build(tmp_path, corpus, warcs, capsys):
                   and not n.endswith(cdxmeta.SUFFIX))
     assert same and all(built[n] == expected[n] for n in same), same
     # what each CDX file was made from: a local file's size and mtime, an S3 object's size
+    # and ETag
     metas = [n for n in expected if n.endswith(cdxmeta.SUFFIX)]
     assert len(metas) == len([n for n in same if n.endswith(".cdx.gz")])
     for name in metas:
         local_meta, s3_meta = json.loads(expected[name]), json.loads(built[name])
-        assert s3_meta.pop("source") == {"size": local_meta.pop("source")["size"]}
+        source, local_source = s3_meta.pop("source"), local_meta.pop("source")
+        assert source["size"] == local_source["size"] and set(source) == {"size", "etag"}
         # the local engine keeps a sample of each CDX file for its split points, mrjob none
         assert s3_meta.pop("sample_size") > 0 and len(s3_meta.pop("sample")) > 0
         assert local_meta.pop("sample_size") == 0 and local_meta.pop("sample") == []
@@ -97,7 +99,8 @@ def test_s3_build_equals_local_build(tmp_path, corpus, warcs, capsys):
         (built, f"{build_dir}/contents.json"), (expected, "cluster/contents.json")))
     for entry in local_record["archives"].values():
         entry["path"] = entry["path"].replace(f"{corpus}/", warcs)
-        entry["source"] = {"size": entry["source"]["size"]}
+        entry["source"] = {"size": entry["source"]["size"],
+                           "etag": storage.version(entry["path"])["etag"]}
     assert record == local_record and len(record["archives"]) == 3
     idx = built["cluster/cluster.idx"]
     assert without_shard_column(idx) == without_shard_column(expected["cluster/cluster.idx"])
@@ -295,3 +298,30 @@ def test_s3_rebuild_of_a_cluster_without_lines(tmp_path, s3):
         assert summary.published and summary.lines == 0
     assert storage.read_bytes(bucket + "/out/cluster/cluster.idx") == b""
     assert len(_builds(bucket + "/out")) == 1  # the replaced index named no shards
+
+
+def test_s3_archives_changed_in_place_are_indexed_again(s3, tmp_path, corpus):
+    """16.6 on S3: a CDX file records its archive's size and ETag, so an archive replaced
+    by another of the same size is indexed again by a rebuild with --skip-existing, and
+    one left alone (or uploaded again as it was) is not."""
+    bucket = s3server.new_bucket()
+    s3server.upload_tree(corpus / "seg-a", bucket + "/crawl")
+    out = bucket + "/out"
+    options = BuildOptions(shards=2, progress=False, workers=2)
+    first = build([bucket + "/crawl/"], out, options)
+    assert first.archives == 2 and not first.archives_skipped
+    name = sorted(n for n in os.listdir(corpus / "seg-a") if n.endswith(".warc.gz"))[0]
+    key = f"{bucket}/crawl/{name}"
+    original = (corpus / "seg-a" / name).read_bytes()
+    # another MTIME in the header of its first gzip member: the same size, readable alike
+    changed = original[:4] + bytes(4 * [0x5a]) + original[8:]
+    assert len(changed) == len(original) and changed != original
+    # the same bytes uploaded again: the same ETag, nothing indexed again
+    for data, skipped, again in ((original, 2, 0), (changed, 1, 1), (changed, 2, 0)):
+        with storage.open_atomic(key) as fh:
+            fh.write(data)
+        summary = build([bucket + "/crawl/"], out, options)
+        assert (summary.archives_skipped, summary.archives_reindexed) == (skipped, again)
+        meta = cdxmeta.read(f"{out}/cdx/{name.replace('.warc.gz', '.cdx.gz')}")
+        assert meta["source"] == storage.version(key)
+        assert set(meta["source"]) == {"size", "etag"}

@@ -5,8 +5,8 @@
     {"format": "cdxj", "source": {"size": 1234, "mtime_ns": 1700000000000000000},
      "lines": 5000, "sample_size": 200, "sample": [["0a1b...", "com,example)/ 2024..."], ...]}
 
-* ``format`` and ``source`` (the archive's size and modification time, or what the
-  storage knows of a remote one) decide whether ``--skip-existing`` may keep the CDX
+* ``format`` and ``source`` (the archive's size and modification time, or on S3 its
+  size and ETag; over HTTP its size only) decide whether ``--skip-existing`` may keep the CDX
   file: a CDX written in another format, or from an archive that has changed since
   (grown while it was being written, replaced), is indexed again (:func:`stale`).
 * ``sample`` is the bottom-``sample_size`` of the file's CDX lines by
@@ -21,7 +21,6 @@ directory.
 """
 import heapq
 import json
-import os
 
 from . import splits, storage
 from .cdxline import is_cdx_line
@@ -34,13 +33,9 @@ def meta_path(cdx_path):
 
 
 def source_of(archive):
-    """What identifies this version of the archive: its size, and its modification time
-    where it is on this machine (elsewhere that would cost another request)."""
-    local = storage.local_path(archive)
-    if local is None:
-        return {"size": storage.size(archive)}
-    stat = os.stat(local)
-    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    """What identifies this version of the archive (``storage.version``): its size, and
+    its modification time or (on S3) its ETag."""
+    return storage.version(storage.local_path(archive) or archive)
 
 
 def sample_of(text, size):
