@@ -2,6 +2,7 @@
 removed archives left out, byte-identical to a full build with the same split points."""
 import os
 import random
+import shutil
 
 import pytest
 
@@ -118,6 +119,17 @@ def test_a_cluster_of_other_blocks_or_split_points_is_refused(tmp_path):
         update_shards(*args, ["o"], shardrun.Removal([]), str(tmp_path / "new"), str(tmp_path), 10)
     with pytest.raises(ClusterChanged, match="not one of the 1 shards"):
         update_shards(*args, [], shardrun.Removal([]), str(tmp_path / "new"), str(tmp_path), 10)
+    # an index naming shards outside the cluster: refused, nothing read there
+    idx = tmp_path / "old" / "cluster.idx"
+    original = idx.read_bytes()
+    (tmp_path / "elsewhere").mkdir()
+    shutil.copy(tmp_path / "old" / "cdx-00000.gz", tmp_path / "elsewhere")
+    for name in ("../elsewhere/cdx-00000.gz", "build-1/../../elsewhere/cdx-00000.gz",
+                 str(tmp_path / "elsewhere" / "cdx-00000.gz")):
+        idx.write_bytes(original.replace(b"\tcdx-00000.gz\t", f"\t{name}\t".encode()))
+        with pytest.raises(ClusterChanged, match="not one of the 2 shards"):
+            update_shards(*args, ["n"], shardrun.Removal([]), str(tmp_path / "new"),
+                          str(tmp_path), 10)
 
 
 def test_filename_of_each_format():

@@ -17,7 +17,9 @@ from . import mergebuild, runs, storage, zipnum
 from .progress import counted
 from .shardrun import ClusterChanged, read_index, survey
 
-SHARD_NAME = re.compile(r"(?:.*/)?cdx-(\d{5,})\.gz\Z")
+# A shard as cluster.idx names it: in cluster/, or in the directory of one build of it
+# (nothing else: a name from the index never leads outside the cluster)
+SHARD_NAME = re.compile(r"(?:build-[A-Za-z0-9-]+/)?cdx-(\d{5,})\.gz\Z")
 CUTS_PER_SHARD = 100
 
 
