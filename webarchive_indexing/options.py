@@ -342,7 +342,7 @@ HOST = Option("--host", default="127.0.0.1",
                    "every interface)")
 PORT = Option("--port", type=non_negative, default=8080,
               help="port (default 8080; 0: any free one)")
-WORKERS = Option("--workers", type=positive, help="processes answering (default: one per core)")
+SERVE_WORKERS = Option("--workers", type=positive, help="processes answering (default: one per core)")
 CACHE_MB = Option("--cache-mb", type=positive, default=64,
                   help="MiB of inflated blocks each worker keeps for later lookups (default 64)")
 TIMEOUT = Option("--timeout", type=positive, default=DEFAULT_TIMEOUT, metavar="SECONDS",
@@ -353,7 +353,7 @@ MAX_LIMIT = Option("--max-limit", type=positive, default=DEFAULT_MAX_LIMIT, meta
 ACCESS_LOG = Option("--access-log", metavar="PATH",
                     help="append the access log to PATH (default: stderr)")
 LOG = Flag("log", True, "write an access log (default)", "write no access log")
-SERVE = (COLLECTIONS, HOST, PORT, WORKERS, CACHE_MB, TIMEOUT, MAX_LIMIT, ACCESS_LOG, LOG)
+SERVE = (COLLECTIONS, HOST, PORT, SERVE_WORKERS, CACHE_MB, TIMEOUT, MAX_LIMIT, ACCESS_LOG, LOG)
 
 # export
 EXPORT_OUTPUT = Option("-o", "--output", metavar="FILE",
