@@ -135,11 +135,16 @@ def test_splits_from_a_file_or_a_cluster(tmp_path, both, source, shards):
 
 
 def test_bad_splits_sources_are_named(tmp_path, both):
-    with pytest.raises(BuildFailed, match="--splits: .*none.txt: no such file"):
+    # refused before anything is read or written
+    with pytest.raises(UsageError, match="--splits: .*none.txt: no such file"):
         run([both], tmp_path / "out", splits=str(tmp_path / "none.txt"))
     (tmp_path / "two.txt").write_text("a\nb\n")
-    with pytest.raises(BuildFailed, match="they make at most 3 shards, not 4"):
+    with pytest.raises(UsageError, match="holds 2 split points: they make at most 3 shards, not 4"):
         run([both], tmp_path / "out", splits=str(tmp_path / "two.txt"), shards=4)
+    (tmp_path / "one.txt").write_text("a\n")
+    with pytest.raises(UsageError, match="holds 1 split point: they make at most 2 shards, not 3"):
+        run([both], tmp_path / "out", splits=str(tmp_path / "one.txt"), shards=3)
+    assert not (tmp_path / "out" / "cdx").exists()
 
 
 # -- updates ------------------------------------------------------------------------------------
@@ -216,14 +221,18 @@ def test_an_archive_changed_since_replaces_its_lines(crawls, tmp_path):
 
 def test_what_updates_refuse(crawls, tmp_path, capsys):
     out = str(tmp_path / "out")
-    with pytest.raises(BuildFailed, match="there is no cluster in .* to update: build one first"):
+    with pytest.raises(UsageError, match="there is no cluster in .* to update: build one first"):
         run([crawls / "crawl-1"], out, update=True)
+    assert not os.path.exists(os.path.join(out, "cdx"))
     run([crawls / "crawl-1"], out, shards=2, workers=2)
     published = (tmp_path / "out" / "cluster" / "cluster.idx").read_bytes()
     for missing in ([tmp_path / "missing.warc.gz"], [crawls / "crawl-2", tmp_path / "missing.warc.gz"]):
         with pytest.raises(BuildFailed, match="1 problems in the input; no cluster was built"):
             run(missing, out, update=True)
     assert (tmp_path / "out" / "cluster" / "cluster.idx").read_bytes() == published
+    assert cli.main(["build", str(crawls / "crawl-2"), "-o", out, "--update", "--cdx-format",
+                     "cdx11"]) == cli.EXIT_USAGE
+    assert "--cdx-format cdx11, but the cluster in" in capsys.readouterr().err
     os.remove(os.path.join(out, "cluster", contents.RECORD))
     with pytest.raises(BuildFailed, match="no record of what it holds .* not built by `webarchive-index build`"):
         run([crawls / "crawl-2"], out, update=True)
@@ -233,7 +242,8 @@ def test_what_updates_refuse(crawls, tmp_path, capsys):
               "leave out --splits, --lines-per-block"),
              (["--update", "--runner", "mrjob"], "--update runs on the local engine"),
              (["--runner", "inline", "--workers", "2"], "--workers goes with --runner local"),
-             (["--fan-in", "1"], "--fan-in must be at least 2")]
+             (["--fan-in", "1"], "--fan-in must be at least 2"),
+             (["--splits", str(tmp_path / "none.txt")], "--splits: ")]
     for args, message in usage:
         capsys.readouterr()
         assert cli.main(["build", str(crawls / "crawl-2"), "-o", out, *args]) == cli.EXIT_USAGE

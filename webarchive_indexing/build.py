@@ -38,7 +38,7 @@ from . import cdxmeta, contents, steps, storage
 from .engines import StepFailed, open_engine
 from .indexprep import open_sources
 from .inputs import ARCHIVE_EXTENSIONS, INDEX_EXTENSIONS, cdx_name, expand
-from .options import LINES_PER_BLOCK_DEFAULT, BuildOptions, check_build
+from .options import LINES_PER_BLOCK_DEFAULT, BuildOptions, UsageError, check_build
 from .progress import Progress, counted
 from .publish import publish_cluster
 from .shardrun import Removal
@@ -130,14 +130,19 @@ def build(inputs, out_dir, options=None):
                           f"{' '.join(inputs)}", summary)
     try:
         record = contents.read(summary.cluster_dir) if options.update else None
+        split_lines = load_splits(options.splits, options.shards) if options.splits else None
+    except contents.NoCluster as exc:
+        raise UsageError(str(exc)) from None
     except contents.NoRecord as exc:
         raise BuildFailed(str(exc), summary) from None
+    except SplitsError as exc:
+        raise UsageError(f"--splits: {exc}") from None
     requested = options.cdx_format
     if record:
         if requested not in (None, record["format"]):
-            raise BuildFailed(f"--cdx-format {requested}, but the cluster in {out_dir} is "
-                              f"{record['format']}: an update keeps the format of the cluster "
-                              "(leave --cdx-format out)", summary)
+            raise UsageError(f"--cdx-format {requested}, but the cluster in {out_dir} is "
+                             f"{record['format']}: an update keeps the format of the cluster "
+                             "(leave --cdx-format out)")
         requested = record["format"]
     sources, open_errors, cdx_format = open_sources(found.indexes, requested,
                                                     options.legacy_prefix.encode("utf-8"))
@@ -156,8 +161,8 @@ def build(inputs, out_dir, options=None):
                 index_files = _read_indexes(engine, sources, options, summary, progress)
                 statuses = _index(engine, archives, cdx_dir, cdx_format, options, summary,
                                   progress)
-                _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, options,
-                       summary, progress)
+                _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, split_lines,
+                       options, summary, progress)
         except ClusterIncomplete as exc:
             summary.seconds = time.monotonic() - started
             raise BuildFailed(f"the cluster is incomplete, nothing was published: {exc}",
@@ -165,8 +170,6 @@ def build(inputs, out_dir, options=None):
         except StepFailed as exc:
             summary.seconds = time.monotonic() - started
             raise BuildFailed(f"nothing was published: {exc}", summary) from exc
-        except SplitsError as exc:
-            raise BuildFailed(f"--splits: {exc}", summary) from None
     if record:
         # what the published cluster holds now, and the split points it has
         steps.write_splits(kept["splits"], out_dir)
@@ -239,14 +242,13 @@ def _publish(write, shards, options, summary, progress, label):
         totals["shards"], totals["blocks"], totals["bytes"]
 
 
-def _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, options, summary,
-           progress):
-    """Steps 2 and 3 of a build: split points (sampled, or from ``options.splits``), then
-    the shards; the record of what the cluster holds."""
+def _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, split_lines, options,
+           summary, progress):
+    """Steps 2 and 3 of a build: split points (sampled, or ``split_lines``, those of
+    ``options.splits``), then the shards; the record of what the cluster holds."""
     cdx_files = [s["cdx"] for s in statuses] + index_files
     lines_per_block = options.lines_per_block or LINES_PER_BLOCK_DEFAULT
-    if options.splits:
-        split_lines = load_splits(options.splits, options.shards)
+    if split_lines is not None:
         steps.write_splits(split_lines, summary.out_dir)
         progress.step(f"[2/3] split points from {options.splits}: {counted(len(split_lines) + 1, 'shard')}")
     else:

@@ -33,6 +33,10 @@ class NoRecord(ValueError):
     """A cluster that an update cannot extend: none, or one without a record."""
 
 
+class NoCluster(NoRecord):
+    """No cluster at all where an update was asked for."""
+
+
 def make(fmt, lines_per_block, split_lines, archives, indexes):
     return {"format": fmt, "lines_per_block": lines_per_block, "splits": list(split_lines),
             "archives": archives, "indexes": indexes}
@@ -60,8 +64,8 @@ def _record_dir(cluster_dir):
     try:
         first = storage.read_range(idx, 0, IDX_LINE_MAX).split(b"\n", 1)[0]
     except FileNotFoundError:
-        raise NoRecord(f"there is no cluster in {cluster_dir} to update: build one first "
-                       "(without --update)") from None
+        raise NoCluster(f"there is no cluster in {cluster_dir} to update: build one first "
+                        "(without --update)") from None
     fields = first.split(b"\t")
     if len(fields) < 2:
         return cluster_dir

@@ -20,6 +20,7 @@ otherwise); the result always makes exactly ``shards`` shards.
 import io
 
 from . import seqfile, splits, storage
+from .progress import counted
 
 
 class SplitsError(ValueError):
@@ -60,8 +61,8 @@ def _from_points(path, points, shards):
     if shards is None or shards == len(points) + 1:
         return points
     if shards > len(points) + 1:
-        raise SplitsError(f"{path} holds {len(points)} split points: they make at most "
-                          f"{len(points) + 1} shards, not {shards}")
+        raise SplitsError(f"{path} holds {counted(len(points), 'split point')}: they make at "
+                          f"most {counted(len(points) + 1, 'shard')}, not {shards}")
     return splits.choose_splits(points, shards)
 
 
