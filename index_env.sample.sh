@@ -29,8 +29,8 @@ CDX_DIR=${CDX_DIR:-./out/cdx}
 SPLITS_DIR=${SPLITS_DIR:-./out}
 # A new directory for every build: the scripts refuse one that holds cluster.idx already.
 CLUSTER_DIR=${CLUSTER_DIR:-./out/cluster}
-# Where readers will find the shards, written into cluster.loc (default: CLUSTER_DIR,
-# made absolute), e.g. CLUSTER_LOCATION=s3://your-bucket/CC-MAIN-2024-22/cluster
+# Where readers will find the shards, written into cluster.loc (default: beside it,
+# relative to it), e.g. CLUSTER_LOCATION=s3://your-bucket/CC-MAIN-2024-22/cluster
 CLUSTER_LOCATION=${CLUSTER_LOCATION:-}
 
 # -- the cluster ----------------------------------------------------------------------------

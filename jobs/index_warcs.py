@@ -21,7 +21,7 @@ from webarchive_indexing.steps import index_archive
 COUNTERS = "webarchive-index"
 
 
-class IndexWarcsJob(MRJob):
+class IndexWarcsJob(options.AbsolutePaths, MRJob):
     INPUT_PROTOCOL = RawValueProtocol
     OUTPUT_PROTOCOL = JSONValueProtocol
     # one archive or two per map task, however short the manifest lines are

@@ -26,7 +26,7 @@ from webarchive_indexing.extract import run_chunk
 COUNTERS = "webarchive-index copy"
 
 
-class RemoteCopyJob(MRJob):
+class RemoteCopyJob(options.AbsolutePaths, MRJob):
     INPUT_PROTOCOL = RawValueProtocol
     OUTPUT_PROTOCOL = JSONValueProtocol
     # one chunk (one output file) per map task

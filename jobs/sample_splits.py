@@ -6,7 +6,7 @@ merges them, picks exactly ``shards - 1`` split lines and writes them to
 ``--splits-dir`` as ``splits.txt`` and ``splits.seq`` (a Hadoop SequenceFile),
 with ``partitions.seq`` for the cluster job's TotalOrderPartitioner.
 
-    python jobs/sample_splits.py -r local --shards 300 --splits-dir out out/cdx/
+    python jobs/sample_splits.py -r local --shards 4 --splits-dir job-out out/cdx/
 """
 import webarchive_indexing.compat  # noqa: F401  (before mrjob: Python 3.13)
 from mrjob.job import MRJob
@@ -18,7 +18,7 @@ from webarchive_indexing.cdxline import is_cdx_line
 from webarchive_indexing.steps import write_splits
 
 
-class SampleSplitsJob(MRJob):
+class SampleSplitsJob(options.AbsolutePaths, MRJob):
     INPUT_PROTOCOL = RawValueProtocol
     INTERNAL_PROTOCOL = JSONProtocol
     OUTPUT_PROTOCOL = RawValueProtocol

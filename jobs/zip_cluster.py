@@ -8,11 +8,11 @@ shard count holds on runners that ignore partitioners and reducer counts
 ``partitions.seq`` written by sample_splits) makes TotalOrderPartitioner send
 shard i to reducer i of ``--shards`` reducers. The reducer writes
 ``cdx-NNNNN.gz`` (gzip members of ``--lines-per-block`` lines) and
-``part-NNNNN``; ``webarchive-index build`` then checks the shards and writes
-``cluster.idx`` and ``cluster.loc``.
+``part-NNNNN``; ``webarchive-index finalize`` (or ``build``) then checks the shards and
+writes ``cluster.loc`` and ``cluster.idx``.
 
-    python jobs/zip_cluster.py -r local --splits out/splits.txt --shards 4 \\
-        --cluster-dir out/cluster out/cdx/
+    python jobs/zip_cluster.py -r local --splits job-out/splits.txt --shards 4 \\
+        --cluster-dir job-out/cluster out/cdx/
     python jobs/zip_cluster.py -r hadoop --splits s3a://b/splits.txt \\
         --partitions s3a://b/partitions.seq#_partition.lst --shards 300 --cluster-dir s3://b/cluster s3a://b/cdx/
 
@@ -33,7 +33,7 @@ TOTAL_ORDER = "org.apache.hadoop.mapred.lib.TotalOrderPartitioner"
 PARTITION_FILE = "_partition.lst"
 
 
-class ZipClusterJob(MRJob):
+class ZipClusterJob(options.AbsolutePaths, MRJob):
     INPUT_PROTOCOL = RawValueProtocol
     INTERNAL_PROTOCOL = RawProtocol
     OUTPUT_PROTOCOL = JSONValueProtocol

@@ -35,6 +35,11 @@ source "$INDEX_ENV"
 # The helpers are defined after the settings are sourced, so that a function of the same
 # name in index_env.sh cannot replace them.
 
+# MRJOB_CONF must name a file (mrjob would fail with a traceback)
+check_mrjob_conf() {
+    [ -f "$MRJOB_CONF" ] || fail_usage "MRJOB_CONF is '$MRJOB_CONF': no such file: copy mrjob.conf.sample there and fill it in, or set MRJOB_CONF in $INDEX_ENV"
+}
+
 # each variable named must be set and not empty
 require() {
     local name

@@ -48,6 +48,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/launcher-common.sh"
 # check everything before the first job starts
 require WARC_MANIFEST CDX_DIR SPLITS_DIR CLUSTER_DIR SHARDS LINES_PER_BLOCK RUNNER MRJOB_CONF
 check_runner
+check_mrjob_conf
 require_whole_numbers SHARDS LINES_PER_BLOCK
 refuse_published_cluster
 

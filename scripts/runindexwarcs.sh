@@ -48,6 +48,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/launcher-common.sh"
 # the settings this step needs, checked before anything runs
 require WARC_MANIFEST CDX_DIR RUNNER MRJOB_CONF
 check_runner
+check_mrjob_conf
 
 CMD=("${PYTHON:-python3}" "$REPO/jobs/index_warcs.py" -r "$RUNNER" --conf-path "$MRJOB_CONF"
      --cdx-dir "$CDX_DIR")

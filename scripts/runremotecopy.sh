@@ -63,6 +63,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/launcher-common.sh"
 # the settings this copy needs, checked before anything runs
 require COPY_CLUSTER COPY_OUTPUT WARC_PREFIX RUNNER MRJOB_CONF
 check_runner
+check_mrjob_conf
 if [ -z "${COPY_DOMAINS:-}" ] && [ -z "${COPY_DOMAINS_FILE:-}" ]; then
     fail_usage "COPY_DOMAINS is not set: define it (or COPY_DOMAINS_FILE) in $INDEX_ENV (see --help)"
 fi

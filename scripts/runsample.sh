@@ -46,6 +46,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/launcher-common.sh"
 # the settings this step needs, checked before anything runs
 require CDX_DIR SPLITS_DIR SHARDS RUNNER MRJOB_CONF
 check_runner
+check_mrjob_conf
 require_whole_numbers SHARDS
 
 CMD=("${PYTHON:-python3}" "$REPO/jobs/sample_splits.py" -r "$RUNNER" --conf-path "$MRJOB_CONF"

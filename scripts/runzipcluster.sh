@@ -53,6 +53,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/launcher-common.sh"
 # the settings this step needs, checked before anything runs
 require CDX_DIR SPLITS_DIR CLUSTER_DIR SHARDS LINES_PER_BLOCK RUNNER MRJOB_CONF
 check_runner
+check_mrjob_conf
 require_whole_numbers SHARDS LINES_PER_BLOCK
 
 refuse_published_cluster

@@ -98,7 +98,7 @@ def test_cdx_command_on_the_whole_corpus(corpus, tmp_path, capsys):
     out = tmp_path / "cdx"
     assert cli.main(["cdx", str(files), "-o", str(out), "--on-error", "skip"]) == cli.EXIT_PARTIAL
     err = capsys.readouterr().err
-    assert "Traceback" not in err and err.startswith("error: ")
+    assert "Traceback" not in err and err.startswith("indexing 520 archives\nerror: ")
     lines, errors = by_file(glob.glob(f"{out}/**/*.cdx.gz", recursive=True),
                             [json.load(open(p)) for p in glob.glob(f"{out}/**/*.errors.json", recursive=True)])
     want_lines, want_errors = expected_outputs(paths, str(files))
@@ -142,7 +142,7 @@ def test_build_on_every_runner(corpus, tmp_path, runner, capsys):
         {path: found for path, found in want_errors.items() if found}
     assert len(errors) >= 12
     cluster = []
-    for shard in sorted(glob.glob(f"{out}/cluster/cdx-*.gz")):
+    for shard in sorted(glob.glob(f"{out}/cluster/build-00001/cdx-*.gz")):
         with gzip.open(shard, "rt", encoding="utf-8") as fh:
             cluster += fh.readlines()
     assert sorted(cluster) == sorted(line for found in want_lines.values() for line in found)

@@ -583,7 +583,7 @@ def test_huge_content_length_in_build_is_reported_beside_the_good_archives(tmp_p
     (error,) = json.loads((out / "errors.json").read_text())["errors"]
     assert (error["file"], error["offset"]) == (str(archives / "bad.warc"), offset)
     assert "the file ends" in error["reason"]
-    cluster = gzip.decompress((out / "cluster" / "cdx-00000.gz").read_bytes()).decode()
+    cluster = gzip.decompress((out / "cluster" / "build-00001" / "cdx-00000.gz").read_bytes()).decode()
     assert '"filename": "good.warc.gz"' in cluster and '"filename": "bad.warc"' in cluster
 
 

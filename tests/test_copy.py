@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import signal
+import shutil
 import subprocess
 import sys
 import time
@@ -39,7 +40,7 @@ import fake_hadoop
 import faultproxy
 import rangeserver
 import s3server
-from helpers import pywb_cdx
+from helpers import REAL, pywb_cdx
 from webarchive_indexing import cli, extract, storage
 from webarchive_indexing.storage import s3 as s3_storage
 from webarchive_indexing.cdxline import Location, location
@@ -155,11 +156,12 @@ def s3(collection):
     with s3server.running() as endpoint:
         bucket = s3server.new_bucket()
         s3server.upload_tree(collection["crawl"], bucket + "/crawl")
-        # the cluster without its .loc (local paths): the shards are found beside the index
-        for name in os.listdir(collection["index"] / "cluster"):
-            if name != "cluster.loc":
-                with open(collection["index"] / "cluster" / name, "rb") as fh:
-                    storage.write_atomic(f"{bucket}/index/cluster/{name}", fh.read())
+        # the cluster without its .loc: the shards are found beside the index
+        cluster = collection["index"] / "cluster"
+        for path in sorted(cluster.rglob("*")):
+            if path.is_file() and path.name != "cluster.loc":
+                storage.write_atomic(f"{bucket}/index/cluster/{path.relative_to(cluster)}",
+                                     path.read_bytes())
         yield {"endpoint": endpoint, "bucket": bucket, "crawl": bucket + "/crawl/",
                "cluster": bucket + "/index"}
 
@@ -197,13 +199,13 @@ def expected(collection, inputs):
 
 def numbers(entries):
     return {"captures": len(entries), "warc_files": len({e["filename"] for e in entries}),
-            "bytes": sum(e["length"] for e in entries)}
+            "bytes": sum(e["length"] for e in entries), "arc_captures": 0}
 
 
 def index_lines(collection):
     """Every line of the cluster, from its shards."""
     lines = []
-    for shard in sorted((collection["index"] / "cluster").glob("cdx-*.gz")):
+    for shard in sorted((collection["index"] / "cluster").glob("build-*/cdx-*.gz")):
         data = shard.read_bytes()
         lines += gzip.decompress(data).splitlines(True) if data else []
     return lines
@@ -416,6 +418,30 @@ def test_check_counts_what_brute_force_counts(collection, domains, s3, capsys):
     assert table[1].split()[-1] == "example.com" and len(table) == 4
 
 
+def test_captures_in_arc_files_are_counted_apart_and_left_out(tmp_path, capsys):
+    """Issue 16 item 16: `copy check` counted ARC captures that `copy copy` then refused,
+    telling the user to rerun."""
+    warcs = tmp_path / "warcs"
+    warcs.mkdir()
+    for name in ("webrecorder+warcio__example.warc.gz", "webrecorder+warcio__example.arc.gz"):
+        shutil.copy(os.path.join(REAL, name), warcs / name.replace(".arc", "-arc.arc"))
+    assert cli.main(["build", str(warcs), "-o", str(tmp_path / "index"), "--runner", "inline",
+                     "--no-progress"]) == cli.EXIT_OK
+    capsys.readouterr()
+    assert cli.main(["copy", "check", str(tmp_path / "index"), "--domains", "example.com",
+                     "--json"]) == cli.EXIT_OK
+    total = json.loads(capsys.readouterr().out)["total"]
+    assert (total["captures"], total["warc_files"], total["arc_captures"]) == (2, 1, 1)
+    assert cli.main(["copy", "check", str(tmp_path / "index"), "--domains", "example.com"]) == 0
+    assert capsys.readouterr().out.endswith(
+        "(and 1 captures in ARC files, which a copy leaves out: it writes WARC files)\n")
+    assert cli.main(copy_args(tmp_path / "index", ["example.com"], tmp_path / "out", warcs,
+                              "--runner", "inline")) == cli.EXIT_OK
+    err = capsys.readouterr().err
+    assert "1 records of ARC files left out (a copy writes WARC files)" in err
+    assert "copied:   2 of 2 records" in err and "rerun" not in err
+
+
 # -- copy -------------------------------------------------------------------------------------
 
 def test_copy_local_inline_then_rerun_skips(collection, domains, tmp_path, capsys):
@@ -548,7 +574,7 @@ def test_missing_source_is_reported_then_rerun_copies_it(collection, domains, s3
     status = json.loads(capsys.readouterr().out)
     assert status["failed"] == len(lost) and status["copied"] == len(total) - len(lost)
     # the archive comes back: a rerun redoes the outputs with failures only
-    complete = {p.name: p.stat().st_mtime_ns for p in out.glob("*.cdxj")
+    complete = {p.name: p.stat().st_mtime_ns for p in out.glob("[!.]*.cdxj")
                 if not (out / p.name.replace(".cdxj", ".failures.json")).exists()}
     storage.write_atomic(crawl + name, missing.read_bytes())
     assert cli.main(args) == cli.EXIT_OK
@@ -588,19 +614,20 @@ def test_killed_copy_completes_on_rerun_without_duplicates(collection, domains, 
         proc = subprocess.Popen([sys.executable, "-c", SLOW_COPY, *args], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE)
         deadline = time.monotonic() + 60
-        while len(list(out.glob("*.cdxj"))) < 3 and proc.poll() is None and time.monotonic() < deadline:
+        while len(list(out.glob("[!.]*.cdxj"))) < 3 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         plan = json.loads((out / "plan" / "plan.json").read_text())
-        done = {p.name: p.stat().st_mtime_ns for p in out.glob("*.cdxj")}
+        # finished outputs only: a temporary file the kill left (".tmp-...") is cleared by the rerun
+        done = {p.name: p.stat().st_mtime_ns for p in out.glob("[!.]*.cdxj")}
         assert 3 <= len(done) < len(plan["chunks"]) - 2, "the copy was not killed in the middle"
         assert cli.main(args) == cli.EXIT_OK
         if source != "local":
             assert any(fault for *_, fault in proxy.requests)
     # the outputs complete before the kill were kept; the rest written once
     assert {n: (out / n).stat().st_mtime_ns for n in done} == done
-    assert len(list(out.glob("*.warc.gz"))) == len(plan["chunks"])
+    assert len(list(out.glob("[!.]*.warc.gz"))) == len(plan["chunks"])
     verify_copy(collection, read_output(out), domains, 6, tmp_path,
                 *([] if source == "local" else [cluster]))
 

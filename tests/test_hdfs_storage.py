@@ -93,10 +93,8 @@ def test_round_trip(hadoop, base, tmp_path):
     storage.download(path, str(tmp_path / "got" / "b.txt"))
     assert (tmp_path / "got" / "b.txt").read_bytes() == b"replaced"
 
-    first = storage.make_temp_dir(base, ".cluster-build-")
-    second = storage.make_temp_dir(base, ".cluster-build-")
-    assert first != second and first.startswith(storage.join(base, ".cluster-build-"))
-    assert storage.exists(first) and storage.exists(second)
+    storage.makedirs(storage.join(base, "cluster", "build-00001"))
+    assert storage.exists(storage.join(base, "cluster", "build-00001"))
 
     storage.remove(path)
     storage.remove(path)  # already gone: fine, as for a local file
@@ -266,12 +264,12 @@ def test_build_to_hdfs_equals_a_local_build(hadoop, tmp_path, capsys):
     assert cli.main(["build", str(tmp_path / "warcs"), "-o", str(tmp_path / "local"), *args]) == 0
     local_idx = (tmp_path / "local" / "cluster" / "cluster.idx").read_bytes().splitlines()
     idx = storage.read_bytes("hdfs:///out/cluster/cluster.idx").splitlines()
-    # the shard column names the build's prefix on HDFS, as on S3
-    assert [l.split(b"\t")[0::2] for l in idx] == [l.split(b"\t")[0::2] for l in local_idx]
-    for line in idx:
-        shard = line.split(b"\t")[1].decode()
-        local = (tmp_path / "local" / "cluster" / shard.rsplit("/", 1)[-1]).read_bytes()
-        assert storage.read_bytes(f"hdfs:///out/cluster/{shard}") == local
+    # the same layout, the same bytes: the shard column names the build's directory
+    assert idx == local_idx and idx[0].split(b"\t")[1] == b"build-00001/cdx-00000.gz"
+    for name in ("cluster.loc", "cluster.root", *(f"build-00001/{n}-0000{i}{e}" for i in (0, 1)
+                                                  for n, e in (("cdx", ".gz"), ("part", "")))):
+        local = (tmp_path / "local" / "cluster" / name).read_bytes()
+        assert storage.read_bytes(f"hdfs:///out/cluster/{name}") == local, name
     capsys.readouterr()
     assert cli.main(["query", "hdfs:///out", "*.com", "--limit", "5"]) == 0
     hits = capsys.readouterr().out

@@ -13,12 +13,13 @@ from cdxj_indexer.main import write_cdx_index
 import s3server
 from helpers import REAL, pywb_cdx, pywb_lookup
 from test_indexinputs import common_crawl_lines
-from test_pipeline import cluster_lines
+from test_pipeline import cluster_files, cluster_lines
 from webarchive_indexing import cdxmeta, cli, storage, zipnum
 from webarchive_indexing.jobs.index_warcs import IndexWarcsJob
-from webarchive_indexing.build import BuildFailed, build
+from webarchive_indexing.build import build
 from webarchive_indexing.engines.mrjob_engine import run_job
 from webarchive_indexing.indexinputs import open_index
+from webarchive_indexing.inputs import InputError
 from webarchive_indexing.options import BuildOptions
 from webarchive_indexing.steps import index_archive
 
@@ -91,11 +92,9 @@ def test_inline_local_and_spark_write_the_same_cluster(mixed, tmp_path, spark):
     # the local engine samples index inputs one line in 16: the same split points given
     build(inputs, str(tmp_path / "local"), BuildOptions(
         splits=str(tmp_path / "inline" / "splits.txt"), lines_per_block=5, workers=2))
-    for name in os.listdir(tmp_path / "inline" / "cluster"):
-        if name != "cluster.loc":
-            for other in ("spark", "local"):
-                assert (tmp_path / "inline" / "cluster" / name).read_bytes() == \
-                    (tmp_path / other / "cluster" / name).read_bytes(), (name, other)
+    inline = cluster_files(tmp_path / "inline" / "cluster")
+    assert inline == cluster_files(tmp_path / "spark" / "cluster")
+    assert inline == cluster_files(tmp_path / "local" / "cluster")
 
 
 def test_spark_entry_script_takes_index_inputs(tmp_path, spark, capsys):
@@ -225,8 +224,9 @@ def test_a_build_output_as_input_and_a_rebuild_with_more_shards(mixed, tmp_path)
 
 def test_nothing_to_build_names_indexes_too(tmp_path):
     (tmp_path / "notes").mkdir()
-    with pytest.raises(BuildFailed, match=r"no WARC/ARC files .* or indexes \(.cdx, .cdxj, .cdx.gz, .cdxj.gz, cluster.idx\) found"):
+    with pytest.raises(InputError, match=r"no WARC/ARC files .* or indexes \(.cdx, .cdxj, .cdx.gz, .cdxj.gz, cluster.idx\) found"):
         build([str(tmp_path / "notes")], str(tmp_path / "out"), BuildOptions(runner="inline"))
+    assert not (tmp_path / "out").exists()
 
 
 def test_cdx_command_says_an_index_is_no_archive(tmp_path, capsys):

@@ -29,6 +29,7 @@ from emr_moto import MotoEMR, Requests, client_env, network_guard
 from webarchive_indexing.corpus import make_corpus
 from webarchive_indexing.build import build
 from webarchive_indexing.options import BuildOptions
+from webarchive_indexing.zipnum import root_index
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "scripts"
@@ -88,6 +89,22 @@ def run(script, env, *args, cwd=None, scripts=SCRIPTS):
 def files_of(directory):
     return {str(p.relative_to(directory)): p.read_bytes()
             for p in sorted(Path(directory).rglob("*")) if p.is_file()}
+
+
+def cluster_of_build(out):
+    """The files of a build's cluster laid out as the cluster job and finalize lay it out:
+    the shards of its build-00001/ beside the index, which names them so; the .loc relative;
+    without contents.json, what the cluster holds, which only build records (for updates)."""
+    published = {}
+    for name, data in files_of(Path(out) / "cluster").items():
+        if name.endswith("contents.json"):
+            continue
+        if name in ("cluster.idx", "cluster.loc"):
+            data = data.replace(b"build-00001/", b"")
+        elif name == "cluster.root":
+            data = root_index(files_of(Path(out) / "cluster")["cluster.idx"].replace(b"build-00001/", b""))
+        published[name.removeprefix("build-00001/")] = data
+    return published
 
 
 def option_values(argv, option):
@@ -171,6 +188,33 @@ def test_bad_settings_stop_with_status_2(tmp_path, corpus):
         assert result.returncode == 2 and f"{name} is '{value}'" in result.stderr
 
 
+@pytest.mark.parametrize("script", sorted(REQUIRED) + ["runremotecopy.sh"])
+def test_a_missing_mrjob_conf_stops_with_status_2_naming_it(script, tmp_path, corpus):
+    """Issue 16 item 14: a 30-line traceback and exit status 1."""
+    values = settings(tmp_path, corpus, MRJOB_CONF="./mrjob.conf", COPY_CLUSTER=tmp_path,
+                      COPY_OUTPUT=tmp_path / "copy", WARC_PREFIX=tmp_path, COPY_DOMAINS="example.com")
+    result = run(script, script_env(write_env(tmp_path / "env.sh", **values)), cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == [
+        f"{script}: MRJOB_CONF is './mrjob.conf': no such file: copy mrjob.conf.sample there "
+        f"and fill it in, or set MRJOB_CONF in {tmp_path / 'env.sh'}"]
+
+
+def test_runall_with_the_sample_settings_relative_paths_and_all(tmp_path, corpus, built):
+    """Issue 16 item 14: with index_env.sample.sh's relative paths, the local runner wrote
+    into its temporary directories, deleted as each job ended ("5 CDX files", none there)."""
+    shutil.copy(REPO / "index_env.sample.sh", tmp_path / "index_env.sh")
+    shutil.copy(REPO / "mrjob.conf.sample", tmp_path / "mrjob.conf")
+    (tmp_path / "warc.paths").write_text(corpus["manifest"].read_text())
+    env = script_env(tmp_path / "index_env.sh", SHARDS=str(SHARDS), LINES_PER_BLOCK=str(PER_BLOCK),
+                     INPUT_ROOT=str(corpus["root"]), RUNNER="local")
+    del env["INDEX_ENV"]  # the default, ./index_env.sh
+    result = run("runall.sh", env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert files_of(tmp_path / "out" / "cdx") == files_of(built / "cdx")
+    assert files_of(tmp_path / "out" / "cluster") == cluster_of_build(built)
+
+
 def test_index_env_sample_defines_every_variable():
     names = " ".join(REQUIRED["runall.sh"])
     check = f'set -u; source {shlex.quote(str(REPO / "index_env.sample.sh"))}; ' \
@@ -186,14 +230,10 @@ def test_runall_inline_builds_what_build_builds(tmp_path, corpus, built):
     env_file = write_env(tmp_path / "env.sh", **settings(tmp_path, corpus))
     result = run("runall.sh", script_env(env_file), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    cluster, reference = files_of(tmp_path / "cluster"), files_of(built / "cluster")
-    # build also records what the cluster holds, for updates (the jobs do not)
-    assert sorted(cluster) == sorted(set(reference) - {"contents.json"})
-    for name in cluster:
-        if name != "cluster.loc":  # absolute paths of each build
-            assert cluster[name] == reference[name], name
+    cluster, reference = files_of(tmp_path / "cluster"), cluster_of_build(built)
+    assert cluster == reference
     assert cluster["cluster.loc"].decode().splitlines() == [
-        f"cdx-{i:05d}.gz\t{tmp_path}/cluster/cdx-{i:05d}.gz" for i in range(SHARDS)]
+        f"cdx-{i:05d}.gz\tcdx-{i:05d}.gz" for i in range(SHARDS)]
     for name in ("splits.txt", "splits.seq", "partitions.seq"):
         assert (tmp_path / "splits" / name).read_bytes() == (built / name).read_bytes()
     assert files_of(tmp_path / "cdx") == files_of(built / "cdx")
@@ -215,10 +255,9 @@ def test_runall_local_writes_the_shards_that_got_no_lines(tmp_path, corpus):
         SHARDS=5, LINES_PER_BLOCK=3000, RUNNER="local"))
     result = run("runall.sh", script_env(env_file), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    cluster, reference = files_of(tmp_path / "cluster"), files_of(out / "cluster")
-    assert sorted(cluster) == sorted(set(reference) - {"contents.json"})
+    cluster = files_of(tmp_path / "cluster")
     assert [len(cluster[f"cdx-{i:05d}.gz"]) == 0 for i in range(5)] == [False, False, True, True, True]
-    assert all(cluster[n] == reference[n] for n in cluster if n != "cluster.loc")
+    assert cluster == cluster_of_build(out)
 
 
 # -- hadoop: a stand-in `hadoop` that records and runs streaming jobs ------------------------
@@ -330,14 +369,11 @@ def shard_lines(cluster, shards=SHARDS):
 def test_hadoop_cluster_holds_builds_lines_in_the_same_shards(hadoop_run, built):
     """Reducer i wrote shard i (TotalOrderPartitioner over partitions.seq), with the lines of
     `build`'s shard i in the same order."""
-    assert shard_lines(hadoop_run["base"] / "cluster") == shard_lines(built / "cluster")
+    assert shard_lines(hadoop_run["base"] / "cluster") == shard_lines(built / "cluster" / "build-00001")
 
 
 def test_hadoop_cluster_is_byte_identical_to_build(hadoop_run, built):
-    got, reference = files_of(hadoop_run["base"] / "cluster"), files_of(built / "cluster")
-    # but for what the cluster holds, which only build records
-    compared = set(reference) - {"cluster.loc", "contents.json"}
-    assert {n: got.get(n) for n in compared} == {n: reference[n] for n in compared}
+    assert files_of(hadoop_run["base"] / "cluster") == cluster_of_build(built)
 
 
 def test_sampler_on_hadoop_needs_no_extra_jobconf(tmp_path, built):

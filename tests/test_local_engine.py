@@ -6,14 +6,17 @@ import glob
 import gzip
 import json
 import os
+import re
 import shlex
 import shutil
+from pathlib import Path
 
 import pytest
 
 from webarchive_indexing import cdxmeta, cli, contents, corpus, splits, steps
 from webarchive_indexing.build import BuildFailed, build
 from webarchive_indexing.engines.local_engine import archive_sample_size
+from webarchive_indexing.inputs import InputError
 from webarchive_indexing.options import BuildOptions, UsageError
 
 from test_spark import corpus as mixed  # noqa: F401  (a fixture)
@@ -35,17 +38,35 @@ def both(mixed, tmp_path_factory):
     return root
 
 
+def published(out):
+    """``{name: bytes}`` of the cluster published in ``out``: the shards, part files and
+    record of the build its index names, by their names, and its index and root with that
+    build's directory left out of them (an update publishes in another build directory
+    than a full build: the same bytes otherwise). Not the .loc, which also lists the
+    shards of the build replaced."""
+    cluster = Path(out) / "cluster"
+    idx = (cluster / "cluster.idx").read_bytes()
+    shard = idx.split(b"\n", 1)[0].split(b"\t")[1].decode() if idx else ""
+    where = cluster / os.path.dirname(shard)
+    files = {name: (where / name).read_bytes() for name in sorted(os.listdir(where))
+             if (where / name).is_file() and not name.startswith("cluster.")}
+    for name in ("cluster.idx", "cluster.root"):
+        if (cluster / name).exists():
+            files[name] = re.sub(rb"build-\d{5,}/", b"", (cluster / name).read_bytes())
+    return files
+
+
 def cluster_files(out):
-    return sorted(name for name in os.listdir(out / "cluster") if name != "cluster.loc")
+    return sorted(published(out))
 
 
 def assert_same_cluster(a, b, cdx=True):
     """The same cluster, split points and archives in ``a`` and ``b``; the same CDX files
     if ``cdx`` (after an update, ``b`` lists the archives in another order)."""
-    names = cluster_files(a)
-    assert names == cluster_files(b) and "contents.json" in names
-    _, mismatch, errors = filecmp.cmpfiles(a / "cluster", b / "cluster", names, shallow=False)
-    assert mismatch == [] and errors == []
+    files = published(a)
+    assert "contents.json" in files and "cdx-00000.gz" in files
+    assert sorted(files) == cluster_files(b)
+    assert [name for name in files if files[name] != published(b)[name]] == []
     for name in ("splits.txt", "splits.seq", "partitions.seq"):
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
     archives = [(out / "archives.txt").read_text().splitlines() for out in (a, b)]
@@ -159,9 +180,8 @@ def crawls(tmp_path):
 
 def cluster_lines(out):
     lines = []
-    for name in cluster_files(out):
+    for name, data in published(out).items():
         if name.startswith("cdx-"):
-            data = (out / "cluster" / name).read_bytes()
             lines += gzip.decompress(data).splitlines() if data else []
     return lines
 
@@ -169,21 +189,21 @@ def cluster_lines(out):
 def test_updates_and_removals_equal_full_builds_with_the_same_split_points(crawls, tmp_path):
     out, splits_file = tmp_path / "out", str(tmp_path / "out" / "splits.txt")
     first = run([crawls / "crawl-1"], out, shards=4, lines_per_block=7, workers=2)
-    before = (out / "cluster" / "cdx-00000.gz").read_bytes()
+    before = published(out)["cdx-00000.gz"]
 
     update = run([crawls / "crawl-2", crawls / "crawl-3"], out, update=True, workers=2)
     assert (update.update.added, update.update.held, update.shards) == (3, 0, 4)
     run([crawls / f"crawl-{n}" for n in (1, 2, 3)], tmp_path / "full", splits=splits_file,
         lines_per_block=7, runner="inline")
     assert_same_cluster(tmp_path / "full", out, cdx=False)
-    assert cluster_lines(out) != [] and (out / "cluster" / "cdx-00000.gz").read_bytes() != before
+    assert cluster_lines(out) != [] and published(out)["cdx-00000.gz"] != before
 
     # the same again, and archives it holds given again: nothing added, nothing changed
-    held = {n: (out / "cluster" / n).read_bytes() for n in cluster_files(out)}
+    held = published(out)
     again = run([crawls / "crawl-1", crawls / "crawl-3"], out, update=True, workers=2)
     assert (again.update.added, again.update.replaced, again.update.held) == (0, 0, 4)
     assert again.update.shards_copied == 4
-    assert {n: (out / "cluster" / n).read_bytes() for n in cluster_files(out)} == held
+    assert published(out) == held
 
     # withdrawals: no INPUT needed; their CDX files go too
     removed = run([], out, update=True, remove=["CORPUS-002-*", "nothing*"], workers=2)
@@ -193,7 +213,7 @@ def test_updates_and_removals_equal_full_builds_with_the_same_split_points(crawl
     assert_same_cluster(tmp_path / "rest", out, cdx=False)
     assert not list((out / "cdx").glob("CORPUS-002-*"))
     assert len(list((out / "cdx").glob("CORPUS-001-*.cdx.gz"))) == 3
-    record = json.loads((out / "cluster" / contents.RECORD).read_text())
+    record = json.loads(published(out)[contents.RECORD])
     assert sorted(record["archives"]) == sorted(os.listdir(crawls / "crawl-1")
                                                 + os.listdir(crawls / "crawl-3"))[::2]
     assert first.shards == 4
@@ -227,13 +247,17 @@ def test_what_updates_refuse(crawls, tmp_path, capsys):
     run([crawls / "crawl-1"], out, shards=2, workers=2)
     published = (tmp_path / "out" / "cluster" / "cluster.idx").read_bytes()
     for missing in ([tmp_path / "missing.warc.gz"], [crawls / "crawl-2", tmp_path / "missing.warc.gz"]):
-        with pytest.raises(BuildFailed, match="1 problems in the input; no cluster was built"):
+        with pytest.raises(InputError, match="no such file, directory or archive: .*missing"):
             run(missing, out, update=True)
+    # a manifest naming an archive that is not there: a problem of the input
+    (tmp_path / "list.txt").write_text(f"{tmp_path / 'missing.warc.gz'}\n")
+    with pytest.raises(BuildFailed, match="1 problems in the input; no cluster was built"):
+        run([tmp_path / "list.txt"], out, update=True)
     assert (tmp_path / "out" / "cluster" / "cluster.idx").read_bytes() == published
     assert cli.main(["build", str(crawls / "crawl-2"), "-o", out, "--update", "--cdx-format",
                      "cdx11"]) == cli.EXIT_USAGE
     assert "--cdx-format cdx11, but the cluster in" in capsys.readouterr().err
-    os.remove(os.path.join(out, "cluster", contents.RECORD))
+    os.remove(os.path.join(out, "cluster", "build-00001", contents.RECORD))
     with pytest.raises(BuildFailed, match="no record of what it holds .* not built by `webarchive-index build`"):
         run([crawls / "crawl-2"], out, update=True)
     usage = [(["--remove", "x*"], "--remove goes with --update"),
@@ -359,11 +383,11 @@ def test_updates_with_index_inputs(cdx_inputs, tmp_path):
         runner="inline")
     assert_same_cluster(tmp_path / "full", out, cdx=False)
     # given again: not added again
-    held = {n: (out / "cluster" / n).read_bytes() for n in cluster_files(out)}
+    held = published(out)
     again = run([second], out, update=True, workers=2)
     assert (again.update.indexes_added, again.update.indexes_held) == (0, 2)
     assert [w["message"] for w in again.warnings] == ["already in the cluster: not added again"] * 2
-    assert {n: (out / "cluster" / n).read_bytes() for n in cluster_files(out)} == held
+    assert published(out) == held
     # the lines of an archive they name, taken out
     removed = run([], out, update=True, remove=["CORPUS-001-00001.warc.gz"], workers=2)
     assert removed.update.lines_removed > 0 and removed.update.removed == 0

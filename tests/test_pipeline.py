@@ -3,6 +3,7 @@ import filecmp
 import gzip
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,7 @@ from webarchive_indexing.options import BuildOptions
 from webarchive_indexing.query import search_range
 from webarchive_indexing.seqfile import read_text_keys
 from webarchive_indexing.splits import parse_splits
-from webarchive_indexing.steps import finalize_cluster
+from webarchive_indexing.steps import finalize_cluster, write_shard
 from webarchive_indexing.zipnum import root_index
 
 
@@ -46,7 +47,23 @@ def all_lines(out):
     return sorted(line.encode() for line in lines if not line.startswith(" CDX"))
 
 
+def build_of(cluster):
+    """The directory of the build whose shards ``cluster/cluster.idx`` names."""
+    first = (cluster / "cluster.idx").read_text().split("\n", 1)[0]
+    return cluster / first.split("\t")[1].rsplit("/", 1)[0]
+
+
+def cluster_files(cluster):
+    """Every file of a directory, by its path relative to it."""
+    return {str(p.relative_to(cluster)): p.read_bytes() for p in sorted(cluster.rglob("*"))
+            if p.is_file()}
+
+
 def cluster_lines(cluster):
+    """The lines of the shards of a published cluster (or of a directory of shards)."""
+    cluster = Path(cluster)
+    if (cluster / "cluster.idx").exists() and (cluster / "cluster.idx").stat().st_size:
+        cluster = build_of(cluster)
     out = []
     for name in sorted(os.listdir(cluster)):
         if name.startswith("cdx-"):
@@ -123,10 +140,10 @@ def test_build_engines_are_identical_and_pywb_reads_them(tmp_path, corpus, shard
         runs[runner] = out
     out = runs["inline"]
     cluster = out / "cluster"
-    names = sorted(os.listdir(cluster))
-    assert names == sorted([f"cdx-{i:05d}.gz" for i in range(shards)] +
-                           [f"part-{i:05d}" for i in range(shards)] + ["cluster.idx", "cluster.loc", "cluster.root",
-                                                                        "contents.json"])
+    assert sorted(os.listdir(cluster)) == ["build-00001", "cluster.idx", "cluster.loc", "cluster.root"]
+    shard_names = sorted([f"cdx-{i:05d}.gz" for i in range(shards)] +
+                         [f"part-{i:05d}" for i in range(shards)] + ["contents.json"])
+    assert sorted(os.listdir(cluster / "build-00001")) == shard_names
     assert (cluster / "cluster.root").read_bytes() == root_index((cluster / "cluster.idx").read_bytes())
     lines = all_lines(out)
     assert cluster_lines(cluster) == lines and len(lines) > 300
@@ -135,15 +152,16 @@ def test_build_engines_are_identical_and_pywb_reads_them(tmp_path, corpus, shard
     for other in ("mrjob", "local"):
         if other not in runs:
             continue
-        # cluster.loc differs: it holds each build's absolute paths
-        same = [n for n in names if n != "cluster.loc"]
-        match, mismatch, errors = filecmp.cmpfiles(cluster, runs[other] / "cluster", same, shallow=False)
+        # the same bytes, cluster.loc too (its locations are relative)
+        names = ["cluster.idx", "cluster.loc", "cluster.root"] + [f"build-00001/{n}" for n in shard_names]
+        match, mismatch, errors = filecmp.cmpfiles(cluster, runs[other] / "cluster", names, shallow=False)
         assert mismatch == [] and errors == []
         assert (out / "splits.seq").read_bytes() == (runs[other] / "splits.seq").read_bytes()
     idx = (cluster / "cluster.idx").read_text().splitlines()
     assert [int(l.split("\t")[4]) for l in idx] == list(range(1, len(idx) + 1))
+    assert {l.split("\t")[1] for l in idx} <= {f"build-00001/cdx-{i:05d}.gz" for i in range(shards)}
     loc = (cluster / "cluster.loc").read_text().splitlines()
-    assert loc == [f"cdx-{i:05d}.gz\t{cluster}/cdx-{i:05d}.gz" for i in range(shards)]
+    assert loc == [f"build-00001/cdx-{i:05d}.gz\tbuild-00001/cdx-{i:05d}.gz" for i in range(shards)]
     for url, match_type in queries(lines):
         start, end = (k.encode() for k in search_range(url, match_type))
         expected = [l for l in lines if start <= l < end]
@@ -165,7 +183,7 @@ def test_more_shards_than_lines_leaves_empty_shards(tmp_path):
     out = tmp_path / "out"
     summary = build([f"{REAL}/webrecorder+warcio__example.warc.gz"], str(out), BuildOptions(shards=5,
                                                                                             runner="inline"))
-    sizes = [os.path.getsize(out / "cluster" / f"cdx-{i:05d}.gz") for i in range(5)]
+    sizes = [os.path.getsize(out / "cluster" / "build-00001" / f"cdx-{i:05d}.gz") for i in range(5)]
     assert summary.lines == 2 and sizes[0] > 0 and sizes[2:] == [0, 0, 0]
     assert pywb_lookup(out / "cluster" / "cluster.idx", "example.com", "domain") == all_lines(out)
 
@@ -173,11 +191,24 @@ def test_more_shards_than_lines_leaves_empty_shards(tmp_path):
 def test_rebuild_is_byte_identical_and_skips_indexed_archives(tmp_path, corpus):
     out = tmp_path / "out"
     build([str(corpus)], str(out), BuildOptions(shards=3, lines_per_block=50, runner="inline"))
-    first = {n: (out / "cluster" / n).read_bytes() for n in os.listdir(out / "cluster")}
+    first = cluster_files(out / "cluster")
     summary = build([str(corpus)], str(out), BuildOptions(shards=3, lines_per_block=50,
                                                           runner="inline"))
     assert summary.archives_skipped == summary.archives == 3
-    assert {n: (out / "cluster" / n).read_bytes() for n in os.listdir(out / "cluster")} == first
+    # the same shards as build-00002, beside those of build-00001 (a reader of the index
+    # it replaced still reads them); the index names the new build's
+    second = cluster_files(out / "cluster")
+    assert {n: d for n, d in second.items() if n.startswith("build-00002/")} == \
+        {n.replace("build-00001", "build-00002"): d for n, d in first.items() if n.startswith("build-00001/")}
+    assert {n: d for n, d in second.items() if n.startswith("build-00001/")} == \
+        {n: d for n, d in first.items() if n.startswith("build-00001/")}
+    assert second["cluster.idx"] == first["cluster.idx"].replace(b"build-00001/", b"build-00002/")
+    assert second["cluster.loc"] == (first["cluster.loc"].replace(b"build-00001/", b"build-00002/")
+                                     + first["cluster.loc"])
+    # the next build removes build-00001
+    build([str(corpus)], str(out), BuildOptions(shards=3, lines_per_block=50, runner="inline"))
+    assert sorted(os.listdir(out / "cluster")) == ["build-00002", "build-00003", "cluster.idx",
+                                                   "cluster.loc", "cluster.root"]
 
 
 def bad_collection(tmp_path):
@@ -195,12 +226,49 @@ def test_on_error_fail_publishes_nothing_and_keeps_the_old_cluster(tmp_path):
     out = tmp_path / "out"
     build([f"{REAL}/webrecorder+warcio__example.warc.gz"], str(out), BuildOptions(runner="inline"))
     before = (out / "cluster" / "cluster.idx").read_bytes()
+    # an archive a manifest lists that is not there is a problem of the input like the others
+    manifest = tmp_path / "more.txt"
+    manifest.write_text("missing.warc.gz\n")
     with pytest.raises(BuildFailed, match="4 problems in the input; no cluster was built") as failed:
-        build([str(bad_collection(tmp_path)), str(tmp_path / "missing.warc.gz")], str(out), BuildOptions(runner="inline"))
+        build([str(bad_collection(tmp_path)), str(manifest)], str(out), BuildOptions(runner="inline"))
     reasons = sorted((os.path.basename(e["file"]), e["offset"]) for e in failed.value.summary.errors)
     assert reasons == [("cut.warc.gz", 14426), ("empty.warc", 0), ("missing.warc.gz", 0), ("whole.warc.gz", 0)]
     assert (out / "cluster" / "cluster.idx").read_bytes() == before
     assert "errors" in (out / "errors.json").read_text()
+
+
+@pytest.mark.parametrize("typo", ["warcs/", "warc/*.warc.gz"])
+def test_an_input_that_names_nothing_is_refused_before_anything_is_written(tmp_path, capsys, typo,
+                                                                          monkeypatch):
+    """Issue 16 item 7: a typo'd input with --on-error skip published an empty cluster over
+    a good one (exit 3)."""
+    out = tmp_path / "out"
+    build([f"{REAL}/webrecorder+warcio__example.warc.gz"], str(out), BuildOptions(runner="inline"))
+    before = cluster_files(out)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "warcs").mkdir()  # exists, but "warcs/" lists no archive... only with a typo
+    if typo == "warcs/":
+        typo = "warcz/"
+    code = cli.main(["build", typo, "-o", str(out), "--on-error", "skip", "--runner", "inline"])
+    assert code == cli.EXIT_USAGE
+    assert f"no such file, directory or archive: {typo} (nothing was written)" in capsys.readouterr().err
+    assert cluster_files(out) == before
+    # with a good input beside it too
+    code = cli.main(["build", f"{REAL}/webrecorder+warcio__example.warc.gz", typo, "-o", str(out),
+                     "--on-error", "skip", "--runner", "inline"])
+    assert code == cli.EXIT_USAGE and cluster_files(out) == before
+
+
+def test_nothing_readable_publishes_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    build([f"{REAL}/webrecorder+warcio__example.warc.gz"], str(out), BuildOptions(runner="inline"))
+    before = cluster_files(out / "cluster")
+    (tmp_path / "bad.warc.gz").write_bytes(b"\x1f\x8b\x08\x00 not really gzip")
+    code = cli.main(["build", str(tmp_path / "bad.warc.gz"), "-o", str(out), "--on-error", "skip",
+                     "--runner", "inline"])
+    assert code == cli.EXIT_FAILED
+    assert "no input gave a CDX line: there is nothing to publish" in capsys.readouterr().err
+    assert cluster_files(out / "cluster") == before
 
 
 def test_on_error_skip_indexes_every_readable_record(tmp_path, capsys):
@@ -232,18 +300,42 @@ def test_splits_seq_read_by_hadoop_equals_splits_txt(tmp_path, corpus, spark):
     assert partitions == ["00001", "00002", "00003", "00004", "00005"]
 
 
-def test_finalize_publishes_only_a_complete_cluster(tmp_path, corpus, capsys):
+def cluster_job_output(tmp_path, corpus, shards, per_block):
+    """What the Hadoop flow leaves for finalize: a build's CDX files and split points, then
+    the shards the cluster job wrote into ``job/cluster`` (those without lines written
+    empty, as scripts/runzipcluster.sh does on the local runners); and that build."""
     out = tmp_path / "out"
-    build([str(corpus)], str(out), BuildOptions(shards=3, lines_per_block=30, runner="inline"))
-    cluster = out / "cluster"
-    published = {n: (cluster / n).read_bytes() for n in ("cluster.idx", "cluster.loc")}
-    for name in published:
-        (cluster / name).unlink()
-    assert cli.main(["finalize", str(cluster), "--shards", "3"]) == cli.EXIT_OK
-    assert {n: (cluster / n).read_bytes() for n in published} == published
+    build([str(corpus)], str(out), BuildOptions(shards=shards, lines_per_block=per_block,
+                                                runner="inline"))
+    cdx_files = [os.path.join(r, n) for r, _, f in os.walk(out / "cdx") for n in f]
+    cluster = tmp_path / "job" / "cluster"
+    stats = run_job(ZipClusterJob, ["--splits", str(out / "splits.txt"), "--shards", str(shards),
+                                    "--lines-per-block", str(per_block), "--cluster-dir",
+                                    str(cluster), *cdx_files], "inline")
+    for shard in set(range(shards)) - {s["shard"] for s in stats}:
+        write_shard(shard, [], str(cluster))
+    return cluster, out
+
+
+def test_finalize_publishes_only_a_complete_cluster(tmp_path, corpus, capsys):
+    cluster, out = cluster_job_output(tmp_path, corpus, 3, 30)
+    # the job's cluster directory, or the directory holding it (issue 16 item 16)
+    for given in (cluster, cluster.parent):
+        assert cli.main(["finalize", str(given), "--shards", "3"]) == cli.EXIT_OK
+        assert f"in {cluster}\n" in capsys.readouterr().err
+        # the build's index, but naming the shards beside it; its .loc relative to itself
+        assert (cluster / "cluster.idx").read_bytes() == \
+            (out / "cluster" / "cluster.idx").read_bytes().replace(b"build-00001/", b"")
+        assert (cluster / "cluster.loc").read_text().splitlines() == \
+            [f"cdx-{i:05d}.gz\tcdx-{i:05d}.gz" for i in range(3)]
+        (cluster / "cluster.idx").unlink()
+    # where readers find the shards, if not beside the .loc
+    assert cli.main(["finalize", str(cluster), "--shards", "3", "--location", "s3://b/c"]) == 0
+    assert (cluster / "cluster.loc").read_text().splitlines() == \
+        [f"cdx-{i:05d}.gz\ts3://b/c/cdx-{i:05d}.gz" for i in range(3)]
     (cluster / "cluster.idx").unlink()
     (cluster / "cdx-00001.gz").unlink()
-    assert cli.main(["finalize", str(cluster), "--shards", "3"]) == cli.EXIT_FAILED
+    assert cli.main(["finalize", str(cluster.parent), "--shards", "3"]) == cli.EXIT_FAILED
     assert "shard 1 is incomplete" in capsys.readouterr().err
     assert not (cluster / "cluster.idx").exists()
 
@@ -272,19 +364,22 @@ def test_cli_usage_errors(tmp_path, capsys):
         cli.main(["build", "x", "-o", str(tmp_path), "--shards", "0"])
     assert exit_.value.code == 2
     assert "expected a whole number of at least 1, got '0'" in capsys.readouterr().err
-    assert cli.main(["build", str(tmp_path), "-o", str(tmp_path / "o")]) == cli.EXIT_FAILED
+    assert cli.main(["build", str(tmp_path), "-o", str(tmp_path / "o")]) == cli.EXIT_USAGE
     assert "no WARC/ARC files" in capsys.readouterr().err
-    assert cli.main(["cdx", str(tmp_path / "missing.warc.gz")]) == cli.EXIT_FAILED
-    assert "missing.warc.gz: offset 0: no such file or directory" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+    for command in (["cdx"], ["cdx", "-o", str(tmp_path / "o")]):
+        assert cli.main([*command, str(tmp_path / "missing.warc.gz")]) == cli.EXIT_USAGE
+        assert "no such file, directory or archive: " in capsys.readouterr().err
+        assert not (tmp_path / "o").exists()
 
 
 def test_no_root_index(tmp_path, corpus):
     out = tmp_path / "out"
     build([str(corpus)], str(out), BuildOptions(shards=2, lines_per_block=40, runner="inline",
                                                 root_index=False))
-    cluster = out / "cluster"
-    assert not (cluster / "cluster.root").exists()
+    assert not (out / "cluster" / "cluster.root").exists()
     # finalize with a root, then without: the older root goes rather than describe another index
+    cluster, _ = cluster_job_output(tmp_path, corpus, 2, 40)
     finalize_cluster(str(cluster), 2)
     assert (cluster / "cluster.root").read_bytes() == root_index((cluster / "cluster.idx").read_bytes())
     assert cli.main(["finalize", str(cluster), "--shards", "2", "--no-root-index"]) == 0

@@ -54,10 +54,6 @@ def files(directory):
             for path in sorted(pathlib.Path(directory).rglob("*")) if path.is_file()}
 
 
-def without_shard_column(idx):
-    return [line.split(b"\t")[:1] + line.split(b"\t")[2:] for line in idx.splitlines()]
-
-
 def test_s3_build_equals_local_build(tmp_path, corpus, warcs, capsys):
     local = tmp_path / "local"
     build([str(corpus)], str(local), BuildOptions(shards=3, lines_per_block=40, runner="inline"))
@@ -87,34 +83,23 @@ def test_s3_build_equals_local_build(tmp_path, corpus, warcs, capsys):
         assert local_meta.pop("sample_size") == 0 and local_meta.pop("sample") == []
         assert s3_meta == local_meta
     assert built["archives.txt"] == expected["archives.txt"].replace(f"{corpus}/".encode(), warcs.encode())
-    # the cluster: the same shards and part files, under one build prefix; cluster.idx
-    # the same but for its shard column, which names the shard relative to cluster/
-    [build_dir] = {os.path.dirname(n) for n in built if n.startswith("cluster/" + BUILD_PREFIX)}
-    prefix = os.path.basename(build_dir)
-    for i in range(3):
-        for name in (f"cdx-{i:05d}.gz", f"part-{i:05d}"):
-            assert built[f"{build_dir}/{name}"] == expected[f"cluster/{name}"]
-    # what the cluster holds: the same archives, their S3 paths and sizes
-    record, local_record = (json.loads(files[name]) for files, name in (
-        (built, f"{build_dir}/contents.json"), (expected, "cluster/contents.json")))
+    # the cluster: the same bytes (the same layout on S3 as on a local disk), cluster.loc
+    # too: its locations are relative to it
+    record = "cluster/build-00001/contents.json"
+    cluster = sorted(n for n in expected if n.startswith("cluster/") and n != record)
+    assert "cluster/build-00001/cdx-00002.gz" in cluster
+    assert all(built[n] == expected[n] for n in cluster), cluster
+    # what the cluster holds: the same archives, their S3 paths and versions
+    record, local_record = json.loads(built[record]), json.loads(expected[record])
     for entry in local_record["archives"].values():
         entry["path"] = entry["path"].replace(f"{corpus}/", warcs)
-        entry["source"] = {"size": entry["source"]["size"],
-                           "etag": storage.version(entry["path"])["etag"]}
+        entry["source"] = storage.version(entry["path"])
     assert record == local_record and len(record["archives"]) == 3
-    idx = built["cluster/cluster.idx"]
-    assert without_shard_column(idx) == without_shard_column(expected["cluster/cluster.idx"])
-    assert {line.split(b"\t")[1] for line in idx.splitlines()} == {
-        f"{prefix}/cdx-{i:05d}.gz".encode() for i in range(3)}
-    assert built["cluster/cluster.loc"].decode().splitlines() == [
-        f"{prefix}/cdx-{i:05d}.gz\t{out}/cluster/{prefix}/cdx-{i:05d}.gz" for i in range(3)]
     assert len(built) == len(expected)
 
-    # the downloaded cluster, read by pywb (its shards named relative to cluster/)
+    # the downloaded cluster, read by pywb
     lines = sorted(line for line in gzip.decompress(b"".join(
-        expected[f"cluster/cdx-{i:05d}.gz"] for i in range(3))).splitlines(True))
-    (got / "cluster" / "cluster.loc").write_text(
-        "".join(f"{prefix}/cdx-{i:05d}.gz\t{prefix}/cdx-{i:05d}.gz\n" for i in range(3)))
+        expected[f"cluster/build-00001/cdx-{i:05d}.gz"] for i in range(3))).splitlines(True))
     queries = queries_for(lines)
     for url, match_type in queries:
         assert (pywb_lookup(got / "cluster" / "cluster.idx", url, match_type)
@@ -154,7 +139,8 @@ def cluster_objects(out):
 
 def test_s3_update_and_removal_equal_local_full_builds(tmp_path, corpus, warcs):
     """An update of a cluster on S3 (the record found beside the published build's
-    shards), then a removal: the shards of full local builds with the same split points."""
+    shards), then a removal: the shards of full local builds with the same split points,
+    published in a build directory of their own as builds are."""
     out = s3server.new_bucket() + "/out"
     options = dict(progress=False, workers=2)
     build([warcs + "seg-a/"], out, BuildOptions(shards=3, lines_per_block=20, **options))
@@ -162,29 +148,34 @@ def test_s3_update_and_removal_equal_local_full_builds(tmp_path, corpus, warcs):
     storage.download(out + "/splits.txt", splits_file)
     update = build([warcs + "seg-b/"], out, BuildOptions(update=True, **options))
     assert (update.update.added, update.shards) == (1, 3)
-    for name, inputs, removal in (("both", ["seg-a", "seg-b"], None),
-                                  ("seg-b", ["seg-b"], "CORPUS-031-*")):
+    for name, inputs, removal, published_build in (
+            ("both", ["seg-a", "seg-b"], None, "build-00002"),
+            ("seg-b", ["seg-b"], "CORPUS-031-*", "build-00003")):
         if removal:
             build([], out, BuildOptions(update=True, remove=[removal], **options))
         local = tmp_path / name
         build([str(corpus / seg) for seg in inputs], str(local),
               BuildOptions(splits=splits_file, runner="inline", lines_per_block=20))
         published = cluster_objects(out)
-        prefix = published["cluster.idx"].split(b"\t")[1].split(b"/")[0].decode()
+        assert published["cluster.idx"].split(b"\t")[1].split(b"/")[0].decode() == published_build
+        assert published["cluster.idx"].replace(published_build.encode(), b"build-00001") == \
+            (local / "cluster" / "cluster.idx").read_bytes()
         for i in range(3):
             for shard in (f"cdx-{i:05d}.gz", f"part-{i:05d}"):
-                assert published[f"{prefix}/{shard}"] == (local / "cluster" / shard).read_bytes()
+                assert published[f"{published_build}/{shard}"] == \
+                    (local / "cluster" / "build-00001" / shard).read_bytes()
     assert not [name for name in storage.list_files(out + "/cdx") if "CORPUS-031" in name]
 
 
-def lookup(idx, loc, tmp_path):
-    """Every line of a cluster whose index and .loc are given as bytes, shards on S3
-    (where the .loc says; copied beside the index, as a reader reads only there)."""
+def lookup(idx, loc, tmp_path, out):
+    """Every line of a cluster whose index and .loc are given as bytes, its shards on S3
+    where the .loc says, relative to ``out/cluster/`` (copied beside the index, as a reader
+    reads only there)."""
     for line in loc.decode().splitlines():
         shard, *locations = line.split("\t")
         # the first location that is there, as pywb reads a .loc (those of a failed
         # build are gone)
-        for location in filter(storage.exists, locations):
+        for location in filter(storage.exists, (f"{out}/cluster/{name}" for name in locations)):
             os.makedirs(os.path.dirname(tmp_path / shard), exist_ok=True)
             (tmp_path / shard).write_bytes(storage.read_bytes(location))
             break
@@ -198,7 +189,7 @@ def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypat
     published = cluster_objects(out)
     # idx, loc, root; a shard and a part file each; what it holds
     assert len(published) == 3 + 2 * 2 + 1
-    lines = lookup(published["cluster.idx"], published["cluster.loc"], tmp_path)
+    lines = lookup(published["cluster.idx"], published["cluster.loc"], tmp_path, out)
     assert len(lines) > 200
 
     # bad input, --on-error fail: nothing of the cluster is touched
@@ -244,7 +235,7 @@ def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypat
     assert now.pop("cluster.root") != published["cluster.root"]
     assert now == {n: data for n, data in published.items() if n not in ("cluster.loc", "cluster.root")}
     assert lookup(published["cluster.idx"], storage.read_bytes(out + "/cluster/cluster.loc"),
-                  tmp_path) == lines
+                  tmp_path, out) == lines
     assert list(open_cluster(out).lookup_range(b"", b"~")) == lines
 
 
@@ -267,8 +258,8 @@ def test_s3_rebuilds_keep_the_replaced_build_and_delete_older_ones(tmp_path, war
     assert [line.split("\t")[0] for line in loc.decode().splitlines()] == [
         f"{build}/cdx-{i:05d}.gz" for build in (current, previous) for i in range(2)]
     # a reader that pairs the previous index with the new .loc reads the same lines
-    lines = lookup(idx, loc, tmp_path)
-    assert lookup(indexes[1]["cluster.idx"], loc, tmp_path) == lines
+    lines = lookup(idx, loc, tmp_path, out)
+    assert lookup(indexes[1]["cluster.idx"], loc, tmp_path, out) == lines
     assert lines == sorted(lines) and len(lines) > 200
 
     # ``finalize`` (as after a Hadoop run) checks and indexes the shards where they are
@@ -276,7 +267,7 @@ def test_s3_rebuilds_keep_the_replaced_build_and_delete_older_ones(tmp_path, war
     assert cli.main(["finalize", shards, "--shards", "2"]) == cli.EXIT_OK
     assert storage.read_bytes(shards + "/cluster.idx") == idx.replace(f"{current}/".encode(), b"")
     assert storage.read_bytes(shards + "/cluster.loc").decode().splitlines() == [
-        f"cdx-{i:05d}.gz\t{shards}/cdx-{i:05d}.gz" for i in range(2)]
+        f"cdx-{i:05d}.gz\tcdx-{i:05d}.gz" for i in range(2)]
 
 
 def _builds(out):
@@ -285,19 +276,22 @@ def _builds(out):
     return {name.split("/")[0] for name in relative if "/" in name}
 
 
-def test_s3_rebuild_of_a_cluster_without_lines(tmp_path, s3):
-    # an archive of nothing but a warcinfo record: no CDX lines, an empty cluster.idx
+def test_s3_build_of_archives_without_lines_publishes_nothing(tmp_path, s3):
+    # an archive of nothing but a warcinfo record: no CDX line, nothing worth publishing
     data = io.BytesIO()
     writer = WARCWriter(data, gzip=True)
     writer.write_record(writer.create_warcinfo_record("info.warc.gz", {"software": "test"}))
     bucket = s3server.new_bucket()
     storage.write_atomic(bucket + "/warcs/info.warc.gz", data.getvalue())
-    for _ in range(2):
-        summary = build([bucket + "/warcs/"], bucket + "/out", BuildOptions(shards=2,
-                                                                            runner="inline"))
-        assert summary.published and summary.lines == 0
-    assert storage.read_bytes(bucket + "/out/cluster/cluster.idx") == b""
-    assert len(_builds(bucket + "/out")) == 1  # the replaced index named no shards
+    with pytest.raises(BuildFailed, match="no input gave a CDX line"):
+        build([bucket + "/warcs/"], bucket + "/out", BuildOptions(shards=2, runner="inline"))
+    assert not list(storage.list_files(bucket + "/out/cluster"))
+    # a published index that names no shard (finalize of empty shards makes one) is
+    # replaced by the first build
+    storage.write_atomic(bucket + "/out/cluster/cluster.idx", b"")
+    storage.write_atomic(bucket + "/warcs/a.warc.gz", open(f"{REAL}/webrecorder+warcio__example.warc.gz", "rb").read())
+    build([bucket + "/warcs/"], bucket + "/out", BuildOptions(shards=2, runner="inline"))
+    assert _builds(bucket + "/out") == {"build-00001"}
 
 
 def test_s3_archives_changed_in_place_are_indexed_again(s3, tmp_path, corpus):

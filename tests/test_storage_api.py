@@ -2,8 +2,6 @@
 staging and publishing of files and directories."""
 import os
 
-import pytest
-
 from webarchive_indexing import storage
 
 
@@ -11,7 +9,7 @@ def test_what_a_place_is(tmp_path):
     local = str(tmp_path / "a")
     assert storage.backend_name(local) == "local" and storage.is_local(local)
     assert storage.reads_ranges(local) and storage.is_writable(local)
-    assert storage.renames_directories(local) and storage.local_path(local) == local
+    assert storage.local_path(local) == local
     for uri, name, ranges, writable in (("s3://b/k", "s3", True, True),
                                         ("https://h/k", "web", True, False),
                                         ("http://h/k", "web", True, False),
@@ -21,7 +19,7 @@ def test_what_a_place_is(tmp_path):
         assert storage.backend_name(uri) == name and not storage.is_local(uri), uri
         assert storage.is_supported(uri) == (name is not None), uri
         assert (storage.reads_ranges(uri), storage.is_writable(uri)) == (ranges, writable), uri
-        assert not storage.renames_directories(uri) and storage.local_path(uri) is None, uri
+        assert storage.local_path(uri) is None, uri
     assert storage.local_path("file:///x/y.loc") == "/x/y.loc"
 
 
@@ -56,14 +54,15 @@ def test_a_staged_file_is_published_whole_with_the_usual_permissions(tmp_path):
                                                            os.path.basename(leftovers[1])])
 
 
-def test_a_directory_is_replaced_by_renames_and_only_locally(tmp_path):
-    final, new = tmp_path / "cluster", tmp_path / "new"
-    final.mkdir()
-    (final / "old").write_text("old")
-    new.mkdir()
-    (new / "idx").write_text("new")
-    storage.replace_tree(str(new), str(final))
-    assert os.listdir(final) == ["idx"] and not new.exists()
-    assert sorted(os.listdir(tmp_path)) == ["cluster"]  # the old one removed
-    with pytest.raises(OSError, match="by a rename"):
-        storage.replace_tree(str(final), "s3://bucket/cluster")
+def test_temporary_files_of_killed_writes_are_removed(tmp_path):
+    top, below = tmp_path / "out", tmp_path / "out" / "a" / "b"
+    below.mkdir(parents=True)
+    leftovers = [storage.staging_path(str(top / "x")), storage.staging_path(str(below / "y"))]
+    (top / "keep.tmp").write_text("")
+    storage.remove_temp_files(str(top))
+    assert not os.path.exists(leftovers[0]) and os.path.exists(leftovers[1])
+    storage.remove_temp_files(str(top), recursive=True)
+    assert not os.path.exists(leftovers[1]) and os.listdir(below) == []
+    assert os.listdir(top) == ["a", "keep.tmp"] or sorted(os.listdir(top)) == ["a", "keep.tmp"]
+    storage.remove_temp_files(str(tmp_path / "missing"), recursive=True)
+    storage.remove_temp_files("s3://bucket/out")  # nothing to do: uploads leave nothing

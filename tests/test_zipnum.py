@@ -189,8 +189,11 @@ def test_loc_line():
     assert loc_line("cdx-00001.gz", "/a/cdx-00001.gz", "s3://bucket/c/cdx-00001.gz") == (
         b"cdx-00001.gz\t/a/cdx-00001.gz\ts3://bucket/c/cdx-00001.gz\n"
     )
-    with pytest.raises(ValueError, match="absolute"):
-        loc_line("cdx-00000.gz", "cluster/cdx-00000.gz")
+    # relative to the .loc's directory, as pywb resolves them: the cluster can be moved
+    assert loc_line("b-1/cdx-00000.gz", "b-1/cdx-00000.gz") == b"b-1/cdx-00000.gz\tb-1/cdx-00000.gz\n"
+    for outside in ("../x/cdx-00000.gz", "a/../../cdx-00000.gz", ""):
+        with pytest.raises(ValueError, match="outside the .loc's directory"):
+            loc_line("cdx-00000.gz", outside)
     with pytest.raises(ValueError):
         loc_line("cdx-00000.gz")
     with pytest.raises(ValueError, match="tab"):
@@ -227,14 +230,14 @@ def test_write_cluster_with_empty_shard(tmp_path, monkeypatch):
         assert gzip.decompress(read_range(out / shard.decode(), int(off), int(length))).startswith(key + b" ")
 
     loc = (out / "cluster.loc").read_bytes().splitlines()
-    assert loc == [b"%s\t%s" % (shard_name(i).encode(), str(out / shard_name(i)).encode()) for i in range(4)]
+    assert loc == [b"%s\t%s" % (shard_name(i).encode(), shard_name(i).encode()) for i in range(4)]
 
 
 def test_write_cluster_no_splits_no_lines(tmp_path):
     assert write_cluster([], tmp_path, []) == {"shards": 1, "lines": 0, "blocks": 0, "bytes": 0}
     assert (tmp_path / "cdx-00000.gz").read_bytes() == b""
     assert (tmp_path / "cluster.idx").read_bytes() == b""
-    assert (tmp_path / "cluster.loc").read_bytes() == b"cdx-00000.gz\t%s\n" % str(tmp_path / "cdx-00000.gz").encode()
+    assert (tmp_path / "cluster.loc").read_bytes() == b"cdx-00000.gz\tcdx-00000.gz\n"
 
 
 def test_write_cluster_is_reproducible(tmp_path):

@@ -4,15 +4,8 @@ ZipNum cluster (the three steps, run by an engine), with a summary and an error 
     summary = build(["warcs/"], "out", BuildOptions(shards=4))
     summary = build(["new/"], "out", BuildOptions(update=True, remove=["crawl-1/*"]))
 
-Layout of the output directory::
-
-    out/archives.txt             the archives indexed, one path per line
-    out/cdx/<name>.cdx.gz        one sorted CDX per archive (+ .errors.json if it had problems)
-    out/indexes/                 index inputs rewritten for the jobs, if any (see indexprep)
-    out/splits.txt, splits.seq   the shards-1 split points, as text and Hadoop SequenceFile
-    out/cluster/                 cdx-NNNNN.gz, part-NNNNN, cluster.idx, cluster.loc, and
-                                 contents.json, what it holds (``contents``)
-    out/errors.json              every problem met, when there were any
+The output directory holds what ``options.BUILD_OUTPUT`` lists (``--help`` and the
+README show it too).
 
 Inputs and the output may be local, on S3 (``s3://bucket/prefix``) or, on a Hadoop
 cluster, on HDFS (``hdfs:///path``, ``s3a://``; through ``hadoop fs``). The steps run
@@ -34,13 +27,13 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from . import cdxmeta, contents, steps, storage
+from . import cdxmeta, contents, lock, steps, storage
 from .engines import StepFailed, open_engine
 from .indexprep import open_sources
-from .inputs import ARCHIVE_EXTENSIONS, INDEX_EXTENSIONS, cdx_name, expand
+from .inputs import cdx_name, expand, expand_named
 from .options import LINES_PER_BLOCK_DEFAULT, BuildOptions, UsageError, check_build
 from .progress import Progress, counted
-from .publish import publish_cluster
+from .publish import publish_cluster, remove_leftovers
 from .shardrun import Removal
 from .splitsource import SplitsError, load_splits
 from .steps import ClusterIncomplete
@@ -66,10 +59,26 @@ class Summary:
     seconds: float = 0.0
     published: bool = False
     update: object = None         # an Update, for an update
+    cluster_lines: int = 0
+    report: str = None            # errors.json, where written
 
     @property
     def cluster_dir(self):
         return storage.join(self.out_dir, "cluster")
+
+    def add(self, status):
+        """Count in the status dict of one archive (``steps.index_archive``)."""
+        self.archives += 1
+        self.archives_skipped += status["skipped"]
+        self.records += status["records"]
+        self.lines += status["lines"]
+        self.input_bytes += status["bytes"]
+        self.errors += status["errors"]
+        self.warnings += status["warnings"]
+        if status.get("stale"):
+            self.archives_reindexed += 1
+            self.warnings.append({"file": status["path"], "offset": 0,
+                                  "message": f"indexed again: {status['stale']}"})
 
 
 @dataclass
@@ -103,51 +112,62 @@ def build(inputs, out_dir, options=None):
     """Index ``inputs`` and build a ZipNum cluster in ``out_dir`` as ``options`` (a
     ``BuildOptions``) say, or update the one there (``options.update``); return a Summary.
 
-    Every engine gives the same bytes. Raises ``options.UsageError`` for options that
-    cannot go together, BuildFailed (with the summary) when ``options.on_error`` is
-    "fail" and any input had a problem, or when the cluster could not be completed;
-    nothing is published then. ``options.root_index`` publishes ``cluster.root`` beside
-    ``cluster.idx`` (see ``zipnum.root_index``). Index inputs go into the cluster beside
-    the archives' lines; ``options.cdx_format`` (None: the index inputs' format, else
-    cdxj; an update's cluster's) must be theirs, and ``options.legacy_prefix`` restricts
-    legacy URL indexes to the keys starting with it. InputError (before anything is
-    written) for inputs that cannot go in one cluster.
+    Every engine gives the same bytes. Raises, before anything is written, ``InputError``
+    when an input names nothing or inputs cannot go in one cluster, and
+    ``options.UsageError`` for options that cannot go together or cannot work (a bad
+    ``--splits``, no cluster to update, another format than its); ``lock.Busy`` when
+    another build or copy writes into ``out_dir``; and BuildFailed (with the summary) when
+    ``options.on_error`` is "fail" and any input had a problem, when no input gave a line,
+    or when the cluster could not be completed; nothing is published then.
+    ``options.root_index`` publishes ``cluster.root`` beside ``cluster.idx`` (see
+    ``zipnum.root_index``). Index inputs go into the cluster beside the archives' lines;
+    ``options.cdx_format`` (None: the index inputs' format, else cdxj; an update's
+    cluster's) must be theirs, and ``options.legacy_prefix`` restricts legacy URL indexes
+    to the keys starting with it.
     """
     options = options or BuildOptions()
     check_build(options, inputs)
     started = time.monotonic()
-    progress = Progress(enabled=options.progress)
     out_dir = storage.abspath(out_dir)
     summary = Summary(out_dir)
-    found = expand(inputs, options.input_root)
-    archives = found.archives
+    # (an update that only removes names no input)
+    found = expand_named(inputs, options.input_root) if inputs else expand([])
+    try:
+        split_lines = load_splits(options.splits, options.shards) if options.splits else None
+    except SplitsError as exc:
+        raise UsageError(f"--splits: {exc}") from None
     summary.errors = [{"file": path, "offset": 0, "reason": "no such file or directory"}
                       for path in found.missing]
     summary.warnings = list(found.warnings)
-    if inputs and not archives and not found.indexes and not found.missing:
-        raise BuildFailed(f"no WARC/ARC files ({', '.join(ARCHIVE_EXTENSIONS)}) or indexes "
-                          f"({', '.join(INDEX_EXTENSIONS)}, cluster.idx) found in "
-                          f"{' '.join(inputs)}", summary)
-    try:
-        record = contents.read(summary.cluster_dir) if options.update else None
-        split_lines = load_splits(options.splits, options.shards) if options.splits else None
-    except contents.NoCluster as exc:
-        raise UsageError(str(exc)) from None
-    except contents.NoRecord as exc:
-        raise BuildFailed(str(exc), summary) from None
-    except SplitsError as exc:
-        raise UsageError(f"--splits: {exc}") from None
-    requested = options.cdx_format
-    if record:
-        if requested not in (None, record["format"]):
-            raise UsageError(f"--cdx-format {requested}, but the cluster in {out_dir} is "
-                             f"{record['format']}: an update keeps the format of the cluster "
-                             "(leave --cdx-format out)")
-        requested = record["format"]
-    sources, open_errors, cdx_format = open_sources(found.indexes, requested,
-                                                    options.legacy_prefix.encode("utf-8"))
-    summary.errors += open_errors
-    storage.makedirs(out_dir)
+    with lock.hold(out_dir, "build"):
+        remove_leftovers(out_dir)
+        try:
+            record = contents.read(summary.cluster_dir) if options.update else None
+        except contents.NoCluster as exc:
+            raise UsageError(str(exc)) from None
+        except contents.NoRecord as exc:
+            raise BuildFailed(str(exc), summary) from None
+        requested = options.cdx_format
+        if record:
+            if requested not in (None, record["format"]):
+                raise UsageError(f"--cdx-format {requested}, but the cluster in {out_dir} is "
+                                 f"{record['format']}: an update keeps the format of the "
+                                 "cluster (leave --cdx-format out)")
+            requested = record["format"]
+        sources, open_errors, cdx_format = open_sources(found.indexes, requested,
+                                                        options.legacy_prefix.encode("utf-8"))
+        summary.errors += open_errors
+        try:
+            return _build(found.archives, sources, cdx_format, record, split_lines, options,
+                          summary, started)
+        except BuildFailed:
+            summary.seconds = time.monotonic() - started
+            raise
+
+
+def _build(archives, sources, cdx_format, record, split_lines, options, summary, started):
+    out_dir = summary.out_dir
+    progress = Progress(enabled=options.progress)
     if not record:
         _write_archives(out_dir, [a.path for a in archives])
     with open_engine(options.runner, options) as engine:
@@ -164,11 +184,9 @@ def build(inputs, out_dir, options=None):
                 _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, split_lines,
                        options, summary, progress)
         except ClusterIncomplete as exc:
-            summary.seconds = time.monotonic() - started
             raise BuildFailed(f"the cluster is incomplete, nothing was published: {exc}",
                               summary) from exc
         except StepFailed as exc:
-            summary.seconds = time.monotonic() - started
             raise BuildFailed(f"nothing was published: {exc}", summary) from exc
     if record:
         # what the published cluster holds now, and the split points it has
@@ -184,8 +202,8 @@ def _read_indexes(engine, sources, options, summary, progress):
     if not sources:
         return []
     done = []
-    progress.step(f"[1/3] reading {counted(len(sources), 'index input')}", count=lambda: len(done),
-                  total=len(sources))
+    progress.step(f"[1/3] reading {counted(len(sources), 'index input')}",
+                  count=lambda: len(done), total=len(sources))
     files, errors, warnings, summary.index_lines = engine.read_indexes(
         sources, summary.out_dir, options.on_error, done)
     progress.done()
@@ -210,16 +228,7 @@ def _index(engine, archives, cdx_dir, cdx_format, options, summary, progress):
         statuses = engine.index(archives, cdx_dir, cdx_format, options.skip_existing)
         progress.done()
     for status in statuses:
-        summary.archives += 1
-        summary.archives_skipped += status["skipped"]
-        if status.get("stale"):
-            summary.archives_reindexed += 1
-            summary.warnings.append({"file": status["path"], "offset": 0,
-                                     "message": f"indexed again: {status['stale']}"})
-        for key, total in (("records", "records"), ("lines", "lines"), ("bytes", "input_bytes")):
-            setattr(summary, total, getattr(summary, total) + status[key])
-        summary.errors += status["errors"]
-        summary.warnings += status["warnings"]
+        summary.add(status)
     _write_report(summary)
     if summary.errors and options.on_error == "fail":
         raise BuildFailed(f"{len(summary.errors)} problems in the input; no cluster was built "
@@ -240,17 +249,22 @@ def _publish(write, shards, options, summary, progress, label):
     totals = publish_cluster(summary.out_dir, shards, written, options.root_index)
     summary.shards, summary.blocks, summary.cluster_bytes = \
         totals["shards"], totals["blocks"], totals["bytes"]
+    summary.cluster_lines = totals["lines"]
 
 
 def _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, split_lines, options,
            summary, progress):
     """Steps 2 and 3 of a build: split points (sampled, or ``split_lines``, those of
     ``options.splits``), then the shards; the record of what the cluster holds."""
+    if not summary.lines and not summary.archives_skipped and not summary.index_lines:
+        raise BuildFailed("no input gave a CDX line: there is nothing to publish (a "
+                          "published cluster is left as it was)", summary)
     cdx_files = [s["cdx"] for s in statuses] + index_files
     lines_per_block = options.lines_per_block or LINES_PER_BLOCK_DEFAULT
     if split_lines is not None:
         steps.write_splits(split_lines, summary.out_dir)
-        progress.step(f"[2/3] split points from {options.splits}: {counted(len(split_lines) + 1, 'shard')}")
+        progress.step(f"[2/3] split points from {options.splits}: "
+                      f"{counted(len(split_lines) + 1, 'shard')}")
     else:
         shards = options.shards or 1
         progress.step(f"[2/3] sampling split points for {counted(shards, 'shard')}")
@@ -266,7 +280,8 @@ def _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, split_li
         contents.write(directory, record)
         return stats
 
-    _publish(write, shards, options, summary, progress, f"[3/3] writing {counted(shards, 'shard')}")
+    _publish(write, shards, options, summary, progress,
+             f"[3/3] writing {counted(shards, 'shard')}")
     return record
 
 
@@ -322,5 +337,6 @@ def _write_report(summary):
     if summary.errors or summary.warnings:
         report = {"errors": summary.errors, "warnings": summary.warnings}
         storage.write_atomic(path, json.dumps(report, indent=1).encode("utf-8"))
+        summary.report = path
     else:
         storage.remove(path)

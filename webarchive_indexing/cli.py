@@ -11,12 +11,15 @@ Exit status: 0 done; 1 failed (nothing published); 2 bad usage; 3 done, but
 some input could not be indexed (see the error report).
 """
 import argparse
+import contextlib
 import json
+import os
 import sys
 
 from . import options as o
-from .report import (EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, log_to_stderr,
-                     print_problems, report_build)
+from .engines import TaskFailed
+from .report import (EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, describe,
+                     log_to_stderr, print_problems, report_build)
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE", "main", "version_line"]
 
@@ -75,23 +78,19 @@ def _parser(command=None):
 
 def _build_parser(sub, help_line):
     build = sub.add_parser(
-        "build", help=help_line,
-        description="Index every archive (one sorted .cdx.gz each), read every index input, "
-                    "sample split points (or take them from --splits) and write a ZipNum "
-                    "cluster of --shards shards of all their lines into OUTDIR/cluster; or, "
-                    "with --update, merge new inputs into the cluster in OUTDIR and take out "
-                    "the archives --remove names.",
-        epilog="Output: OUTDIR/cdx/ (per-archive CDX), OUTDIR/splits.txt and splits.seq, "
-               "OUTDIR/cluster/ (cdx-NNNNN.gz, part-NNNNN, cluster.idx, cluster.loc, "
-               "contents.json), OUTDIR/errors.json when there were problems; with --runner "
-               "mrjob, inline or spark, OUTDIR/indexes/ (index inputs rewritten for the jobs: "
-               "clusters, legacy indexes, files of several gzip members or with malformed "
-               "lines). Malformed lines of index inputs are problems as unreadable records "
-               "are (--on-error). Engines: --runner local (default) merges the sorted CDX "
-               "files on this machine's cores; mrjob and inline run the MRJob jobs of jobs/ as "
-               "Hadoop would (scripts/ run them on Hadoop and EMR); spark runs Spark jobs. "
-               "Their clusters are byte-identical for the same inputs and split points "
-               "(docs/local-engine.md).")
+        "build", help=help_line, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Index every archive (one sorted .cdx.gz each), read every index input,\n"
+                    "sample split points (or take them from --splits) and write a ZipNum\n"
+                    "cluster of --shards shards of all their lines into OUTDIR/cluster; or,\n"
+                    "with --update, merge new inputs into the cluster in OUTDIR and take out\n"
+                    "the archives --remove names. Malformed lines of index inputs are\n"
+                    "problems as unreadable records are (--on-error).\n\n"
+                    "Engines: --runner local (default) merges the sorted CDX files on this\n"
+                    "machine's cores; mrjob and inline run the MRJob jobs of jobs/ as Hadoop\n"
+                    "would (scripts/ run them on Hadoop and EMR); spark runs Spark jobs.\n"
+                    "Their clusters are byte-identical for the same inputs and split points\n"
+                    "(docs/local-engine.md).",
+        epilog="output:\n" + o.BUILD_OUTPUT)
     o.add(build, o.BUILD_INPUTS.but(nargs="*"), o.OUTDIR, o.BUILD_SHARDS,
           o.BUILD_LINES_PER_BLOCK, o.SPLITS_FROM, o.UPDATE, o.REMOVE, o.RUNNER, o.WORKERS,
           o.FAN_IN, o.WORK_DIR, o.SPARK_MASTER, o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF,
@@ -159,11 +158,14 @@ def _finalize_parser(sub, help_line):
         description="After jobs/zip_cluster.py ran on Hadoop/EMR: check that every shard "
                     "cdx-NNNNN.gz exists and matches its part-NNNNN, then write cluster.loc "
                     "and, last, cluster.idx. Nothing is written if a shard is missing.")
-    o.add(finalize, o.Option("cluster_dir", metavar="CLUSTER_DIR"),
+    o.add(finalize, o.Option("cluster_dir", metavar="CLUSTER_DIR",
+                             help="the job's --cluster-dir, or the directory holding it as "
+                                  "cluster/"),
           o.SHARDS.but(required=True, default=None, help="shards the job wrote"),
           o.Option("--location", metavar="URI",
-                   help="where readers will find the shards (default: CLUSTER_DIR, made "
-                        "absolute)"),
+                   help="where readers will find the shards, an absolute path or URI, for "
+                        "cluster.loc (default: the shards' names, relative to cluster.loc: "
+                        "the cluster can then be moved whole)"),
           o.ROOT_INDEX)
 
 
@@ -243,12 +245,9 @@ def _build(args):
 
 
 def _cdx(args):
-    from .cdx import header_line, index_file
-    from .inputs import InputError, expand
-    if args.output:
-        from .steps import index_archive
+    from .inputs import InputError, expand_named
     try:
-        found = expand(args.inputs, args.input_root)
+        found = expand_named(args.inputs, args.input_root)
     except InputError as exc:
         sys.stderr.write(f"webarchive-index: {exc}\n")
         return EXIT_USAGE
@@ -256,18 +255,15 @@ def _cdx(args):
         sys.stderr.write(f"webarchive-index cdx: {found.indexes[0].path} is an index, not an "
                          "archive: cdx indexes archives (build takes indexes as input too)\n")
         return EXIT_USAGE
-    archives = found.archives
     errors = [{"file": m, "offset": 0, "reason": "no such file or directory"}
               for m in found.missing]
+    if args.output:
+        return _cdx_files(args, found, errors)
+    from .cdx import header_line, index_file
     out = sys.stdout
-    for archive in archives:
+    for archive in found.archives:
         if errors and args.on_error == "fail":
             break
-        if args.output:
-            status = index_archive(archive.path, archive.name, args.output, args.cdx_format,
-                                   args.skip_existing, "skip")
-            errors += status["errors"]
-            continue
         result = index_file(archive.path, archive.name, args.cdx_format)
         errors += [e.as_dict() for e in result.errors]
         if result.errors and args.on_error == "fail":
@@ -275,8 +271,42 @@ def _cdx(args):
         out.write(header_line(args.cdx_format))
         out.writelines(result.lines)
     print_problems(errors, sys.stderr, found.warnings)
+    return _cdx_status(errors, args.on_error)
+
+
+def _cdx_files(args, found, errors):
+    """``cdx -o``: a .cdx.gz per archive, with progress and the summary ``build`` prints."""
+    import time
+    from . import storage
+    from .build import Summary
+    from .lock import hold
+    from .progress import Progress
+    from .report import print_summary
+    from .steps import index_archive
+    started = time.monotonic()
+    summary = Summary(storage.abspath(args.output), errors=errors, warnings=list(found.warnings))
+    progress = Progress()
+    with hold(summary.out_dir, "cdx"):
+        storage.remove_temp_files(summary.out_dir, recursive=True)  # of a killed run
+        progress.step(f"indexing {len(found.archives)} archives", count=lambda: summary.archives,
+                      total=len(found.archives))
+        try:
+            for archive in found.archives:
+                if summary.errors and args.on_error == "fail":
+                    break
+                summary.add(index_archive(archive.path, archive.name, summary.out_dir,
+                                          args.cdx_format, args.skip_existing, "skip"))
+        finally:
+            progress.done()
+    summary.seconds = time.monotonic() - started
+    print_problems(summary.errors, sys.stderr, summary.warnings)
+    print_summary(summary, sys.stderr)
+    return _cdx_status(summary.errors, args.on_error)
+
+
+def _cdx_status(errors, on_error):
     if errors:
-        return EXIT_FAILED if args.on_error == "fail" else EXIT_PARTIAL
+        return EXIT_FAILED if on_error == "fail" else EXIT_PARTIAL
     return EXIT_OK
 
 
@@ -298,6 +328,8 @@ def _query(args):
         storage.add_request_listener(show)
     try:
         sys.stdout.buffer.writelines(query(args.location, request))
+    except BrokenPipeError:
+        raise
     except BadParameter as exc:  # a page that is not there
         sys.stderr.write(f"webarchive-index query: {exc.message}\n")
         return EXIT_FAILED
@@ -348,16 +380,18 @@ def _serve(args):
 
 
 def _finalize(args):
+    from . import storage
     from .progress import human
-    from .steps import ClusterIncomplete, finalize_cluster
+    from .steps import ClusterIncomplete, finalize_cluster, shards_dir
+    cluster_dir = shards_dir(args.cluster_dir)
     try:
-        totals = finalize_cluster(args.cluster_dir, args.shards, location=args.location,
-                                  root=args.root_index)
-    except ClusterIncomplete as exc:
+        totals = finalize_cluster(cluster_dir, args.shards, root=args.root_index,
+                                  location=args.location and storage.abspath(args.location))
+    except (ClusterIncomplete, ValueError) as exc:
         sys.stderr.write(f"webarchive-index finalize: {exc}; nothing was published\n")
         return EXIT_FAILED
     sys.stderr.write(f"cluster:  {totals['shards']} shards, {totals['blocks']} blocks, "
-                     f"{human(totals['bytes'])} in {args.cluster_dir}\n")
+                     f"{human(totals['bytes'])} in {cluster_dir}\n")
     return EXIT_OK
 
 
@@ -381,17 +415,23 @@ def _copy_check(args):
     out.write(f"{'captures':>10} {'WARC files':>10} {'bytes':>14} {'size':>9}  input\n")
     for captures, files, size, shown, text in rows:
         out.write(f"{captures:>10} {files:>10} {size:>14} {shown:>9}  {text}\n")
+    if total.arc_captures:
+        out.write(f"(and {total.arc_captures} captures in ARC files, which a copy leaves out: "
+                  "it writes WARC files)\n")
     return EXIT_OK
 
 
 def _copy_plan(args):
+    from . import storage
     from .extract import ensure_plan, read_selection
     from .extract.plan import check_output, listing_path
     from .query import open_cluster
+    from .lock import hold
     inputs = read_selection(args.domains, args.domains_file)
     check_output(args.output)
-    plan = ensure_plan(lambda: open_cluster(args.location), args.location, inputs, args.output,
-                       args.records_per_file, args.name_prefix)
+    with hold(storage.abspath(args.output), "copy plan"):
+        plan = ensure_plan(lambda: open_cluster(args.location), args.location, inputs,
+                           args.output, args.records_per_file, args.name_prefix)
     _print_copy_plan(plan, sys.stderr)
     if plan.chunks:  # nothing printed: nothing to copy
         sys.stdout.write(listing_path(plan.output) + "\n")
@@ -403,6 +443,9 @@ def _print_copy_plan(plan, stream):
     from .extract.plan import plan_path
     stream.write(f"plan:     {plan.records} records, {human(plan.bytes)} from {plan.warc_files} "
                  f"WARC files -> {len(plan.chunks)} output files ({plan_path(plan.output)})\n")
+    if plan.arc_records:
+        stream.write(f"          {plan.arc_records} records of ARC files left out (a copy writes "
+                     "WARC files)\n")
 
 
 def _print_copy_survey(found, stream, skipped=None):
@@ -413,8 +456,10 @@ def _print_copy_survey(found, stream, skipped=None):
                  f"{human(found.copied_bytes)}, {len(found.complete)} of {len(plan.chunks)} "
                  f"output files complete{already}\n")
     if found.failed:
-        stream.write(f"failed:   {found.failed} records in {len(found.with_failures)} files; "
-                     "the reasons are in:\n")
+        for_good = (f" ({found.failed_for_good} of them fail however often they are tried)"
+                    if found.failed_for_good else "")
+        stream.write(f"failed:   {found.failed} records in {len(found.with_failures)} files"
+                     f"{for_good}; the reasons are in:\n")
         for report in found.reports[:20]:
             stream.write(f"  {report}\n")
         if len(found.reports) > 20:
@@ -422,7 +467,7 @@ def _print_copy_survey(found, stream, skipped=None):
     if found.missing:
         stream.write(f"missing:  {len(found.missing)} output files were not written "
                      f"({', '.join(found.missing[:5])}{', ...' if len(found.missing) > 5 else ''})\n")
-    if not found.done:
+    if found.missing or found.failed > found.failed_for_good:
         stream.write("rerun the same command to retry what is missing or failed\n")
 
 
@@ -471,7 +516,13 @@ def _copy(args):
     except (SelectionError, PlanMismatch, o.UsageError) as exc:
         sys.stderr.write(f"webarchive-index copy {args.copy_command}: {exc}\n")
         return EXIT_USAGE
-    except (OSError, ValueError) as exc:  # an unreadable cluster, source or output
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # an unreadable cluster, source or output
+        sys.stderr.write(f"webarchive-index copy {args.copy_command}: "
+                         f"{describe(exc, getattr(args, 'output', None))}\n")
+        return EXIT_FAILED
+    except ValueError as exc:  # a cluster that is none
         sys.stderr.write(f"webarchive-index copy {args.copy_command}: {exc}\n")
         return EXIT_FAILED
 
@@ -506,7 +557,18 @@ def main(argv=None):
     try:
         return COMMANDS[args.command][2](args)
     except BrokenPipeError:
+        # the reader went away (query ... | head): done. What is still buffered for it
+        # goes nowhere, rather than fail again as Python flushes stdout on its way out.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except OSError as exc:  # of the environment: a full disk, no credentials, another build
+        sys.stderr.write(f"webarchive-index {args.command}: "
+                         f"{describe(exc, getattr(args, 'output', None))}\n")
+        return EXIT_FAILED
+    except TaskFailed as exc:
+        sys.stderr.write(f"webarchive-index {args.command}: {exc}\n")
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

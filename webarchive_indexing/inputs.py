@@ -273,8 +273,7 @@ def expand(inputs, roots=()):
             named = _expand_remote(item, roots, missing)
         except FileNotFoundError:  # no such manifest or bucket
             named = []
-        except OSError as exc:
-            raise InputError(f"cannot read {item}: {exc}") from exc
+        # any other OSError (no credentials, a store that keeps failing) is no bad usage
         if not named:
             missing.append(item)
         found.extend(named)
@@ -297,3 +296,20 @@ def expand(inputs, roots=()):
                              f"written to cdx/{target} (the CDX filename field keeps the name)"})
         archives.append(Archive(path, name, root))
     return Found(archives, indexes, missing, roots, warnings)
+
+
+def expand_named(inputs, roots=()):
+    """``expand``, and ``InputError`` for an INPUT that names nothing (a typo must not build
+    of what the others name alone, nor write anything), or when none names an archive or
+    an index. What a manifest lists that is not there stays a problem of the input
+    (``Found.missing``)."""
+    found = expand(inputs, roots)
+    named_nothing = [path for path in found.missing if path in inputs]
+    if named_nothing:
+        raise InputError(f"no such file, directory or archive: {', '.join(named_nothing)} "
+                         "(nothing was written)")
+    if not found.archives and not found.indexes and not found.missing:
+        raise InputError(f"no WARC/ARC files ({', '.join(ARCHIVE_EXTENSIONS)}) or indexes "
+                         f"({', '.join(INDEX_EXTENSIONS)}, cluster.idx) found in "
+                         f"{' '.join(inputs)}")
+    return found

@@ -20,6 +20,8 @@ An option of ``query`` that mirrors a parameter of the CDX API names it (``param
 from the query string of a request to ``serve``.
 """
 import argparse
+import os
+import re
 
 from .cdxline import FORMATS
 
@@ -65,6 +67,21 @@ def positive(text):
     return value
 
 
+# More shards than this are a mistake: a shard file and a reducer each, a sample of 100
+# lines each in one reducer's memory; Common Crawl's 3 billion captures use 300
+MAX_SHARDS = 10000
+
+
+def shard_count(text):
+    """A number of shards, from 1 to ``MAX_SHARDS``, for argparse's ``type``."""
+    value = positive(text)
+    if value > MAX_SHARDS:
+        raise argparse.ArgumentTypeError(
+            f"expected at most {MAX_SHARDS} shards, got {text!r} (Common Crawl's 3 billion "
+            "captures a month use 300)")
+    return value
+
+
 def nonzero(text):
     """A whole number other than 0, for argparse's ``type``."""
     try:
@@ -81,6 +98,18 @@ def non_negative(text):
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {text!r}")
     return int(text)
+
+
+# A name for files that stays a name: no "/", "..", or hidden file
+FILE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+FILE_NAME_HELP = "a file name of letters, digits, '.', '_' and '-' (not starting with '.')"
+
+
+def file_name(text):
+    """A name for files (``FILE_NAME``), for argparse's ``type``."""
+    if not FILE_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"expected {FILE_NAME_HELP}, got {text!r}")
+    return text
 
 
 # -- options, and how they are registered -------------------------------------------------
@@ -185,11 +214,13 @@ BUILD_INPUT_HELP = (
 INPUTS = Option("inputs", nargs="+", metavar="INPUT", help=INPUT_HELP)
 BUILD_INPUTS = INPUTS.but(help=BUILD_INPUT_HELP)
 CDX_FORMAT = Option("--cdx-format", choices=FORMATS, default="cdxj",
-                    help="CDXJ (default, as Common Crawl and pywb write it) or classic CDX11/CDX9")
+                    help="CDXJ (default, as Common Crawl and pywb write it), or classic CDX11 or "
+                         "CDX9 (CDX9 has no record length: copy cannot read records through it)")
 BUILD_CDX_FORMAT = CDX_FORMAT.but(
     default=None, help="the CDX format of the cluster: CDXJ (as Common Crawl and pywb write it) "
-                       "or classic CDX11/CDX9 (default: the format of the index inputs, else "
-                       "cdxj); archives are indexed in it, and index inputs must be in it")
+                       "or classic CDX11 or CDX9 (default: the format of the index inputs, else "
+                       "cdxj); archives are indexed in it, and index inputs must be in it (CDX9 "
+                       "has no record length: copy cannot read records through it)")
 LEGACY_PREFIX = Option("--legacy-prefix", default="", metavar="KEY",
                        help="read only the URL keys starting with KEY of 2012 Common Crawl URL "
                             "index inputs (their keys are reversed host names: "
@@ -208,14 +239,33 @@ INDEXING = (CDX_FORMAT, INPUT_ROOT, SKIP_EXISTING)
 # what build takes of them, with index inputs
 BUILD_INDEXING = (BUILD_CDX_FORMAT, INPUT_ROOT, SKIP_EXISTING, LEGACY_PREFIX)
 
+# What a build writes (build --help, the README)
+BUILD_OUTPUT = """\
+OUTDIR/archives.txt            the archives indexed
+OUTDIR/cdx/<name>.cdx.gz       one sorted CDX per archive (a/b/x.warc.gz -> cdx/a/b/x.cdx.gz,
+                               a/b/x.arc.gz -> cdx/a/b/x.arc.gz.cdx.gz), and beside it
+                               <name>.cdx.gz.meta.json (what it was made from) and
+                               <name>.cdx.gz.errors.json if it had problems
+OUTDIR/indexes/                index inputs rewritten for the jobs (clusters, legacy indexes,
+                               files of several gzip members or with malformed lines), if any
+OUTDIR/splits.txt, splits.seq  the shards-1 split points, as text and as a Hadoop SequenceFile
+OUTDIR/partitions.seq          the shard boundaries, for Hadoop's TotalOrderPartitioner
+OUTDIR/cluster/                cluster.idx, cluster.loc, cluster.root, and build-NNNNN/ with the
+                               shards cdx-NNNNN.gz, their indexes part-NNNNN and contents.json
+                               (what the cluster holds, for --update)
+OUTDIR/errors.json             every problem met, when there were any
+"""
+
 # the cluster
 OUTDIR = Option("-o", "--output", required=True, metavar="OUTDIR",
                 help="output directory, or s3://bucket/prefix")
-SHARDS = Option("--shards", type=positive, default=1,
-                help="shards in the cluster (default 1; Common Crawl uses 300)")
+SHARDS = Option("--shards", type=shard_count, default=1,
+                help=f"shards in the cluster (default 1, at most {MAX_SHARDS}; Common Crawl uses "
+                     "300)")
 # build's: None until known (--splits and --update bring their own)
-BUILD_SHARDS = SHARDS.but(default=None, help="shards in the cluster (default 1, or as many as "
-                                             "--splits makes; Common Crawl uses 300)")
+BUILD_SHARDS = SHARDS.but(default=None, help=f"shards in the cluster (default 1, or as many as "
+                                             f"--splits makes; at most {MAX_SHARDS}; Common "
+                                             "Crawl uses 300)")
 LINES_PER_BLOCK = Option(
     "--lines-per-block", type=positive, default=LINES_PER_BLOCK_DEFAULT,
     help=f"CDX lines per gzip block (default {LINES_PER_BLOCK_DEFAULT}, as Common Crawl and the "
@@ -376,7 +426,7 @@ COPY_OUTPUT = Option("-o", "--output", required=True, metavar="OUT",
                           "OUT/plan/)")
 RECORDS_PER_FILE = Option("--records-per-file", type=positive, default=DEFAULT_RECORDS_PER_FILE,
                           help=f"records per output WARC file (default {DEFAULT_RECORDS_PER_FILE})")
-NAME_PREFIX = Option("--name-prefix", default=DEFAULT_NAME_PREFIX, metavar="NAME",
+NAME_PREFIX = Option("--name-prefix", type=file_name, default=DEFAULT_NAME_PREFIX, metavar="NAME",
                      help=f"output files are NAME-00000.warc.gz, ... (default "
                           f"{DEFAULT_NAME_PREFIX})")
 WARC_PREFIX = Option("--warc-prefix", required=True, metavar="PREFIX",
@@ -409,15 +459,57 @@ PROGRESS_DIR = Option("--progress-dir",
 
 # corpus
 CORPUS = (
-    Option("--out", required=True, help="output directory (created if missing)"),
-    Option("--files", type=int, default=2),
-    Option("--captures", type=int, default=1000, help="captures per file"),
-    Option("--seed", type=int, default=1),
-    Option("--mean-kb", type=float, default=20.0, help="mean HTML/binary payload size"),
-    Option("--hosts", type=int, default=200),
-    Option("--format", choices=("warc", "arc"), default="warc"),
+    Option("--out", required=True, metavar="DIR", help="output directory (created if missing)"),
+    Option("--files", type=positive, default=2, help="archive files (default 2)"),
+    Option("--captures", type=positive, default=1000, help="captures per file (default 1000)"),
+    Option("--seed", type=int, default=1,
+           help="seed of the made-up web and its crawl: the same seed, the same bytes (default 1)"),
+    Option("--mean-kb", type=float, default=20.0,
+           help="mean HTML/binary payload size, in KB (default 20)"),
+    Option("--hosts", type=positive, default=200, help="host names of the made-up web (default 200)"),
+    Option("--format", choices=("warc", "arc"), default="warc", help="WARC (default) or ARC files"),
     Flag("gzip", True, "one gzip member per record (default)", "plain records"),
 )
+
+
+# Options of the jobs that name local directories (or prefixes) the tasks write or read
+PATH_OPTIONS = (CDX_DIR, INPUT_ROOT, SPLITS_DIR, CLUSTER_DIR, COPY_DIR, WARC_PREFIX, PROGRESS_DIR)
+# mrjob's runners whose tasks run on this machine, each in a temporary directory of its own
+_LOCAL_RUNNERS = ("local", "inline")
+
+
+class AbsolutePaths:
+    """A mixin of the MRJob jobs: run on mrjob's local or inline runner, whose tasks run
+    in temporary directories, the relative paths of ``PATH_OPTIONS`` are made absolute
+    (relative to where the job was started) before the tasks get them: else a task would
+    write into its temporary directory, which goes when the job ends.
+
+        class IndexWarcsJob(options.AbsolutePaths, MRJob): ...
+    """
+
+    def load_args(self, args):
+        super().load_args(args)
+        task = any(getattr(self.options, name, False) for name in
+                   ("run_mapper", "run_combiner", "run_reducer", "run_spark"))
+        if task or (self.options.runner or "inline") not in _LOCAL_RUNNERS:
+            return
+        flags = {flag for option in PATH_OPTIONS for flag in option.flags}
+        absolute = list(args)
+        for i, arg in enumerate(absolute):
+            flag, equals, value = arg.partition("=")
+            if flag not in flags:
+                continue
+            if equals:
+                absolute[i] = f"{flag}={_absolute(value)}"
+            elif i + 1 < len(absolute):
+                absolute[i + 1] = _absolute(absolute[i + 1])
+        if absolute != list(args):
+            self._cl_args = absolute  # what the tasks are handed (MRJob._non_option_kwargs)
+            super().load_args(absolute)
+
+
+def _absolute(path):
+    return path if "://" in path else os.path.abspath(path)
 
 
 # -- option objects ------------------------------------------------------------------------

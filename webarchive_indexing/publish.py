@@ -1,99 +1,139 @@
-"""Publishing a cluster: readers see the old one or the new one, never half of one, and a
-failed build leaves the published cluster as it was.
+"""Publishing a cluster: readers see the old one or the new one, never half of one, a
+failed build leaves the published cluster as it was, and a rebuild never takes shards
+from under a reader of the index it replaces.
 
     totals = publish_cluster(out_dir, shards, write=lambda directory: engine.write_cluster(...))
 
-Where a directory can be swapped in with renames (``storage.renames_directories``: on
-local file systems) the shards are written into a fresh directory beside ``cluster/``,
-checked and indexed there (``steps.finalize_cluster``), and the new directory then
-takes the place of ``cluster/``.
+The same layout everywhere (local disks, S3, Hadoop file systems)::
 
-Elsewhere (S3, and Hadoop file systems, handled alike: S3 has no rename) a cluster is
-published by writing its index last::
+    out/cluster/build-00002/      one build's cdx-NNNNN.gz and part-NNNNN
+    out/cluster/cluster.loc       shard -> its path relative to cluster.loc: this build's
+                                  shards, then those of the build it replaces
+    out/cluster/cluster.root      the small index of cluster.idx (a hint, checked by readers)
+    out/cluster/cluster.idx       written last, by one rename (one upload on S3)
 
-    out/cluster/build-<time>-<id>/   one build's cdx-NNNNN.gz and part-NNNNN
-    out/cluster/cluster.loc          shard -> absolute URI: this build's shards,
-                                     then those of the build it replaces
-    out/cluster/cluster.idx          written last, once every shard was checked
+Each build writes its shards under a fresh ``build-NNNNN/`` directory (numbered after the
+published one, so that the same inputs give the same bytes), and the shard column of
+``cluster.idx`` is the shard's path relative to ``cluster/`` (``build-00002/cdx-00000.gz``):
+an index only ever names the shards it was made from, and readers without the .loc file
+(OpenWayback's ZipNumIndex, ``query`` on S3 or HTTP) find them too. Publishing is the one
+atomic replacement of ``cluster.idx``: before it every reader sees the old cluster, after
+it the new one. ``cluster.loc`` is written before it and lists the shards of both, so
+that either index works with it (pywb reads the .loc when it changes, the index at every
+lookup); ``cluster.root`` describes the new index, and a reader that finds it does not fit
+the index ignores it. A published build keeps the shards of the build it replaced (a
+reader that loaded that index keeps working) and deletes every other ``build-...``
+directory, such as what builds that were killed left, and the shards of a cluster
+published directly in ``cluster/`` (as before builds had directories of their own).
 
-Each build writes its shards under a fresh ``build-...`` prefix, and the shard
-column of ``cluster.idx`` is the shard's path relative to ``cluster/``
-(``build-.../cdx-00000.gz``), so an index only ever names the shards it was
-made from, and readers without the .loc file find them too. Because
-``cluster.loc`` still lists the shards of the index it replaces, either index
-works with it: for a reader that fetches the new .loc with the old .idx, and
-when a build fails after writing the .loc. A failed build deletes its prefix
-and leaves the published ``cluster.idx`` and its shards as they were. A
-published build keeps the shards of the build it replaced (a reader that loaded
-that index keeps working) and deletes every other ``build-...`` prefix, such as
-the leftovers of builds that died. One build at a time per output.
+Locations in ``cluster.loc`` are relative, so a cluster can be moved or copied whole
+(pywb and ``query`` resolve them against the directory of the .loc).
 """
-import time
+import glob
+import os
+import re
 
 from . import storage
 from .steps import finalize_cluster
 
-# Prefix of a build's shards on S3: out/cluster/build-<UTC time>-<random>/
 BUILD_PREFIX = "build-"
+_BUILD = re.compile(r"build-(\d{5,})$")
+# What a cluster published directly in cluster/ has there
+_SHARD_FILE = re.compile(r"(cdx-\d{5,}\.gz|part-\d{5,})$")
+# Where earlier versions built a local cluster, and put the one it replaced
+_OLD_SWAP_DIRS = (".cluster-build-", ".cluster-old-")
 # Bytes read from the start of a published cluster.idx to find the build it names
 # (one index line: a URL key, a timestamp and the shard)
 IDX_LINE_MAX = 1 << 16
 
 
 def publish_cluster(out_dir, shards, write, root_index=True):
-    """Write the shards with ``write(directory) -> {shard: stats}`` into a fresh directory
-    (elsewhere than on local file systems, a fresh prefix) and publish the cluster in
-    ``out_dir/cluster`` only if every shard is complete; its totals (``finalize_cluster``).
-    Raises ``steps.ClusterIncomplete`` (or what ``write`` raised) with nothing published."""
+    """Write the shards with ``write(directory) -> {shard: stats}`` into a fresh build
+    directory of ``out_dir/cluster`` and publish them there only if every shard is
+    complete; the totals (``finalize_cluster``). Raises ``steps.ClusterIncomplete`` (or
+    what ``write`` raised) with nothing published."""
     cluster_dir = storage.join(out_dir, "cluster")
-    swap = storage.renames_directories(out_dir)
-    if swap:
-        building = storage.make_temp_dir(out_dir, ".cluster-build-")
-    else:
-        building = storage.make_temp_dir(
-            cluster_dir, time.strftime(BUILD_PREFIX + "%Y%m%dT%H%M%SZ-", time.gmtime()))
-    published = False
+    published, published_loc = _published_build(cluster_dir)
+    building = build_dir(cluster_dir, published)
+    storage.remove_tree(building)  # what a build killed before publishing left
+    storage.makedirs(building)
+    done = False
     try:
-        written = write(building)
-        if swap:
-            totals = finalize_cluster(building, shards, written, location=cluster_dir,
-                                      root=root_index)
-            storage.replace_tree(building, cluster_dir)
-        else:
-            previous, previous_loc = _published_build(cluster_dir)
-            totals = finalize_cluster(building, shards, written, index_dir=cluster_dir,
-                                      previous_loc=previous_loc, root=root_index)
-        published = True
+        totals = finalize_cluster(building, shards, write(building), index_dir=cluster_dir,
+                                  previous_loc=published_loc, root=root_index)
+        done = True
     finally:
-        if not published:
+        if not done:
             storage.remove_tree(building)
-    if not swap:
-        # readers of the replaced index still find its shards; older builds and the
-        # leftovers of failed ones go
-        for stale in _builds_under(cluster_dir) - {building, previous}:
-            storage.remove_tree(stale)
+    # readers of the replaced index still find its shards; what else is there goes
+    directories, files = _stale(cluster_dir, keep={building, published})
+    for directory in directories:
+        storage.remove_tree(directory)
+    for path in files:
+        storage.remove(path)
     return totals
 
 
+def remove_leftovers(out_dir):
+    """Remove what builds into ``out_dir`` that were killed left on a local disk: the
+    temporary files of writes (``.tmp-*``) in it, under ``cdx/`` and ``indexes/`` and in
+    ``cluster/``,
+    and the directories of earlier versions' swaps (a build's unpublished
+    ``build-NNNNN/`` goes when the next build starts, on every store). Elsewhere a
+    write leaves nothing (S3) or is not looked for (Hadoop file systems)."""
+    if not storage.is_local(out_dir):
+        return
+    for directory in (out_dir, storage.join(out_dir, "cluster")):
+        storage.remove_temp_files(directory)
+    for directory in ("cdx", "indexes"):
+        storage.remove_temp_files(storage.join(out_dir, directory), recursive=True)
+    for prefix in _OLD_SWAP_DIRS:
+        for path in glob.glob(os.path.join(glob.escape(out_dir), prefix + "*")):
+            storage.remove_tree(path)
+
+
+def build_dir(cluster_dir, published):
+    """The directory of the next build: numbered after the ``published`` one."""
+    match = _BUILD.match(storage.basename(published or ""))
+    return storage.join(cluster_dir, f"{BUILD_PREFIX}{int(match[1]) + 1 if match else 1:05d}")
+
+
 def _published_build(cluster_dir):
-    """The build whose shards the published ``cluster.idx`` names, and their
+    """The directory of the build whose shards the published ``cluster.idx`` names
+    (``cluster_dir`` itself for shards published directly in it), and their
     ``cluster.loc`` lines: (None, b"") when it names none."""
     idx, loc = storage.join(cluster_dir, "cluster.idx"), storage.join(cluster_dir, "cluster.loc")
-    if not storage.exists(idx):
+    try:
+        first = storage.read_range(idx, 0, IDX_LINE_MAX).split(b"\n", 1)[0]
+    except FileNotFoundError:
         return None, b""
-    fields = storage.read_range(idx, 0, IDX_LINE_MAX).split(b"\n", 1)[0].split(b"\t")
-    if len(fields) < 2 or b"/" not in fields[1]:
+    fields = first.split(b"\t")
+    if len(fields) < 2:
         return None, b""
-    name = fields[1].split(b"/", 1)[0]
-    lines = storage.read_bytes(loc).splitlines(True) if storage.exists(loc) else []
-    return (storage.join(cluster_dir, name.decode("utf-8")),
-            b"".join(line for line in lines if line.startswith(name + b"/")))
+    name, slash, _ = fields[1].decode("utf-8", "replace").rpartition("/")
+    if slash and not _BUILD.match(name):
+        return None, b""  # not a layout of ours: nothing of it is taken over
+    try:
+        lines = storage.read_bytes(loc).splitlines(True)
+    except FileNotFoundError:
+        lines = []
+    if not slash:
+        return cluster_dir, b"".join(line for line in lines if b"/" not in line.split(b"\t")[0])
+    return (storage.join(cluster_dir, name),
+            b"".join(line for line in lines if line.startswith(name.encode() + b"/")))
 
 
-def _builds_under(cluster_dir):
-    builds = set()
+def _stale(cluster_dir, keep):
+    """``(directories, files)`` in ``cluster_dir`` that no reader needs: those of builds
+    other than ``keep``, and shards published directly in it unless ``cluster_dir`` is in
+    ``keep``."""
+    directories, files = set(), []
     for path in storage.list_files(cluster_dir):
         name, slash, _ = path[len(cluster_dir) + 1:].partition("/")
-        if slash and name.startswith(BUILD_PREFIX):
-            builds.add(storage.join(cluster_dir, name))
-    return builds
+        if slash:
+            directory = storage.join(cluster_dir, name)
+            if name.startswith(BUILD_PREFIX) and directory not in keep:
+                directories.add(directory)
+        elif cluster_dir not in keep and _SHARD_FILE.match(name):
+            files.append(path)
+    return sorted(directories), files

@@ -132,6 +132,7 @@ def open_cluster(location, max_blocks_per_read=MAX_BLOCKS_PER_READ, cache=None):
             location = os.path.join(location, "cluster.idx")
         if not os.path.isfile(location):
             raise FileNotFoundError(f"no ZipNum index at {location}")
+        _check_not_an_archive(location)
         return Cluster(IdxFile.open(location), max_blocks_per_read, cache)
     if location.endswith((".idx", ".summary")):
         candidates = [location]
@@ -144,6 +145,22 @@ def open_cluster(location, max_blocks_per_read=MAX_BLOCKS_PER_READ, cache=None):
         except FileNotFoundError:
             continue
     raise FileNotFoundError(f"no ZipNum index at {' or '.join(candidates)}")
+
+
+def _check_not_an_archive(path):
+    """``ValueError`` for a file given as a cluster that is an archive or a CDX file, which
+    a user may well give (``query`` would print their bytes as lines)."""
+    with open(path, "rb") as fh:
+        head = fh.read(16)
+    if head.startswith(b"\x1f\x8b"):
+        kind = "gzip data (a WARC or ARC file, a .cdx.gz?)"
+    elif head.startswith((b"WARC/", b"filedesc://")):
+        kind = "a WARC or ARC file"
+    else:
+        return
+    raise ValueError(f"{path} is {kind}, not a ZipNum index (cluster.idx): query reads the "
+                     "clusters that `webarchive-index build` writes (`webarchive-index cdx` "
+                     "indexes an archive)")
 
 
 class BlockCache:

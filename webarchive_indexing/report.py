@@ -2,10 +2,39 @@
 a build ends: the problems met, the summary and how to query the result; and the exit
 statuses of every command.
 """
-import os
+import errno
 import sys
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
+
+
+# What to do about a failure of the environment, by errno
+_HINTS = {
+    errno.ENOSPC: "free some space, or write elsewhere",
+    errno.EDQUOT: "free some space, or write elsewhere",
+    errno.EROFS: "write elsewhere",
+    errno.EACCES: "check the permissions, or write elsewhere",
+    errno.EPERM: "check the permissions, or write elsewhere",
+    errno.EEXIST: "a file is where a directory must be: remove it, or write elsewhere",
+    errno.ENOTDIR: "a file is where a directory must be: remove it, or write elsewhere",
+}
+
+
+# What only writes fail with
+_WRITES = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
+def describe(exc, output=None):
+    """One line for an ``OSError`` a user can cause or meet (a full disk, a read-only or
+    misnamed output, missing credentials, a store that keeps failing): what, where, and
+    how to fix it where that is known. A write that failed without naming its file
+    (a full disk) is said to be into ``output``."""
+    if exc.errno is None or exc.strerror is None:
+        return str(exc)
+    filename = exc.filename or (output if exc.errno in _WRITES else None)
+    where = f"{filename}: " if filename else ""
+    hint = _HINTS.get(exc.errno)
+    return f"{where}{exc.strerror}" + (f" ({hint})" if hint else "")
 
 
 def log_to_stderr(verbose):
@@ -14,6 +43,8 @@ def log_to_stderr(verbose):
     is reported."""
     import logging
     logging.basicConfig(format="%(message)s", level=logging.INFO if verbose else logging.ERROR)
+    # a failed task: what it raised is reported in a line (--verbose: mrjob's account)
+    logging.getLogger("mrjob").setLevel(logging.INFO if verbose else logging.CRITICAL)
 
 
 def _where(problem):
@@ -37,12 +68,16 @@ def print_summary(summary, stream):
     from .progress import counted, human
     again = (f", {summary.archives_reindexed} indexed again: their CDX was stale"
              if summary.archives_reindexed else "")
+    indexed = summary.archives - summary.archives_skipped
     update = summary.update
     if summary.archives or not (summary.indexes or update):
         stream.write(
             f"archives: {summary.archives} ({summary.archives_skipped} already indexed{again}), "
             f"{human(summary.input_bytes)} read\n"
-            f"records:  {summary.records} read, {summary.lines} CDX lines\n")
+            f"records:  {summary.records} read, {summary.lines} CDX lines"
+            + (f" (of the {counted(indexed, 'archive')} indexed now)" if summary.archives_skipped
+               else "")
+            + "\n")
     if summary.indexes:
         stream.write(f"indexes:  {summary.indexes} read, {summary.index_lines} CDX lines\n")
     if update is not None:
@@ -52,10 +87,11 @@ def print_summary(summary, stream):
                      "taken out)\n")
     if summary.published:
         copied = f" ({update.shards_copied} copied unchanged)" if update is not None else ""
-        stream.write(f"cluster:  {summary.shards} shards{copied}, {summary.blocks} blocks, "
-                     f"{human(summary.cluster_bytes)} in {summary.cluster_dir}\n")
+        stream.write(f"cluster:  {summary.shards} shards{copied}, {summary.cluster_lines} lines, "
+                     f"{summary.blocks} blocks, {human(summary.cluster_bytes)} in "
+                     f"{summary.cluster_dir}\n")
     stream.write(f"errors:   {len(summary.errors)}"
-                 + (f" (see {os.path.join(summary.out_dir, 'errors.json')})" if summary.errors else "")
+                 + (f" (see {summary.report})" if summary.errors and summary.report else "")
                  + f"\ntime:     {summary.seconds:.1f} s\n")
 
 

@@ -126,6 +126,16 @@ class ClusterIncomplete(Exception):
     pass
 
 
+def shards_dir(directory):
+    """Where the shards of a cluster job's output are: ``directory``, or its ``cluster/``
+    (``directory`` is then the output directory of the whole run)."""
+    below = storage.join(directory, "cluster")
+    if (not storage.exists(storage.join(directory, zipnum.part_name(0)))
+            and storage.exists(storage.join(below, zipnum.part_name(0)))):
+        return below
+    return directory
+
+
 def finalize_cluster(cluster_dir, shards, written=None, location=None, index_dir=None,
                      previous_loc=b"", root=True):
     """Check every shard and publish ``cluster.loc``, ``cluster.root`` and then ``cluster.idx``.
@@ -134,18 +144,19 @@ def finalize_cluster(cluster_dir, shards, written=None, location=None, index_dir
     shard it does not name received no lines and is written empty. Without
     ``written`` (a run on Hadoop, whose reducers write every shard, empty ones
     too) every shard must be there. A shard that is missing or disagrees with its
-    part file raises ClusterIncomplete and nothing is published. ``location`` is
-    where the shards will be read from (absolute), if not ``cluster_dir``.
+    part file raises ClusterIncomplete and nothing is published.
     ``index_dir`` is where ``cluster.loc`` and ``cluster.idx`` go, if not
     ``cluster_dir``; it must hold ``cluster_dir``, and they name each shard by its
-    path relative to ``index_dir`` (``build-x/cdx-00000.gz``), which is also how
-    a reader without the .loc file finds it. ``previous_loc`` (.loc lines) goes on
+    path relative to ``index_dir`` (``build-00001/cdx-00000.gz``), which is also how
+    a reader without the .loc file finds it. ``cluster.loc`` gives that relative
+    path as the shard's location (pywb and ``query`` resolve it against the .loc's
+    directory, so the cluster can be moved), or, with ``location`` (an absolute path or
+    URI: where readers find the shards), ``location/cdx-NNNNN.gz``. ``previous_loc`` (.loc lines) goes on
     being published after this cluster's own lines: those of the cluster.idx
     being replaced, which a reader may still pair with the new cluster.loc.
     ``root=False`` publishes no ``cluster.root`` (and removes an older one, which
     would describe another index); readers check a root against its index anyway.
     """
-    location = location or storage.abspath(cluster_dir)
     index_dir = index_dir or cluster_dir
     if not (cluster_dir + "/").startswith(index_dir.rstrip("/") + "/"):
         raise ValueError(f"the shards in {cluster_dir} are not under {index_dir}, "
@@ -174,7 +185,8 @@ def finalize_cluster(cluster_dir, shards, written=None, location=None, index_dir
         totals["blocks"] += part.count(b"\n")
         totals["bytes"] += size
         totals["lines"] += stats["lines"] if stats else 0
-    loc = b"".join(zipnum.loc_line(names[i], storage.join(location, zipnum.shard_name(i)))
+    loc = b"".join(zipnum.loc_line(names[i], storage.join(location, zipnum.shard_name(i))
+                                   if location else names[i])
                    for i in range(shards)) + previous_loc
     storage.write_atomic(storage.join(index_dir, "cluster.loc"), loc)
     idx = b"".join(zipnum.number_parts(parts))

@@ -9,7 +9,8 @@ A cluster is what pywb, OpenWayback and Common Crawl's index server read:
   ``urlkey timestamp<TAB>shard<TAB>offset<TAB>length``;
 * ``cluster.idx``: all part files in shard order with the 1-based block number across
   the whole cluster appended (pywb's page API needs it);
-* ``cluster.loc``: ``shard<TAB>absolute location[<TAB>fallback...]``;
+* ``cluster.loc``: ``shard<TAB>location[<TAB>fallback...]``, a location relative to
+  the directory of the .loc (as pywb resolves it), an absolute path or a URI;
 * ``cluster.root`` (ours; readers that do not know it ignore it): the first key and
   the byte range of every ~64 KiB slice of ``cluster.idx``, so that a reader of a
   remote cluster finds the slice it needs in memory and fetches only that slice.
@@ -158,18 +159,19 @@ def number_parts(parts):
 
 
 def loc_line(shard: str, *locations: str) -> bytes:
-    """``cluster.loc`` line; locations must be absolute paths or URIs.
-
-    OpenWayback does not resolve relative locations, so they are refused here rather
-    than discovered by a reader.
+    """``cluster.loc`` line; each location is an absolute path, a URI, or a path relative
+    to the .loc's directory that stays below it (pywb resolves those against it;
+    OpenWayback takes every location as it is, so relative ones only where it runs in
+    that directory: see the README).
     """
     if not locations:
         raise ValueError(f"no location given for {shard}")
     for location in locations:
-        if "://" not in location and not os.path.isabs(location):
-            raise ValueError(f"cluster.loc location must be absolute or a URI: {location!r}")
         if any(c in location for c in "\t\r\n"):
             raise ValueError(f"cluster.loc location contains a tab or newline: {location!r}")
+        if "://" not in location and not os.path.isabs(location) and (
+                not location or ".." in location.split("/")):
+            raise ValueError(f"cluster.loc location outside the .loc's directory: {location!r}")
     return "\t".join((shard,) + locations).encode() + b"\n"
 
 
@@ -246,7 +248,7 @@ def write_cluster(sorted_lines, out_dir, splits, lines_per_block=LINES_PER_BLOCK
         out.write(idx)
     with open(os.path.join(out_dir, "cluster.loc"), "wb") as out:
         for i in range(len(splits) + 1):
-            out.write(loc_line(shard_name(i), os.path.join(out_dir, shard_name(i))))
+            out.write(loc_line(shard_name(i), shard_name(i)))
     return stats
 
 

@@ -18,6 +18,7 @@ Settings are an options object (``options.BuildOptions``, ``CopyOptions``); an e
 reads those it has use for (``options.ENGINE``) when it is made.
 """
 import importlib
+import re
 
 # Engine name -> the module of this package that runs it
 ENGINES = {
@@ -33,6 +34,29 @@ ENGINES = {
 class StepFailed(Exception):
     """A step could not be done: an input could not be read to its end, a cluster being
     updated is damaged. Nothing was published."""
+
+
+class TaskFailed(Exception):
+    """A task of a step failed, with what it raised (its last line): a bug, or a failure
+    that was not an ``OSError`` (which are raised as such)."""
+
+
+# The last line of a Python traceback: the exception, and an OSError's errno, text and file
+_RAISED = re.compile(r"^(?:[\w.]+\.)?(\w+): (?:\[Errno (\d+)\] ([^:]*)(?:: '(.*)')?|.*)$")
+
+
+def task_failure(traceback, what):
+    """What a task that failed in another process raised, from the ``traceback`` it
+    printed: an ``OSError`` (a full disk, a read-only output...) as such, with its errno
+    and file, anything else as ``TaskFailed`` saying ``what`` failed and its last line."""
+    lines = [line.rstrip() for line in traceback.splitlines() if line.strip()]
+    last = next((line for line in reversed(lines) if _RAISED.match(line)), None)
+    if last is None:
+        return TaskFailed(f"{what} failed: {lines[-1] if lines else 'no message'}")
+    match = _RAISED.match(last)
+    if match[2]:
+        return OSError(int(match[2]), match[3], match[4])
+    return TaskFailed(f"{what} failed: {last}")
 
 
 class Engine:

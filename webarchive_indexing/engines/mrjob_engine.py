@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .. import storage
 from ..splits import format_splits
-from . import Engine
+from . import Engine, task_failure
 
 # Parallel downloads of CDX files from S3 to local disk
 STAGING_THREADS = 16
@@ -23,14 +23,38 @@ RUNNERS = {"mrjob": "local", "inline": "inline", "hadoop": "hadoop", "emr": "emr
 
 
 def run_job(job_class, args, runner, conf_path=None):
-    """Run an MRJob job with the given runner; return its output values."""
+    """Run an MRJob job with the given runner; return its output values.
+
+    A task that failed in a process of its own (the local runner) is raised as what it
+    raised: an ``OSError`` (a full disk...) as one, anything else as ``TaskFailed``.
+    """
+    from mrjob.step import StepFailedException
     conf = ["--conf-path", conf_path] if conf_path else ["--no-conf"]
     job = job_class(args=["-r", runner, *conf, *args])
     with job.make_runner() as mr:
-        mr.run()
+        try:
+            mr.run()
+        except StepFailedException as exc:
+            failure = _task_failure(mr, exc, job_class.__name__)
+            if failure is None:
+                raise
+            raise failure from None
         # RawValueProtocol hands back each output line with its newline
         return [value.rstrip("\n") if isinstance(value, str) else value
                 for _, value in job.parse_output(mr.cat_output())]
+
+
+def _task_failure(runner, exc, job):
+    """What the task whose failure ``exc`` reports raised, from its stderr (as ``OSError``
+    or ``TaskFailed``); None where no task says (the inline runner raises it itself)."""
+    task_type, task_num = getattr(exc, "task_type", None), getattr(exc, "task_num", None)
+    if task_type is None:
+        return None
+    try:
+        with open(runner._task_stderr_path(task_type, exc.step_num, task_num)) as stderr:
+            return task_failure(stderr.read(), f"a {task_type} task of {job}")
+    except OSError:
+        return None
 
 
 class MrjobEngine(Engine):

@@ -56,7 +56,7 @@ from .. import splits, steps, storage
 from ..cdxline import is_cdx_line
 from ..options import DEFAULT_CDX_BYTES_PER_TASK as CDX_BYTES_PER_TASK
 from ..zipnum import LINES_PER_BLOCK
-from . import Engine
+from . import Engine, task_failure
 
 SCALER = 100
 
@@ -250,9 +250,24 @@ class SparkEngine(Engine):
     def tasks_here(self):
         return self.sc.master.startswith("local")
 
+    def _run(self, step, function, *args, **kwargs):
+        """``function(self.sc, *args, **kwargs)``; a task that failed raised as what it
+        raised (``engines.task_failure``)."""
+        from py4j.protocol import Py4JJavaError
+        try:
+            return function(self.sc, *args, **kwargs)
+        except Py4JJavaError as exc:
+            # the Python traceback of the task, inside the JVM's report
+            text = str(exc)
+            start = text.rfind("Traceback (most recent call last):")
+            if start < 0:
+                raise
+            raise task_failure(text[start:].split("\n\tat ", 1)[0],
+                               f"a Spark task of the {step} step") from None
+
     def index(self, archives, cdx_dir, cdx_format, skip_existing):
-        statuses, self.sizes = index_archives(self.sc, archives, cdx_dir, cdx_format,
-                                              skip_existing, self.archives_per_task)
+        statuses, self.sizes = self._run("index", index_archives, archives, cdx_dir, cdx_format,
+                                         skip_existing, self.archives_per_task)
         return statuses
 
     def _sizes(self, cdx_files):
@@ -264,17 +279,16 @@ class SparkEngine(Engine):
         return known
 
     def sample(self, cdx_files, shards, splits_dir):
-        return sample_splits(self.sc, cdx_files, shards, splits_dir,
-                             cdx_bytes_per_task=self.cdx_bytes_per_task,
-                             sizes=self._sizes(cdx_files))
+        return self._run("sample", sample_splits, cdx_files, shards, splits_dir,
+                         cdx_bytes_per_task=self.cdx_bytes_per_task, sizes=self._sizes(cdx_files))
 
     def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
-        return write_cluster(self.sc, cdx_files, split_lines, shards, cluster_dir,
-                             lines_per_block, self.cdx_bytes_per_task, self._sizes(cdx_files))
+        return self._run("cluster", write_cluster, cdx_files, split_lines, shards, cluster_dir,
+                         lines_per_block, self.cdx_bytes_per_task, self._sizes(cdx_files))
 
     def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None):
-        return copy_chunks(self.sc, chunk_paths, output, warc_prefix, threads, retries,
-                           progress_dir)
+        return self._run("copy", copy_chunks, chunk_paths, output, warc_prefix, threads,
+                         retries, progress_dir)
 
 
 def spark_context(master=None, verbose=False):
@@ -285,6 +299,8 @@ def spark_context(master=None, verbose=False):
     if active is not None:
         return active, False
     conf = SparkConf().setAppName("webarchive-index build")
+    if not verbose:  # our own progress, and a failed task reported in a line
+        conf.set("spark.ui.showConsoleProgress", "false")
     if master:
         conf.setMaster(master)
     conf.setIfMissing("spark.master", "local[*]")
@@ -293,7 +309,7 @@ def spark_context(master=None, verbose=False):
         # default is whatever `python3` is on the PATH)
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     sc = SparkContext(conf=conf)
-    sc.setLogLevel("INFO" if verbose else "WARN")
+    sc.setLogLevel("INFO" if verbose else "OFF")
     return sc, True
 
 

@@ -3,6 +3,7 @@ checked to be one complete gzip member holding a WARC record), and the small rea
 writes of plans, chunks and reports (``again``).
 """
 import os
+import urllib.parse
 import zlib
 
 from .. import retry, storage
@@ -32,11 +33,18 @@ class Failed(Exception):
 
 
 def source_path(warc_prefix, filename):
-    """Where the record's archive is: ``filename`` under ``warc_prefix`` (a directory, or an
-    ``s3://`` / ``http(s)://`` prefix), unless it is absolute itself (a URI, or an absolute
-    path)."""
-    if not storage.is_local(filename) or os.path.isabs(filename):
-        return filename
+    """Where the record's archive is: ``filename`` (a CDX ``filename``) below
+    ``warc_prefix`` (a directory, or an ``s3://`` / ``http(s)://`` prefix). A name that
+    could lead anywhere else (absolute, a URI, with a ``..`` or empty first segment, a
+    backslash or a control character) raises ``Failed``: the index names what is read,
+    not where, and may come from someone else. Over HTTP the name is a path, every
+    character of it escaped (a ``%2e%2e`` is not a ``..``, a ``?`` not a query)."""
+    if (not filename or "://" in filename or filename.startswith("/") or "\\" in filename
+            or ".." in filename.split("/") or any(ord(c) < 32 or c == "\x7f" for c in filename)):
+        raise Failed(f"the CDX filename {filename!r} is not a name below --warc-prefix "
+                     f"{warc_prefix}: not read", permanent=True)
+    if storage.backend_name(warc_prefix) == "web":
+        filename = urllib.parse.quote(filename, safe="/")
     return storage.resolve(warc_prefix, filename)
 
 

@@ -17,9 +17,10 @@ import threading
 from dataclasses import dataclass
 
 from .. import cdxline, storage
-from ..options import DEFAULT_NAME_PREFIX, DEFAULT_RECORDS_PER_FILE, UsageError
+from ..options import (DEFAULT_NAME_PREFIX, DEFAULT_RECORDS_PER_FILE, FILE_NAME, FILE_NAME_HELP,
+                       UsageError)
 from .fetch import again
-from .selection import lines_in, merge_ranges
+from .selection import is_arc, lines_in, merge_ranges
 
 PLAN_VERSION = 1
 PLAN_DIR = "plan"
@@ -58,6 +59,7 @@ class Plan:
     records: int = 0
     bytes: int = 0
     warc_files: int = 0
+    arc_records: int = 0  # selected, and left out: records of ARC files
 
     def chunk_paths(self):
         return [storage.join(self.output, PLAN_DIR, c["name"] + ".cdx") for c in self.chunks]
@@ -66,26 +68,37 @@ class Plan:
         return {"version": PLAN_VERSION, "cluster": self.cluster, "selection": self.inputs,
                 "ranges": self.ranges, "records_per_file": self.records_per_file,
                 "name_prefix": self.name_prefix, "records": self.records, "bytes": self.bytes,
-                "warc_files": self.warc_files, "chunks": self.chunks}
+                "warc_files": self.warc_files, "arc_records": self.arc_records,
+                "chunks": self.chunks}
 
 
 def load_plan(output):
-    """The complete plan in ``output``, or None."""
+    """The complete plan in ``output``, or None. ``PlanMismatch`` for a plan whose names
+    would put files elsewhere than in ``output`` (it was not written here)."""
     try:
         data = json.loads(again(lambda: storage.read_bytes(plan_path(output)), output))
     except FileNotFoundError:
         return None
+    prefix, chunks = data["name_prefix"], data["chunks"]
+    if not FILE_NAME.fullmatch(prefix) or [c["name"] for c in chunks] != \
+            [chunk_name(prefix, i) for i in range(len(chunks))]:
+        raise PlanMismatch(f"{plan_path(output)} names its outputs otherwise than a plan does "
+                           f"({prefix!r}...): it was not made by a copy; use a new output directory")
     return Plan(output, data["cluster"], data["selection"], data["ranges"],
-                data["records_per_file"], data["name_prefix"], data["chunks"],
-                data["records"], data["bytes"], data["warc_files"])
+                data["records_per_file"], prefix, chunks,
+                data["records"], data["bytes"], data["warc_files"], data.get("arc_records", 0))
 
 
 def make_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECORDS_PER_FILE,
               name_prefix=DEFAULT_NAME_PREFIX):
     """Write the plan of copying ``inputs`` from ``cluster`` (found at ``location``) into
     ``output``: chunk files of at most ``records_per_file`` index lines, in index order,
-    then ``chunks.txt`` and, last, ``plan.json``. Streams: one chunk is open at a time."""
+    then ``chunks.txt`` and, last, ``plan.json``. Streams: one chunk is open at a time.
+    Records of ARC files are left out (counted in ``arc_records``)."""
+    if not FILE_NAME.fullmatch(name_prefix):
+        raise UsageError(f"--name-prefix {name_prefix!r}: expected {FILE_NAME_HELP}")
     output, location = storage.abspath(output), storage.abspath(location)
+    storage.remove_temp_files(storage.join(output, PLAN_DIR))  # of a plan killed half-made
     groups = merge_ranges(inputs)
     plan = Plan(output, location, [i.text for i in inputs], [[g.start, g.end] for g in groups],
                 records_per_file, name_prefix, [])
@@ -101,6 +114,9 @@ def make_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECORD
     try:
         for _, line in lines_in(cluster, groups):
             record = cdxline.location(line)
+            if is_arc(record):
+                plan.arc_records += 1
+                continue
             if chunk is None:
                 name = chunk_name(name_prefix, len(plan.chunks))
                 stack = contextlib.ExitStack()

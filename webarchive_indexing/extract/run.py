@@ -16,7 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from .. import storage
+from .. import lock, storage
 from ..engines import open_engine
 from ..options import DEFAULT_RETRIES, DEFAULT_THREADS, check_engine
 from ..progress import Progress
@@ -47,6 +47,7 @@ class Survey:
     copied: int = 0
     copied_bytes: int = 0
     failed: int = 0
+    failed_for_good: int = 0                            # that another attempt fails too
     reports: list = field(default_factory=list)         # failures.json paths
 
     @property
@@ -73,6 +74,7 @@ def survey(output, plan=None):
             result.with_failures.append(name)
             result.reports.append(paths["failures"])
             result.failed += len(failed)
+            result.failed_for_good += sum(1 for f in failed if f.get("permanent"))
             result.copied += chunk["records"] - len(failed)
             result.copied_bytes += chunk["bytes"] - sum(f.get("length", 0) for f in failed)
         elif name + ".cdxj" in present:
@@ -106,14 +108,20 @@ def copy(options, planned=None):
     ``planned(plan)`` is called once the plan is known, before anything is copied.
     Raises ``options.UsageError``, ``selection.SelectionError`` or ``plan.PlanMismatch``
     for options that cannot work, before anything is written; a job that fails whole is
-    reported in the result, with what the output holds.
+    reported in the result, with what the output holds. ``lock.Busy`` if another copy
+    writes into the output.
     """
-    from ..query import open_cluster
     started = time.monotonic()
     inputs = read_selection(options.domains, options.domains_file)
     check_output(options.output)
     check_prefix(options.warc_prefix)
     check_engine(options, strict=True)
+    with lock.hold(storage.abspath(options.output), "copy copy"):
+        return _copy(options, inputs, planned, started)
+
+
+def _copy(options, inputs, planned, started):
+    from ..query import open_cluster
     plan = ensure_plan(lambda: open_cluster(options.location), options.location, inputs,
                        options.output, options.records_per_file, options.name_prefix)
     if planned:

@@ -11,6 +11,7 @@ difference.
 """
 import ipaddress
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from .. import cdxline, storage
 from ..query import search_range
@@ -57,7 +58,15 @@ def parse_input(text):
     if match == "domain" and _is_ip(url):
         match = "host"  # an IP address has no subdomains (and no SURT host commas)
     if "://" not in url:
-        url = "http://" + url  # else surt takes 'example.com' in 'example.com:8080' for a scheme
+        # else surt takes 'example.com' in 'example.com:8080' for a scheme
+        url = "http:" + url if url.startswith("//") else "http://" + url
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:  # a port that is no number
+        host = None
+    if not host or not host.strip("."):
+        raise SelectionError(f"{text!r} names no host, so it would select nothing: {hint} (to "
+                             "copy all of a collection, copy its WARC files)")
     try:
         start, end = search_range(url, match)
     except ValueError as exc:
@@ -154,13 +163,26 @@ def lines_in(cluster, groups):
             yield group, line
 
 
+# Archives whose records a copy leaves out: it writes WARC files, and an ARC record is none
+ARC_FILES = (".arc", ".arc.gz")
+
+
+def is_arc(record):
+    """Whether the ``cdxline.Location`` ``record`` is in an ARC file (a copy leaves it out)."""
+    return record.filename.endswith(ARC_FILES)
+
+
 @dataclass
 class Tally:
     captures: int = 0
     bytes: int = 0
     files: set = field(default_factory=set)
+    arc_captures: int = 0  # left out
 
     def add(self, record):
+        if is_arc(record):
+            self.arc_captures += 1
+            return
         self.captures += 1
         self.bytes += record.length
         self.files.add(record.filename)
@@ -170,11 +192,13 @@ class Tally:
         return len(self.files)
 
     def as_dict(self):
-        return {"captures": self.captures, "warc_files": self.warc_files, "bytes": self.bytes}
+        return {"captures": self.captures, "warc_files": self.warc_files, "bytes": self.bytes,
+                "arc_captures": self.arc_captures}
 
 
 def check(cluster, inputs):
-    """``(per input, total)`` ``Tally``s: what a copy would take, from the index alone.
+    """``(per input, total)`` ``Tally``s: what a copy would take, from the index alone,
+    and the captures in ARC files it leaves out.
 
     One pass over the merged ranges; an input's numbers count what it selects (inputs
     may overlap), the total counts each record once.

@@ -104,8 +104,8 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
                     result = future.result()
                     status["records"] += 1
                     if isinstance(record, Exception) or isinstance(result, Exception):
-                        reason = str(record if isinstance(record, Exception) else result)
-                        failures.append(_failure(line, record, warc_prefix, reason))
+                        failure = record if isinstance(record, Exception) else result
+                        failures.append(_failure(line, record, warc_prefix, failure))
                     else:
                         tmp.write(result)
                         status["copied"] += 1
@@ -145,11 +145,18 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
     return status
 
 
-def _failure(line, record, warc_prefix, reason):
-    entry = {"line": line.decode("utf-8", "replace").rstrip("\r\n"), "reason": reason}
+def _failure(line, record, warc_prefix, failure):
+    """The report of a record not copied. ``permanent``: another attempt fails the same
+    way (a line that is no CDX line, an ARC record, a name outside the prefix, a missing
+    or unreadable archive)."""
+    entry = {"line": line.decode("utf-8", "replace").rstrip("\r\n"), "reason": str(failure),
+             "permanent": getattr(failure, "permanent", True)}
     if isinstance(record, cdxline.Location):
-        entry.update(source=source_path(warc_prefix, record.filename), offset=record.offset,
-                     length=record.length)
+        try:
+            entry["source"] = source_path(warc_prefix, record.filename)
+        except Failed:
+            entry["source"] = None  # a name that leads elsewhere: the reason says so
+        entry.update(offset=record.offset, length=record.length)
     return entry
 
 

@@ -31,7 +31,6 @@ imported when first needed, not with this package: importing urllib3 (through bo
 alone takes longer than indexing a small local archive, and most runs never leave the
 local disk.
 """
-import errno
 import importlib
 import os
 import shutil
@@ -41,10 +40,10 @@ from .common import READ_BUFFER, RESUMES, add_request_listener, join, remove_req
 
 __all__ = ["READ_BUFFER", "RESUMES", "abspath", "add_request_listener", "backend_name",
            "basename", "dirname", "download", "exists", "fetch_range", "is_local",
-           "is_supported", "is_writable", "join", "list_files", "local_path", "make_temp_dir",
+           "is_supported", "is_writable", "join", "list_files", "local_path",
            "makedirs", "open_atomic", "open_read", "publish", "read_bytes", "read_range",
            "reads_ranges", "remove", "remove_leftovers", "remove_request_listener",
-           "remove_tree", "renames_directories", "replace_tree", "resolve", "size",
+           "remove_temp_files", "remove_tree", "resolve", "size",
            "staging_path", "version", "write_atomic"]
 
 # The modules of this package that read and write URIs, and the schemes each owns; local
@@ -99,13 +98,6 @@ def reads_ranges(path):
     (local files, S3, HTTP; not Hadoop file systems, through ``hadoop fs``)."""
     owner = _owner(path)
     return owner is not None and owner.RANGED_READS
-
-
-def renames_directories(path):
-    """Whether a whole directory at ``path`` can be replaced at once by renaming another
-    into its place (``replace_tree``): on local file systems; elsewhere a reader is
-    switched over by publishing an index last."""
-    return is_local(path)
 
 
 def local_path(path):
@@ -235,26 +227,15 @@ def remove_leftovers(paths):
     local.remove_leftovers([path for path in paths if is_local(path)])
 
 
+def remove_temp_files(directory, recursive=False):
+    """Remove the temporary files that killed writes left in ``directory`` (and below it,
+    if ``recursive``); local only: elsewhere an upload leaves nothing."""
+    if is_local(directory):
+        local.remove_temp_files(directory, recursive)
+
+
 def makedirs(path):
     _backend(path).makedirs(path)
-
-
-def make_temp_dir(parent, prefix):
-    """A new directory under ``parent`` with the usual permissions (mkdtemp's are private).
-
-    On S3, a fresh prefix: nothing is created until something is written under it.
-    On a Hadoop file system, a directory with a fresh random name.
-    """
-    return _backend(parent).make_temp_dir(parent, prefix)
-
-
-def replace_tree(new_dir, final_dir):
-    """Put the directory ``new_dir`` in the place of ``final_dir``, by renames (where
-    ``renames_directories``)."""
-    if not (renames_directories(new_dir) and renames_directories(final_dir)):
-        raise OSError(errno.EOPNOTSUPP, f"cannot replace {final_dir} with {new_dir} by a rename",
-                      final_dir)
-    local.replace_tree(new_dir, final_dir)
 
 
 def remove(path):

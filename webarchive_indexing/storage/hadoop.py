@@ -239,12 +239,6 @@ def makedirs(path):
     _hadoop_fs(path, "-mkdir", "-p", path)
 
 
-def make_temp_dir(parent, prefix):
-    path = common.join(parent, prefix + os.urandom(4).hex())
-    _hadoop_fs(path, "-mkdir", "-p", path)
-    return path
-
-
 def remove(path):
     # -skipTrash: a replaced or scratch file is not worth keeping in the trash
     _hadoop_fs(path, "-rm", "-f", "-skipTrash", path)

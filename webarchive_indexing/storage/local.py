@@ -3,7 +3,7 @@ which the functions here then do not find, as ``open`` would not).
 
 A file is published by writing it under a temporary name beside its target and renaming
 it into place once complete, with the permissions the umask gives (temporary files are
-private). A whole directory is replaced the same way (``replace_tree``).
+private).
 """
 import contextlib
 import glob
@@ -111,16 +111,15 @@ def remove_leftovers(paths):
                 os.unlink(leftover)
 
 
-def replace_tree(new_dir, final_dir):
-    """Put the directory ``new_dir`` in the place of ``final_dir`` (if any), by renames."""
-    import tempfile
-    old = None
-    if os.path.exists(final_dir):
-        old = tempfile.mkdtemp(dir=os.path.dirname(final_dir), prefix=".cluster-old-")
-        os.rename(final_dir, os.path.join(old, "cluster"))
-    os.rename(new_dir, final_dir)
-    if old:
-        shutil.rmtree(old)
+def remove_temp_files(directory, recursive=False):
+    """The temporary files of killed writes in ``directory`` (and below, if ``recursive``)."""
+    for root, dirs, files in os.walk(directory):
+        for name in files:
+            if name.startswith(_TEMP_PREFIX):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(root, name))
+        if not recursive:
+            break
 
 
 def _umask():
@@ -131,13 +130,6 @@ def _umask():
 
 def makedirs(path):
     os.makedirs(path, exist_ok=True)
-
-
-def make_temp_dir(parent, prefix):
-    import tempfile
-    path = tempfile.mkdtemp(dir=parent, prefix=prefix)
-    os.chmod(path, 0o777 & ~_umask())  # mkdtemp's are private
-    return path
 
 
 def remove(path):

@@ -32,10 +32,12 @@ _CLIENT_LOCK = threading.Lock()
 
 @functools.cache
 def _s3_failed():
-    """An S3 request that failed, after botocore's retries: an error answer, or no answer."""
+    """An S3 request that failed, after botocore's retries: an error answer, no answer, or
+    no credentials to sign it with."""
     from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError
-    from botocore.exceptions import HTTPClientError
-    return ClientError, HTTPClientError, BotoConnectionError
+    from botocore.exceptions import HTTPClientError, NoCredentialsError, PartialCredentialsError
+    return (ClientError, HTTPClientError, BotoConnectionError, NoCredentialsError,
+            PartialCredentialsError)
 
 
 @functools.cache
@@ -101,6 +103,11 @@ def _s3_answer(exc):
 
 def _s3_error(url, exc, what=None):
     """The OSError naming ``url`` for botocore's ``exc`` (one of ``_s3_failed()``), about ``what``."""
+    from botocore.exceptions import NoCredentialsError, PartialCredentialsError
+    if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
+        return PermissionError(errno.EACCES, f"{exc}: set AWS_ACCESS_KEY_ID and "
+                               "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or run where an instance "
+                               "role gives credentials", url)
     status = _s3_answer(exc).get("ResponseMetadata", {}).get("HTTPStatusCode")
     kind, code = {404: (FileNotFoundError, errno.ENOENT),
                   403: (PermissionError, errno.EACCES)}.get(status, (OSError, errno.EIO))
@@ -224,10 +231,6 @@ def open_atomic(path):
 
 def makedirs(path):
     pass  # S3 has no directories: a key's prefix exists as soon as the key does
-
-
-def make_temp_dir(parent, prefix):
-    return common.join(parent, prefix + os.urandom(4).hex())  # nothing is made until written
 
 
 def list_files(directory):

@@ -1,6 +1,9 @@
 """``http://`` and ``https://`` URLs, read only, with the standard library's ``http.client``.
 
-Redirects are followed; each thread keeps one connection alive per host. A ranged read is
+Redirects are followed on the host asked (from http to https too), never to another
+host: a collection's server (or whoever controls it) cannot send reads anywhere else,
+such as to services on the reader's own network. Each thread keeps one connection alive
+per host. A ranged read is
 a GET with a ``Range`` header; from a server that ignores it and sends the whole file,
 only as much as the range needs is read. Writing, listing and removing raise an
 ``OSError`` saying HTTP is read only here. A 404 raises ``FileNotFoundError``, a 401 or
@@ -54,6 +57,7 @@ def _http_get(url, byte_range=None, headers=None):
     redirects, and read the status and headers of the answer: (the URL answered,
     the connection, the response). Hand them to ``_http_done`` once the response is
     read, or to ``_http_close``."""
+    asked = url
     headers = {"User-Agent": USER_AGENT, **(headers or {})}
     if byte_range:
         first, last = byte_range
@@ -68,8 +72,23 @@ def _http_get(url, byte_range=None, headers=None):
         if not redirected.startswith(("http://", "https://")):
             raise OSError(errno.EIO, f"HTTP {response.status} redirects to {redirected}, "
                           "not an http(s) URL", url)
+        if not _same_host(asked, redirected):
+            raise PermissionError(errno.EACCES, f"HTTP {response.status} redirects to "
+                                  f"{redirected}, on another host than the one asked: not "
+                                  "followed (ask that host directly if it is to be trusted)", asked)
         url = redirected
     raise OSError(errno.EIO, f"more than {MAX_REDIRECTS} redirects, the last to {url}", url)
+
+
+def _same_host(asked, redirected):
+    """Whether a redirect from ``asked`` to ``redirected`` stays on its host: the same host
+    name and port, or the same host name over https on its default port."""
+    before, after = urllib.parse.urlsplit(asked), urllib.parse.urlsplit(redirected)
+    if before.hostname != after.hostname:
+        return False
+    if before.scheme == after.scheme:
+        return (before.port or 0) == (after.port or 0)
+    return before.scheme == "http" and after.scheme == "https" and after.port in (None, 443)
 
 
 def _http_exchange(url, byte_range, headers):
@@ -289,10 +308,6 @@ def open_atomic(path):
 
 def makedirs(path):
     raise _read_only(path, "making directories")
-
-
-def make_temp_dir(parent, prefix):
-    raise _read_only(parent, "making a directory")
 
 
 def list_files(directory):
