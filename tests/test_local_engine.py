@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from webarchive_indexing import cdxmeta, cli, contents, corpus, splits, steps
+from webarchive_indexing import cdxmeta, cli, contents, corpus, lock, splits, steps
 from webarchive_indexing.build import BuildFailed, build
 from webarchive_indexing.engines.local_engine import archive_sample_size
 from webarchive_indexing.inputs import InputError
 from webarchive_indexing.options import BuildOptions, UsageError
+from webarchive_indexing.query import Cluster
 
 from test_spark import corpus as mixed  # noqa: F401  (a fixture)
 
@@ -407,3 +408,30 @@ def test_a_malformed_line_in_an_update_fails_it(cdx_inputs, tmp_path):
     assert (out / "cluster" / "cluster.idx").read_bytes() == published
     errors = json.loads((out / "errors.json").read_text())["errors"]
     assert [(os.path.basename(e["file"]), e["line"]) for e in errors] == [("bad.cdxj", 2)]
+
+
+def test_an_update_takes_the_lock_and_publishes_as_builds_do(crawls, tmp_path):
+    out = tmp_path / "out"
+    run([crawls / "crawl-1"], out, shards=2, workers=2)
+    cluster = out / "cluster"
+    old_idx = (cluster / "cluster.idx").read_bytes()
+    old_lines = list(Cluster(cluster / "cluster.idx").lookup_range(b"", b"~"))
+    with lock.hold(str(out), "build"):
+        with pytest.raises(lock.Busy, match="is being written by 'webarchive-index build'"):
+            run([crawls / "crawl-2"], out, update=True)
+        with pytest.raises(lock.Busy):
+            run([], out, update=True, remove=["CORPUS-001-*"])
+    assert (cluster / "cluster.idx").read_bytes() == old_idx
+    run([crawls / "crawl-2"], out, update=True, workers=2)
+    idx = (cluster / "cluster.idx").read_bytes()
+    assert b"\tbuild-00002/cdx-00000.gz\t" in idx and b"build-00001/" not in idx
+    # the replaced build stays for the readers of the index they loaded; the .loc names both
+    (cluster / "old.idx").write_bytes(old_idx)
+    assert list(Cluster(cluster / "old.idx").lookup_range(b"", b"~")) == old_lines
+    loc = (cluster / "cluster.loc").read_text().splitlines()
+    assert loc[:2] == [f"build-00002/cdx-{i:05d}.gz\tbuild-00002/cdx-{i:05d}.gz" for i in range(2)]
+    assert loc[2:] == [f"build-00001/cdx-{i:05d}.gz\tbuild-00001/cdx-{i:05d}.gz" for i in range(2)]
+    # the next update replaces that one; the oldest goes
+    run([], out, update=True, remove=["CORPUS-002-*"], workers=2)
+    assert sorted(p.name for p in cluster.glob("build-*")) == ["build-00002", "build-00003"]
+    assert not (out / lock.LOCK_NAME).exists()
