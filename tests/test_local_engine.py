@@ -435,3 +435,19 @@ def test_an_update_takes_the_lock_and_publishes_as_builds_do(crawls, tmp_path):
     run([], out, update=True, remove=["CORPUS-002-*"], workers=2)
     assert sorted(p.name for p in cluster.glob("build-*")) == ["build-00002", "build-00003"]
     assert not (out / lock.LOCK_NAME).exists()
+
+
+def test_work_directories_of_killed_builds_are_removed(crawls, tmp_path):
+    """A killed build leaves its runs in its work directory: the next engine to work there
+    removes those of processes that are gone, and no other."""
+    import subprocess
+    import sys
+    work = tmp_path / "work"
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    names = [f"webarchive-index-{gone}-x1", f"webarchive-index-{os.getpid()}-x2", "other"]
+    for name in names:
+        (work / name).mkdir(parents=True)
+        (work / name / "run-000000.run").write_bytes(b"a 1 {}\n")
+    run([crawls / "crawl-3"], tmp_path / "out", work_dir=str(work), workers=2)
+    assert sorted(os.listdir(work)) == sorted(names[1:])

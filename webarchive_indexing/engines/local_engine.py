@@ -30,6 +30,7 @@ the runs go: as much room as the CDX lines uncompressed; deleted when the engine
 import math
 import multiprocessing
 import os
+import re
 import shutil
 import tempfile
 
@@ -42,6 +43,34 @@ SCALER = 100
 # (plus SAMPLE_SLACK): enough that a file of ordinary size never needs reading again.
 SAMPLE_MARGIN = 4
 SAMPLE_SLACK = 64
+
+
+# Work directories: WORK_PREFIX, the id of the process of the engine, a random part
+WORK_PREFIX = "webarchive-index-"
+_WORK_DIR = re.compile(re.escape(WORK_PREFIX) + r"(\d+)-[^/]+\Z")
+
+
+def remove_abandoned(parent):
+    """Remove the work directories in ``parent`` of engines whose process is gone (a
+    build that was killed leaves its runs there, as large as its CDX lines)."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        match = _WORK_DIR.match(name)
+        if match and not _running(int(match[1])):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+
+
+def _running(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's
+    return True
 
 
 def workers_available():
@@ -107,9 +136,12 @@ class LocalEngine(Engine):
 
     @property
     def work(self):
-        """The work directory of the runs, made when first needed."""
+        """The work directory of the runs, made when first needed; those that engines of
+        processes no longer running left (killed builds) are removed first."""
         if self._work is None:
-            self._work = tempfile.mkdtemp(prefix="webarchive-index-", dir=self.work_parent)
+            parent = self.work_parent or tempfile.gettempdir()
+            remove_abandoned(parent)
+            self._work = tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-", dir=parent)
         return self._work
 
     def close(self):
