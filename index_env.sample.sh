@@ -42,6 +42,7 @@ LINES_PER_BLOCK=${LINES_PER_BLOCK:-3000}  # Common Crawl and the Internet Archiv
 # COPY_CLUSTER=s3://commoncrawl/cc-index/collections/CC-MAIN-2024-22/indexes/cluster.idx
 # COPY_DOMAINS=example.com,example.org/blog*      # and/or one input a line in:
 # COPY_DOMAINS_FILE=./domains.txt
+# COPY_RECORDS_CSV=./records.csv  # instead of the three above: the records of a SQL result
 # COPY_OUTPUT=s3://your-bucket/extracts/example   # s3:// on emr and hadoop
 # WARC_PREFIX=s3://commoncrawl/                   # what the CDX filename is relative to
 # RECORDS_PER_FILE=10000   # records per output WARC file

@@ -34,12 +34,18 @@ setup(
         "mrjob>=0.7.4",
         # s3:// inputs and outputs
         "boto3",
+        # the columnar index (export --format parquet): Parquet files, and the public suffix
+        # list (its bundled snapshot) for the registered-domain columns
+        "pyarrow>=14",
+        "tldextract>=5",
         # mrjob 0.7.4 imports distutils, gone from the standard library since Python 3.12;
         # 70.1+ also builds wheels by itself (the EMR launchers build this package's wheel)
         "setuptools>=70.1",
     ],
     extras_require={
         "test": ["pytest>=7", "pywb==2.10.0", "cdxj-indexer==1.5.0", "pyspark>=3.5",
+                 # reads the columnar index back, as its users do
+                 "duckdb",
                  # serve's real clients, and its search page driven in Chromium (Debian's
                  # chromium and chromium-driver, installed by .ci/run)
                  "cdx_toolkit", "selenium",

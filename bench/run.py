@@ -21,8 +21,11 @@ cdxj-indexer is installed: .venv's editable install costs every start an import 
 
 each per file and once for all files in one command.  Our output for each file must
 equal pywb's `cdx-indexer -s -j FILE` byte for byte, else the run exits with status 1
-(pywb's run is timed once, for reference).  Last, `webarchive-index build` of the whole
-corpus (the local engine, all cores, not pinned) is timed.
+(pywb's run is timed once, for reference).  Then `webarchive-index build` of the whole
+corpus (local runner, all cores, not pinned) is timed.  Last, the columnar index:
+`export --format parquet` of the build's cluster and of a larger one made from it
+(--scale copies of its lines, hosts renamed), with peak memory, and what a one-host
+DuckDB query reads of the larger table (see bench/README.md).
 
 The corpus is generated once and cached in bench/out/corpus/<parameters>/; the table is
 printed and bench/out/results.json written.  Scratch output goes to bench/out/tmp/.
@@ -239,19 +242,127 @@ def first_difference(ours, theirs):
 
 
 def build(paths, repeat, ours_bin):
-    """Time `webarchive-index build` of the corpus directory (the local engine, all cores)."""
-    out_dir = os.path.join(TMP, "build")
+    """Time `webarchive-index build` of the corpus directory (default engine, all cores),
+    alone and with `--parquet` (the columnar table from the same run), round by round; the
+    two rows. The cluster stays in TMP/build, the table in TMP/build-table."""
+    out_dir, table = os.path.join(TMP, "build"), os.path.join(TMP, "build-table")
     argv = [os.path.join(ours_bin, "webarchive-index"), "build", os.path.dirname(paths[0]), "-o", out_dir,
             "--shards", "4", "--no-skip-existing", "--no-progress"]
-    wall, cpu = [], []
+    commands = {f"build --shards 4 ({os.cpu_count()} cores)": argv,
+                "build --shards 4 --parquet": argv + ["--parquet", table]}
+    wall = {name: [] for name in commands}
+    cpu = {name: [] for name in commands}
     for _ in range(repeat):
-        shutil.rmtree(out_dir, ignore_errors=True)
-        timed = time_command(argv)
-        wall.append(timed.wall)
-        cpu.append(timed.cpu)
-    lines = re.search(r"(\d+) CDX lines", timed.stderr)
-    return row("whole corpus", f"build --shards 4 ({os.cpu_count()} cores)", argv, paths,
-               wall, cpu, int(lines.group(1)) if lines else None)
+        for name, command in commands.items():
+            shutil.rmtree(out_dir, ignore_errors=True)
+            w, c, stderr = time_command(command)
+            wall[name].append(w)
+            cpu[name].append(c)
+    lines = re.search(r"(\d+) CDX lines", stderr)
+    return [row("whole corpus", name, command, paths, wall[name], cpu[name],
+                int(lines.group(1)) if lines else None) for name, command in commands.items()]
+
+
+def same_tables(ours, theirs):
+    """Whether two tables hold the same files, byte for byte."""
+    names = sorted(os.path.relpath(p, ours) for p in _files(ours))
+    if names != sorted(os.path.relpath(p, theirs) for p in _files(theirs)):
+        return False
+    return all(open(os.path.join(ours, n), "rb").read() == open(os.path.join(theirs, n), "rb").read()
+               for n in names)
+
+
+# Runs a command and prints its peak memory (KiB, of its largest process) on stderr, last
+PEAK_SCRIPT = """import resource, subprocess, sys
+code = subprocess.run(sys.argv[1:]).returncode
+sys.stderr.write("peak_kib %d\\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(code)
+"""
+# One query of a table in a fresh DuckDB: the rows it gave and the bytes the process read
+QUERY_SCRIPT = """import json, sys
+import duckdb
+def rchar():
+    with open("/proc/self/io") as fh:
+        return int(fh.read().split("rchar: ")[1].split()[0])
+con = duckdb.connect()
+before = rchar()
+result = con.sql(sys.argv[1]).fetchall()
+print(json.dumps({"rows": len(result), "bytes_read": rchar() - before}))
+"""
+
+
+def export(cluster_dir, label, lines, repeat, ours_bin):
+    """Time `webarchive-index export CLUSTER --format parquet` (one core's work: the export
+    is one process), with its peak memory; the table stays in TMP/<label>."""
+    table = os.path.join(TMP, label)
+    argv = [PYTHON, "-c", PEAK_SCRIPT, os.path.join(ours_bin, "webarchive-index"), "export",
+            cluster_dir, "--format", "parquet", "-o", table, "--no-progress"]
+    wall, cpu, peaks = [], [], []
+    for _ in range(repeat):
+        w, c, stderr = time_command(argv)
+        wall.append(w)
+        cpu.append(c)
+        peaks.append(int(re.search(r"peak_kib (\d+)", stderr).group(1)))
+    r = row(label, "export --format parquet", argv[3:], [], wall, cpu, lines)
+    r.update(mb=0.0, mb_s=0.0, records=None, records_s=0.0, peak_mb=max(peaks) / 1024,
+             table_mb=sum(os.path.getsize(p) for p in _files(table)) / 1e6)
+    return r, table
+
+
+def _files(directory):
+    return [os.path.join(d, f) for d, _, names in os.walk(directory) for f in names]
+
+
+def scaled_cluster(cluster_dir, copies):
+    """A larger cluster for the columnar measurements: every line of ``cluster_dir`` once per
+    copy, its host given one more label (``h7.example.com``), 4 shards; returns (its
+    directory, its line count, a host of it)."""
+    from webarchive_indexing.indexinputs import ZipNumCluster, cluster_index
+    from webarchive_indexing.zipnum import write_cluster
+    base = [line.decode("utf-8") + "\n" for line in ZipNumCluster(cluster_index(cluster_dir)).lines()]
+    url_host = re.compile(r'("url": "https?://)([^/:"]+)')
+    lines = []
+    for copy in range(copies):
+        for line in base:
+            key, bracket, rest = line.partition(")")
+            if not bracket or not re.fullmatch(r"[a-z0-9-]+(,[a-z0-9-]+)+", key):
+                continue  # an IP address or an odd key: kept out of the copies
+            lines.append(f"{key},h{copy}){url_host.sub(lambda m: f'{m.group(1)}h{copy}.{m.group(2)}', rest, 1)}")
+    lines.sort()
+    data = [line.encode("utf-8") for line in lines]
+    splits = sorted({data[len(data) * i // 4] for i in range(1, 4)})
+    out = os.path.join(TMP, "scaled", "cluster")
+    write_cluster(data, out, splits)
+    key = lines[len(lines) // 2].split(")", 1)[0]
+    return os.path.dirname(out), len(lines), key
+
+
+def one_host_query(table, host_key):
+    """What DuckDB reads of the table to answer for one host: bytes read by a fresh process
+    (/proc/self/io rchar) against the table's size, and the row groups whose url_surtkey
+    statistics admit the host."""
+    import pyarrow.parquet as pq
+    low, high = host_key + ")", host_key + "*"
+    files = [p for p in _files(table) if p.endswith(".parquet")]
+    groups = candidates = 0
+    for path in files:
+        meta = pq.ParquetFile(path).metadata
+        for i in range(meta.num_row_groups):
+            stats = meta.row_group(i).column(0).statistics
+            groups += 1
+            candidates += stats.min < high and stats.max >= low
+    source = f"read_parquet('{table}/*/*/*.parquet', hive_partitioning = true)"
+    where = f"url_surtkey >= '{low}' AND url_surtkey < '{high}'"
+    size = sum(os.path.getsize(p) for p in files)
+    result = {"host_key": host_key, "table_bytes": size, "row_groups": groups,
+              "row_groups_admitting_host": candidates}
+    for name, query in (("all_columns", f"SELECT * FROM {source} WHERE {where}"),
+                        ("two_columns", f"SELECT url, warc_filename FROM {source} WHERE {where}")):
+        done = json.loads(subprocess.run([PYTHON, "-c", QUERY_SCRIPT, query], check=True,
+                                         capture_output=True, text=True).stdout)
+        result[name] = {"rows": done["rows"], "bytes_read": done["bytes_read"],
+                        "share_read": done["bytes_read"] / size}
+    return result
 
 
 def cpu_model():
@@ -311,6 +422,29 @@ def report(rows, ratio, verdicts, meta):
         print(f"correctness: ours == pywb `cdx-indexer -s -j` byte for byte, all {len(verdicts)} files")
 
 
+def report_columnar(exports, pruning, build_row, parquet_row):
+    print()
+    print(f"build --parquet vs build, the same run (median of {len(build_row['wall'])}): "
+          f"{statistics.median(parquet_row['wall']) / statistics.median(build_row['wall']):.2f}x "
+          f"wall, {statistics.median(parquet_row['cpu']) / statistics.median(build_row['cpu']):.2f}x "
+          "CPU (the table equals export's of the cluster, byte for byte)")
+    print("{:<22} {:>9} {:>8} {:>9} {:>10} {:>12} {:>8} {:>9}".format(
+        "columnar index", "lines", "best s", "median s", "lines/s", "lines/cpu-s", "peak MB",
+        "table MB"))
+    for r in exports:
+        # CPU time as well: on a shared machine the export's own work, whatever the others do
+        print("{:<22} {:>9} {:>8.2f} {:>9.2f} {:>10.0f} {:>12.0f} {:>8.0f} {:>9.1f}".format(
+            f"export {r['input']}", r["lines"], r["best"], r["median"], r["lines_s"],
+            r["lines"] / min(r["cpu"]), r["peak_mb"], r["table_mb"]))
+    p = pruning
+    print(f"one-host query (DuckDB, fresh process, url_surtkey range of {p['host_key']}; "
+          f"{p['row_groups_admitting_host']} of the table's {p['row_groups']} row groups admit "
+          "the host by their statistics):")
+    for name, q in (("SELECT *", p["all_columns"]), ("SELECT url, warc_filename", p["two_columns"])):
+        print(f"  {name:<26} {q['rows']} rows, read {q['bytes_read'] / 1e6:.2f} MB of the "
+              f"{p['table_bytes'] / 1e6:.1f} MB table ({100 * q['share_read']:.1f}%)")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=4)
@@ -320,9 +454,12 @@ def main(argv=None):
     parser.add_argument("--quick", action=argparse.BooleanOptionalAction, default=False,
                         help="smoke run: 1 file x 1000 captures (--no-quick: the sizes above, "
                              "the default)")
+    parser.add_argument("--scale", type=int, default=60,
+                        help="copies of the corpus' lines (each with its hosts renamed) in the "
+                             "larger cluster the columnar index is timed and queried on")
     args = parser.parse_args(argv)
     if args.quick:
-        args.files, args.captures = 1, 1000
+        args.files, args.captures, args.scale = 1, 1000, 20
     if args.files < 1 or args.captures < 1 or args.repeat < 1:
         parser.error("--files, --captures and --repeat must be at least 1")
 
@@ -350,11 +487,23 @@ def main(argv=None):
     rows.update(pywb_rows)
     if len(files) > 1:
         add_sums(rows, files)
-    print("timing build ...", flush=True)
-    build_row = build(paths, args.repeat, ours_bin)
+    print("timing build and build --parquet ...", flush=True)
+    build_row, parquet_row = build(paths, args.repeat, ours_bin)
     order = [*files, *(["sum of files"] if len(files) > 1 else []), *(g for g in groups if g not in files)]
     rows = {(g, n): rows[g, n] for g in order for n in ORDER if (g, n) in rows}
     rows["whole corpus", "build"] = build_row
+    rows["whole corpus", "build --parquet"] = parquet_row
+    print("timing export --format parquet ...", flush=True)
+    cluster_dir = os.path.join(TMP, "build")
+    export_row, whole_table = export(cluster_dir, "whole corpus", build_row["lines"], args.repeat,
+                                     ours_bin)
+    exports = [export_row]
+    if not same_tables(whole_table, os.path.join(TMP, "build-table")):
+        sys.exit("build --parquet wrote another table than export of its cluster")
+    scaled, scaled_lines, host_key = scaled_cluster(cluster_dir, args.scale)
+    scaled_row, table = export(scaled, f"x{args.scale} hosts", scaled_lines, args.repeat, ours_bin)
+    exports.append(scaled_row)
+    pruning = one_host_query(table, host_key)
     ratio = ratios(rows, order)
 
     meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -365,10 +514,13 @@ def main(argv=None):
             "files": args.files, "captures": args.captures, "mean_kb": args.mean_kb,
             "total_mb": total_mb(paths), "loadavg_1_5_15min": {"start": load_start, "end": os.getloadavg()}}
     report(rows, ratio, verdicts, meta)
+    report_columnar(exports, pruning, build_row, parquet_row)
     ok = not any(verdicts.values())
     with open(os.path.join(OUT, "results.json"), "w") as fh:
         json.dump({"meta": meta, "correct": ok, "mismatches": {g: v for g, v in verdicts.items() if v},
-                   "ratios": ratio, "results": list(rows.values())}, fh, indent=1)
+                   "ratios": ratio, "results": list(rows.values()), "exports": exports,
+                   "one_host_query": pruning},
+                  fh, indent=1)
     print(f"wrote {os.path.relpath(os.path.join(OUT, 'results.json'))}")
     return 0 if ok else 1
 

@@ -36,7 +36,7 @@ class IndexWarcsJob(options.AbsolutePaths, MRJob):
     def configure_args(self):
         super().configure_args()
         options.add(
-            self, options.CDX_DIR, options.CDX_FORMAT,
+            self, options.CDX_DIR, options.CDX_FORMAT, options.CDX_FIELDS,
             options.INPUT_ROOT.but(help="archive names (the CDX filename field) are relative to "
                                         "the longest matching root, else base names; repeatable"),
             options.SKIP_EXISTING,
@@ -50,7 +50,8 @@ class IndexWarcsJob(options.AbsolutePaths, MRJob):
             return
         status = index_archive(path, relative_name(path, self.options.input_root),
                                self.options.cdx_dir, self.options.cdx_format,
-                               self.options.skip_existing, self.options.on_error)
+                               self.options.skip_existing, self.options.on_error,
+                               cdx_fields=self.options.cdx_fields)
         self.increment_counter(COUNTERS, "archives skipped" if status["skipped"] else "archives indexed")
         self.increment_counter(COUNTERS, "records", status["records"])
         self.increment_counter(COUNTERS, "cdx lines", status["lines"])

@@ -31,7 +31,7 @@ def parser():
           o.ON_ERROR, o.ROOT_INDEX,
           o.ARCHIVES_PER_TASK, o.CDX_BYTES_PER_TASK,
           o.VERBOSE.but(help="Spark's INFO log", off_help="Spark's errors only (default)"),
-          o.PROGRESS, *o.BUILD_INDEXING)
+          o.PROGRESS, *o.BUILD_INDEXING, o.PARQUET, *o.TABLE)
     return p
 
 

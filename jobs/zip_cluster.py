@@ -9,7 +9,9 @@ shard count holds on runners that ignore partitioners and reducer counts
 shard i to reducer i of ``--shards`` reducers. The reducer writes
 ``cdx-NNNNN.gz`` (gzip members of ``--lines-per-block`` lines) and
 ``part-NNNNN``; ``webarchive-index finalize`` (or ``build``) then checks the shards and
-writes ``cluster.loc`` and ``cluster.idx``.
+writes ``cluster.loc`` and ``cluster.idx``. With ``--table-dir`` the reducer also writes
+each shard's files of a columnar table there, from the same lines
+(``build --parquet``: ``columnar``).
 
     python jobs/zip_cluster.py -r local --splits job-out/splits.txt --shards 4 \\
         --cluster-dir job-out/cluster out/cdx/
@@ -25,6 +27,7 @@ from mrjob.job import MRJob
 from mrjob.protocol import JSONValueProtocol, RawProtocol, RawValueProtocol
 
 from webarchive_indexing import options
+from webarchive_indexing.columnar import Table
 from webarchive_indexing.splits import shard_of
 from webarchive_indexing.cdxline import is_cdx_line
 from webarchive_indexing.steps import read_splits, shard_key, write_shard
@@ -59,7 +62,8 @@ class ZipClusterJob(options.AbsolutePaths, MRJob):
                     options.SHARDS.but(required=True, default=None,
                                        help="shards of the cluster: one more than the split "
                                             "points"),
-                    options.LINES_PER_BLOCK, options.CLUSTER_DIR, options.PARTITIONS)
+                    options.LINES_PER_BLOCK, options.CLUSTER_DIR, options.PARTITIONS,
+                    options.TABLE_DIR, *options.TABLE)
 
     def partitioner(self):
         if not self.options.partitions:
@@ -87,6 +91,9 @@ class ZipClusterJob(options.AbsolutePaths, MRJob):
 
     def reducer_init(self):
         self.wrote_shard = False
+        self.table = None
+        if self.options.table_dir:
+            self.table = Table.of(self.options.table_dir, self.options.crawl, self.options)
 
     def reducer(self, shard, lines):
         self.wrote_shard = True
@@ -94,7 +101,7 @@ class ZipClusterJob(options.AbsolutePaths, MRJob):
         # hands the reducer "shard<TAB>line<TAB>"; CDX lines never end in a TAB themselves
         lines = (line[:-1] if line.endswith("\t") else line for line in lines)
         yield None, write_shard(int(shard), lines, self.options.cluster_dir,
-                                self.options.lines_per_block)
+                                self.options.lines_per_block, self.table)
 
     def reducer_final(self):
         # With TotalOrderPartitioner reducer i is shard i: one that got no lines writes

@@ -10,12 +10,13 @@ usage() {
     cat <<EOF
 Usage: $PROG [-r RUNNER] [-- JOB_ARGS...]
 
-Copy the records of the captures selected by COPY_DOMAINS / COPY_DOMAINS_FILE from
-the archives under WARC_PREFIX into COPY_OUTPUT/NAME-NNNNN.warc.gz, each with
-its CDXJ index NAME-NNNNN.cdxj:
-  1. webarchive-index copy plan: the selected lines of the cluster COPY_CLUSTER,
-     split into COPY_OUTPUT/plan/NAME-NNNNN.cdx (RECORDS_PER_FILE lines each) and
-     listed in COPY_OUTPUT/plan/chunks.txt; an existing plan of the same copy is kept
+Copy the records of the captures selected by COPY_DOMAINS / COPY_DOMAINS_FILE (or
+named by COPY_RECORDS_CSV) from the archives under WARC_PREFIX into
+COPY_OUTPUT/NAME-NNNNN.warc.gz, each with its CDXJ index NAME-NNNNN.cdxj:
+  1. webarchive-index copy plan: the selected lines of the cluster COPY_CLUSTER
+     (or the records of the CSV), split into COPY_OUTPUT/plan/NAME-NNNNN.cdx
+     (RECORDS_PER_FILE lines each) and listed in COPY_OUTPUT/plan/chunks.txt; an
+     existing plan of the same copy is kept
   2. jobs/remote_copy.py over chunks.txt: one output file per map task
      (NLineInputFormat), COPY_THREADS range requests in flight per task; outputs
      that are complete already are skipped
@@ -33,6 +34,10 @@ index_env.sample.sh). Required here:
                    (local, s3:// or https://)
   COPY_DOMAINS     comma-separated domains, host names or URL prefixes, or
   COPY_DOMAINS_FILE  a file of them, one a line (either or both)
+  or, instead of these three:
+  COPY_RECORDS_CSV a CSV of the records to copy (a SQL result over a columnar
+                   index: url, warc_filename, warc_record_offset,
+                   warc_record_length; local or s3://)
   COPY_OUTPUT      where the WARC files go: s3://bucket/prefix (emr, hadoop), or
                    a local directory (local, inline)
   WARC_PREFIX      where the archives named by the CDX filename are
@@ -61,11 +66,17 @@ EOF
 source "$(dirname "${BASH_SOURCE[0]}")/launcher-common.sh"
 
 # the settings this copy needs, checked before anything runs
-require COPY_CLUSTER COPY_OUTPUT WARC_PREFIX RUNNER MRJOB_CONF
+if [ -n "${COPY_RECORDS_CSV:-}" ]; then
+    [ -z "${COPY_CLUSTER:-}${COPY_DOMAINS:-}${COPY_DOMAINS_FILE:-}" ] ||
+        fail_usage "COPY_RECORDS_CSV names the records itself: set no COPY_CLUSTER, COPY_DOMAINS or COPY_DOMAINS_FILE with it"
+else
+    require COPY_CLUSTER
+fi
+require COPY_OUTPUT WARC_PREFIX RUNNER MRJOB_CONF
 check_runner
 check_mrjob_conf
-if [ -z "${COPY_DOMAINS:-}" ] && [ -z "${COPY_DOMAINS_FILE:-}" ]; then
-    fail_usage "COPY_DOMAINS is not set: define it (or COPY_DOMAINS_FILE) in $INDEX_ENV (see --help)"
+if [ -z "${COPY_RECORDS_CSV:-}" ] && [ -z "${COPY_DOMAINS:-}" ] && [ -z "${COPY_DOMAINS_FILE:-}" ]; then
+    fail_usage "COPY_DOMAINS is not set: define it (or COPY_DOMAINS_FILE, or COPY_RECORDS_CSV) in $INDEX_ENV (see --help)"
 fi
 for name in RECORDS_PER_FILE COPY_THREADS; do
     [ -z "${!name:-}" ] || require_whole_numbers "$name"
@@ -85,7 +96,9 @@ PY=${PYTHON:-python3}
 CLI=("$PY" -m webarchive_indexing.cli)
 
 # 1. the plan (kept if this copy made one before; another copy's is refused)
-PLAN=("${CLI[@]}" copy plan "$COPY_CLUSTER" -o "$COPY_OUTPUT")
+PLAN=("${CLI[@]}" copy plan -o "$COPY_OUTPUT")
+[ -z "${COPY_RECORDS_CSV:-}" ] || PLAN+=(--records-csv "$COPY_RECORDS_CSV")
+[ -z "${COPY_CLUSTER:-}" ] || PLAN+=("$COPY_CLUSTER")
 [ -z "${COPY_DOMAINS:-}" ] || PLAN+=(--domains "$COPY_DOMAINS")
 [ -z "${COPY_DOMAINS_FILE:-}" ] || PLAN+=(--domains-file "$COPY_DOMAINS_FILE")
 [ -z "${RECORDS_PER_FILE:-}" ] || PLAN+=(--records-per-file "$RECORDS_PER_FILE")

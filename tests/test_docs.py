@@ -57,7 +57,7 @@ COVERED = {
     r"^make PYTHON=python3\.13 test$": ("the suite itself, on another Python", ".ci/run"),
     r"^make clean-venv demo$": ("makes the environment the suite runs in again", ".ci/run"),
     r"^make bench$": ("minutes of benchmarks, not a check", "bench/run.py"),
-    r"^python bench/\w+\.py$": ("a benchmark: minutes, not a check", "bench/"),
+    r"^python bench/\w+\.py( --[-\w]+( \d+)?)*$": ("a benchmark: minutes, not a check", "bench/"),
     r"^pip wheel --no-deps$": ("how the EMR launchers make the wheel they ship",
                                "test_launchers.py::test_emr_cluster_is_launched_as_the_sample_conf_says"),
     r"^aws ": ("AWS itself (no network here): the listing it makes is made by the fixtures",
@@ -79,6 +79,12 @@ COVERED = {
                                                  "test_launchers.py::test_hadoop_cluster_job_command_line"),
     r"^python jobs/remote_copy\.py -r emr ": ("EMR: not here; the job runs on a stand-in Hadoop",
                                               "test_copy.py::test_launcher_on_hadoop"),
+    r"^webarchive-index export out --format parquet -o table$": (
+        "after the build --parquet above it, and compared with its table",
+        "test_columnar.py::test_doc_command_lines"),
+    r"^webarchive-index copy (check|copy) --records-csv records\.csv": (
+        "the records.csv that the DuckDB query above it writes from a table of Common Crawl "
+        "excerpts", "test_columnar.py::test_doc_copy_from_a_query"),
     r"^webarchive-index (build (warcs/ old-cdx/|out/ more\.cdxj\.gz|url-index\.)|export out -o all)": (
         "in a directory with the indexes of every kind they name",
         "test_index_build.py::test_the_commands_of_docs_indexes_md_run_as_written"),

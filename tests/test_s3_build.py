@@ -204,10 +204,10 @@ def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypat
     assert "bad.warc.gz" in storage.read_bytes(out + "/errors.json").decode()
 
     # a shard that fails to upload: the new build's prefix goes, the old cluster stays
-    def failing_shard(shard, lines, cluster_dir, lines_per_block):
+    def failing_shard(shard, lines, cluster_dir, *rest):
         if shard == 1:
             raise OSError("upload failed")
-        return write_shard(shard, lines, cluster_dir, lines_per_block)
+        return write_shard(shard, lines, cluster_dir, *rest)
 
     write_shard = zip_cluster.write_shard
     monkeypatch.setattr(zip_cluster, "write_shard", failing_shard)

@@ -23,6 +23,7 @@ holds; the local engine merges), leaving out the lines of the archives that
 ``options.remove`` names; the result is the cluster a full build of the same lines with
 the same split points writes.
 """
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -31,9 +32,10 @@ from . import cdxmeta, contents, lock, steps, storage
 from .engines import StepFailed, open_engine
 from .indexprep import open_sources
 from .inputs import cdx_name, expand, expand_named
-from .options import LINES_PER_BLOCK_DEFAULT, BuildOptions, UsageError, check_build
+from .options import (LINES_PER_BLOCK_DEFAULT, BuildOptions, UsageError, check_build,
+                      check_indexing, check_table)
 from .progress import Progress, counted
-from .publish import publish_cluster, remove_leftovers
+from .publish import check_table_place, publish_cluster, remove_leftovers, staged_table
 from .shardrun import Removal
 from .splitsource import SplitsError, load_splits
 from .steps import ClusterIncomplete
@@ -61,6 +63,7 @@ class Summary:
     update: object = None         # an Update, for an update
     cluster_lines: int = 0
     report: str = None            # errors.json, where written
+    table: object = None          # with --parquet: the columnar.TableSummary of the table
 
     @property
     def cluster_dir(self):
@@ -129,6 +132,10 @@ def build(inputs, out_dir, options=None):
     check_build(options, inputs)
     started = time.monotonic()
     out_dir = storage.abspath(out_dir)
+    check_table(options, options.parquet, "--parquet DIR")
+    if options.parquet:
+        check_table_place(options.parquet, storage.join(out_dir, "cluster"),
+                          storage.join(out_dir, "cdx"))
     summary = Summary(out_dir)
     # (an update that only removes names no input)
     found = expand_named(inputs, options.input_root) if inputs else expand([])
@@ -156,6 +163,7 @@ def build(inputs, out_dir, options=None):
             requested = record["format"]
         sources, open_errors, cdx_format = open_sources(found.indexes, requested,
                                                         options.legacy_prefix.encode("utf-8"))
+        check_indexing(options.cdx_fields, cdx_format)
         summary.errors += open_errors
         try:
             return _build(found.archives, sources, cdx_format, record, split_lines, options,
@@ -170,7 +178,16 @@ def _build(archives, sources, cdx_format, record, split_lines, options, summary,
     progress = Progress(enabled=options.progress)
     if not record:
         _write_archives(out_dir, [a.path for a in archives])
-    with open_engine(options.runner, options) as engine:
+    with contextlib.ExitStack() as stack:
+        table = None
+        if options.parquet:
+            from .columnar import Table, default_collection
+            table = Table.of(stack.enter_context(staged_table(options.parquet)),
+                             options.crawl or default_collection(out_dir), options)
+        engine = stack.enter_context(open_engine(options.runner, options))
+        if table is not None and storage.is_local(table.dir) and not engine.tasks_here:
+            raise UsageError(f"--parquet {options.parquet}: the tasks that write the table run "
+                             "on other machines: give an s3:// or hdfs:// directory")
         engine.progress = progress
         cdx_dir = storage.join(out_dir, "cdx")
         try:
@@ -182,7 +199,7 @@ def _build(archives, sources, cdx_format, record, split_lines, options, summary,
                 statuses = _index(engine, archives, cdx_dir, cdx_format, options, summary,
                                   progress)
                 _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, split_lines,
-                       options, summary, progress)
+                       table, options, summary, progress)
         except ClusterIncomplete as exc:
             raise BuildFailed(f"the cluster is incomplete, nothing was published: {exc}",
                               summary) from exc
@@ -225,7 +242,8 @@ def _index(engine, archives, cdx_dir, cdx_format, options, summary, progress):
         expected = [storage.join(cdx_dir, cdx_name(a.name)) for a in archives]
         progress.step(f"[1/3] indexing {counted(len(archives), 'archive')}",
                       **_progress_count(summary.out_dir, expected))
-        statuses = engine.index(archives, cdx_dir, cdx_format, options.skip_existing)
+        statuses = engine.index(archives, cdx_dir, cdx_format, options.skip_existing,
+                                options.cdx_fields)
         progress.done()
     for status in statuses:
         summary.add(status)
@@ -236,15 +254,17 @@ def _index(engine, archives, cdx_dir, cdx_format, options, summary, progress):
     return statuses
 
 
-def _publish(write, shards, options, summary, progress, label):
-    """Step 3: the shards written by ``write(directory) -> stats``, published."""
+def _publish(write, shards, options, summary, progress, label, then=None):
+    """Step 3: the shards written by ``write(directory) -> stats`` (and what
+    ``then(directory, stats) -> stats`` does after), published."""
     def written(directory):
         progress.step(label, **_progress_count(
             summary.out_dir, [storage.resolve(directory, shard_name(i)) for i in range(shards)]))
         try:
-            return write(directory)
+            stats = write(directory)
         finally:
             progress.done()
+        return then(directory, stats) if then else stats
 
     totals = publish_cluster(summary.out_dir, shards, written, options.root_index)
     summary.shards, summary.blocks, summary.cluster_bytes = \
@@ -252,10 +272,11 @@ def _publish(write, shards, options, summary, progress, label):
     summary.cluster_lines = totals["lines"]
 
 
-def _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, split_lines, options,
-           summary, progress):
+def _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, split_lines, table,
+           options, summary, progress):
     """Steps 2 and 3 of a build: split points (sampled, or ``split_lines``, those of
-    ``options.splits``), then the shards; the record of what the cluster holds."""
+    ``options.splits``), then the shards (and with ``table``, a ``columnar.Table``, its
+    files of each shard); the record of what the cluster holds."""
     if not summary.lines and not summary.archives_skipped and not summary.index_lines:
         raise BuildFailed("no input gave a CDX line: there is nothing to publish (a "
                           "published cluster is left as it was)", summary)
@@ -276,12 +297,29 @@ def _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, split_li
                            {s.path: contents.index_entry(s) for s in sources})
 
     def write(directory):
+        engine.table = table
         stats = engine.write_cluster(cdx_files, split_lines, shards, lines_per_block, directory)
         contents.write(directory, record)
         return stats
 
+    def tables(directory, written):
+        from .columnar import TableSummary
+        left = [shard for shard, stats in written.items() if "table" not in stats]
+        if left:
+            progress.step(f"[3/3] writing the Parquet files of {counted(len(left), 'shard')}")
+            try:
+                for shard, stats in engine.write_tables(directory, left).items():
+                    written[shard]["table"] = stats
+            finally:
+                progress.done()
+        summary.table = TableSummary(storage.abspath(options.parquet),
+                                     [stats["table"] for stats in written.values()])
+        return written
+
     _publish(write, shards, options, summary, progress,
-             f"[3/3] writing {counted(shards, 'shard')}")
+             f"[3/3] writing {counted(shards, 'shard')}"
+             + (" and their Parquet files" if table else ""),
+             tables if table is not None else None)
     return record
 
 

@@ -19,6 +19,7 @@ import contextlib
 import datetime
 import functools
 import importlib
+import json
 import re
 import sys
 import types
@@ -75,8 +76,16 @@ with _importing_without("tldextract", "socket"):
     from surt.URLRegexTransformer import stripPathSessionID, stripQuerySessionID
 
 from . import storage  # noqa: E402
-from .cdxline import FORMATS, format_line, header_line  # noqa: E402, F401  (indexing's formats)
+from .cdxline import CDX_FIELDS, FORMATS, format_line, header_line  # noqa: E402, F401  (indexing's formats)
 from .records import ArchiveError, RecordError, Skipped, iter_records  # noqa: E402
+
+# Metadata records whose payload a walk with Common Crawl's fields reads
+METADATA_CONTENT_TYPE = "application/warc-fields"
+# Bytes of such a record read at most (Common Crawl's are a few hundred)
+METADATA_MAX = 1 << 16
+# Characters java.net.URI refuses in a URL: a redirect target with one is left out, as
+# Common Crawl's crawler leaves out a Location it cannot make a URI of
+NOT_IN_URI = re.compile(r'[\x00-\x20"<>\\^`{|}\x7f]')
 
 MIME_SPLIT = re.compile("[; ]")
 WARC_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z?$")
@@ -190,6 +199,49 @@ def url_key(url):
     return origin_key + (path + "?" + query if query else path)
 
 
+def _redirect(url, status, http_headers):
+    """The absolute target of a redirect (3xx but 304), as Common Crawl's index has it;
+    None without a Location that makes a URL."""
+    if len(status) != 3 or status[0] != "3" or status == "304":
+        return None
+    location = http_headers.get_header("Location")
+    if not location:
+        return None
+    from urllib.parse import urljoin
+    try:
+        target = urljoin(url, location.strip())
+    except ValueError:  # e.g. a bad IPv6 host
+        return None
+    return None if NOT_IN_URI.search(target) or ":" not in target else target
+
+
+def cc_metadata(payload):
+    """``{"charset": ..., "languages": ...}`` from the WARC fields of a Common Crawl metadata
+    record (``charset-detected``, ``languages-cld2``), as their index carries them: the
+    languages' ISO-639-3 codes in their order, a repeat left out, joined by commas."""
+    found = {}
+    for line in payload.decode("utf-8", "replace").splitlines():
+        name, colon, value = line.partition(":")
+        name, value = name.strip().lower(), value.strip()
+        if not colon or not value:
+            continue
+        if name == "charset-detected":
+            found["charset"] = value
+        elif name == "languages-cld2":
+            try:
+                detected = json.loads(value).get("languages") or []
+                codes = [item.get("code-iso-639-3") for item in detected]
+            except (ValueError, AttributeError):
+                continue
+            kept = []
+            for code in codes:
+                if isinstance(code, str) and code and code != "null" and code not in kept[-2:]:
+                    kept.append(code)
+            if kept:
+                found["languages"] = ",".join(kept)
+    return found
+
+
 def _warc_fields(record):
     headers = record.rec_headers
     date = headers.get_header("WARC-Date") or ""
@@ -259,10 +311,43 @@ class IndexResult:
         return any(type(e) is ArchiveError for e in self.errors)
 
 
-def iter_fields(fh, path, filename, result):
-    """Yield the fields of every indexable record; problems are appended to ``result``."""
+class _MetadataReader:
+    """The ``wants_payload`` of a walk with Common Crawl's fields: the walker asks it about
+    each record before it reads the record's payload, and so it reads, as they pass, the
+    payload of WARC-fields metadata records (``last``: the record ID they refer to and
+    what ``cc_metadata`` found)."""
+
+    def __init__(self):
+        self.last = None
+
+    def __call__(self, record):
+        if record.rec_type == "metadata" and _mime(record.content_type, "") == METADATA_CONTENT_TYPE:
+            self.last = (record.rec_headers.get_header("WARC-Concurrent-To"),
+                         cc_metadata(record.raw_stream.read(METADATA_MAX)))
+            return False
+        return wants_payload(record)
+
+
+def _cc_fields(record, fields):
+    """Add what Common Crawl's index lines carry beyond pywb's: truncation and redirect."""
+    if record.format == "arc":
+        return
+    fields["truncated"] = record.rec_headers.get_header("WARC-Truncated")
+    if record.rec_type == "response":
+        fields["redirect"] = _redirect(fields["url"], fields["status"], record.http_headers)
+
+
+def iter_fields(fh, path, filename, result, cdx_fields="pywb"):
+    """Yield the fields of every indexable record; problems are appended to ``result``.
+
+    With Common Crawl's fields (``cdx_fields="cc"``) a response's fields wait for the
+    metadata record after it, whose charset and languages they take."""
+    cc = cdx_fields == "cc"
+    metadata = _MetadataReader() if cc else None
+    pending = pending_id = None
+    skip = (SKIPPED_WARC_TYPES, () if cc else SKIPPED_CONTENT_TYPES)
     try:
-        for item in iter_records(fh, path, wants_payload, (SKIPPED_WARC_TYPES, SKIPPED_CONTENT_TYPES)):
+        for item in iter_records(fh, path, metadata or wants_payload, skip):
             if type(item) is Skipped:
                 result.records += item.count
                 continue
@@ -277,21 +362,46 @@ def iter_fields(fh, path, filename, result):
             except FieldError as exc:
                 result.errors.append(RecordError(path, item.offset, str(exc)))
                 continue
+            if cc:
+                if metadata.last is not None:
+                    refers_to, found = metadata.last
+                    metadata.last = None
+                    if pending is not None and refers_to == pending_id:
+                        pending.update(found)
+                if pending is not None and (fields is not None or item.record.rec_type == "metadata"):
+                    yield pending
+                    pending = None
+                if fields is not None:
+                    _cc_fields(item.record, fields)
+                    if item.record.rec_type == "response":
+                        fields["filename"] = filename
+                        pending = fields
+                        pending_id = item.record.rec_headers.get_header("WARC-Record-ID")
+                        continue
             if fields is not None:
                 fields["filename"] = filename
                 yield fields
     except ArchiveError as exc:
         result.errors.append(exc)
+    if pending is not None:
+        yield pending
 
 
-def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read):
+def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read, cdx_fields="pywb"):
     """Index one WARC/ARC file: an ``IndexResult`` whose lines are sorted as pywb sorts them.
 
     Indexing goes on past a bad record, at the next gzip member or the next record
     found (see ``records``); records read before a problem that ends it are kept.
+    ``cdx_fields="cc"`` adds Common Crawl's fields to CDXJ lines (``cdxline.CDX_FIELDS``).
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown CDX format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if cdx_fields not in CDX_FIELDS:
+        raise ValueError(f"unknown CDX fields {cdx_fields!r}: choose one of {', '.join(CDX_FIELDS)}")
+    if cdx_fields != "pywb" and fmt != "cdxj":
+        raise ValueError("Common Crawl's fields (charset, languages, truncated, redirect) need "
+                         "the CDXJ format: CDX11 and CDX9 have no columns for them")
+    keys = CDX_FIELDS[cdx_fields]
     result = IndexResult(path, filename or path.rsplit("/", 1)[-1])
     try:
         fh = opener(path)
@@ -299,7 +409,8 @@ def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read):
         result.errors.append(ArchiveError(path, 0, f"cannot open: {exc.strerror or exc}"))
         return result
     with fh:
-        lines = [format_line(f, fmt) for f in iter_fields(fh, path, result.filename, result)]
+        lines = [format_line(f, fmt, keys)
+                 for f in iter_fields(fh, path, result.filename, result, cdx_fields)]
     lines.sort()
     result.lines = lines
     return result

@@ -10,6 +10,7 @@ apart by their field count; indexing writes CDXJ, CDX11 and CDX9.
     header_line("cdx11")           # ' CDX N b a m s k r M S V g\\n'
     is_cdx_line(line)              # an index line, not a header, blank or report line
     fields_of(line)                # line -> {"urlkey": ..., "timestamp": ..., "url": ...}
+    split_cdxj(line)               # CDXJ line -> (urlkey, timestamp, its JSON as written)
     location(line)                 # line -> Location(filename, offset, length)
 """
 import json
@@ -38,6 +39,16 @@ FORMATS = ("cdxj", "cdx11", "cdx9")
 # Key order of pywb's CDXJ JSON (its entry dict starts with "metadata").
 CDXJ_KEYS = ("metadata", "url", "mime", "mime-detected", "status", "digest", "length",
              "offset", "filename")
+# What Common Crawl's crawler (commoncrawl/nutch, WarcCdxWriter) adds after pywb's keys,
+# where the WARC has them: the charset and ISO-639-3 languages detected in the payload
+# (from the metadata record that follows each response), the reason a payload was
+# truncated (WARC-Truncated) and the target of a redirect (its Location, made absolute).
+# Their index server answers with "encoding" for "charset"; their published index files,
+# and cc-index-table, name it "charset".
+CC_KEYS = ("charset", "languages", "truncated", "redirect")
+# The keys of a CDXJ line, by ``--cdx-fields``: pywb's (the default, byte for byte), or
+# Common Crawl's
+CDX_FIELDS = {"pywb": CDXJ_KEYS, "cc": CDXJ_KEYS + CC_KEYS}
 # Other names of fields, as pywb's CDX server takes them in filters, and as some CDXJ
 # writers name their JSON keys
 ALIASES = {"u": "url", "original": "url", "statuscode": "status", "s": "status",
@@ -64,11 +75,12 @@ def header_line(fmt):
     return f" CDX {LEGENDS[fmt]}\n" if fmt in LEGENDS else ""
 
 
-def format_line(fields, fmt="cdxj"):
-    """One CDX line (with its newline) in the given format."""
+def format_line(fields, fmt="cdxj", keys=CDXJ_KEYS):
+    """One CDX line (with its newline) in the given format; a CDXJ line has ``keys``, in
+    that order, where they have a value."""
     if fmt == "cdxj":
         # what json.dumps writes for a dict of strings, without its generic machinery
-        data = ", ".join([f'"{key}": {_json_string(value)}' for key in CDXJ_KEYS
+        data = ", ".join([f'"{key}": {_json_string(value)}' for key in keys
                           if (value := fields.get(key)) not in (None, "", "-")])
         return f"{fields['urlkey']} {fields['timestamp']} {{{data}}}\n"
     return " ".join([fields.get(name) or "-" for name in NAMES[fmt]]) + "\n"
@@ -87,14 +99,32 @@ def _cdx_line(line):
     return _cdx_line(line)
 
 
-def fields_of(line: bytes) -> dict:
-    """The fields of a CDXJ or classic CDX line, named and valued as pywb's CDXObject
-    names them (all values text; a non-ASCII ``url`` percent-encoded)."""
-    line = line.rstrip()
-    parts = line.split(b" ", 2)
-    if len(parts) == 3 and parts[2].startswith(b"{"):
-        fields = {"urlkey": parts[0].decode("utf-8"), "timestamp": parts[1].decode("utf-8")}
+def split_cdxj(line):
+    """``(urlkey, timestamp, record)`` of a CDXJ line (str), ``record`` its JSON object as
+    written; None for a line that is not CDXJ. ValueError for a JSON part that is not an
+    object."""
+    parts = line.rstrip().split(" ", 2)
+    if len(parts) < 3 or not parts[2].startswith("{"):
+        return None
+    try:
         record = json.loads(parts[2])
+    except ValueError as exc:
+        raise ValueError(f"bad JSON in a CDXJ line: {exc}") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"the JSON of a CDXJ line is not an object: {line[:200]!r}")
+    return parts[0], parts[1], record
+
+
+def fields_of(line) -> dict:
+    """The fields of a CDXJ or classic CDX line (bytes or str), named and valued as pywb's
+    CDXObject names them (all values text; a non-ASCII ``url`` percent-encoded)."""
+    if isinstance(line, bytes):
+        line = line.decode("utf-8")
+    line = line.rstrip()
+    cdxj = split_cdxj(line)
+    if cdxj is not None:
+        urlkey, timestamp, record = cdxj
+        fields = {"urlkey": urlkey, "timestamp": timestamp}
         if isinstance(record.get("status"), int):
             record["status"] = str(record["status"])
         for name, value in record.items():
@@ -103,7 +133,7 @@ def fields_of(line: bytes) -> dict:
                 value = quote(value.encode("utf-8"), safe=":/")
             fields[name] = value
         return fields
-    values = line.decode("utf-8").split(" ")
+    values = line.split(" ")
     names = _BY_COUNT.get(len(values))
     if names is None:
         raise ValueError(f"not a CDXJ line nor a CDX line of a known format "
@@ -119,12 +149,12 @@ def location(line):
     fields = line.rstrip("\r\n").split(" ", 2)
     if len(fields) < 3:
         raise ValueError(f"not a CDX line: {line[:200]!r}")
-    rest = fields[2]
     try:
-        if rest.startswith("{"):
-            data = json.loads(rest)
+        cdxj = split_cdxj(line)
+        if cdxj is not None:
+            data = cdxj[2]
             return Location(data["filename"], int(data["offset"]), int(data["length"]))
-        values = rest.split(" ", len(_CDX11_REST) - 1)
+        values = fields[2].split(" ", len(_CDX11_REST) - 1)
         if len(values) == len(_CDX11_REST):
             named = dict(zip(_CDX11_REST, values))
             return Location(named["filename"], int(named["offset"]), int(named["length"]))

@@ -94,7 +94,7 @@ def _build_parser(sub, help_line):
     o.add(build, o.BUILD_INPUTS.but(nargs="*"), o.OUTDIR, o.BUILD_SHARDS,
           o.BUILD_LINES_PER_BLOCK, o.SPLITS_FROM, o.UPDATE, o.REMOVE, o.RUNNER, o.WORKERS,
           o.FAN_IN, o.WORK_DIR, o.SPARK_MASTER, o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF,
-          o.VERBOSE, o.PROGRESS, *o.BUILD_INDEXING)
+          o.VERBOSE, o.PROGRESS, *o.BUILD_INDEXING, o.PARQUET, *o.TABLE)
 
 
 def _cdx_parser(sub, help_line):
@@ -133,11 +133,21 @@ def _query_parser(sub, help_line):
 def _export_parser(sub, help_line):
     export = sub.add_parser(
         "export", help=help_line,
-        description="Stream every line of a ZipNum cluster, in order, into one flat sorted "
-                    "index (for tools that read flat files: OpenWayback, pywb's CDX "
-                    "directories, sort/grep): to stdout, or to FILE, which appears only once "
-                    "complete. A cluster with a malformed line or out of order fails (exit 1).")
-    o.add(export, o.CLUSTER, o.EXPORT_OUTPUT, o.EXPORT_FORMAT, o.PROGRESS)
+        description="Stream every line of a ZipNum cluster (ours or one Common Crawl "
+                    "publishes), in order, into another index. cdx: one flat sorted index (for "
+                    "tools that read flat files: OpenWayback, pywb's CDX directories, "
+                    "sort/grep), to stdout, or to FILE, which appears only once complete. "
+                    "parquet: a table in Common Crawl's columnar schema (cc-index-table's flat "
+                    "one, the same column names and types), partitioned as "
+                    "crawl=NAME/subset=SUBSET/ directories, one part-NNNNN.parquet per shard "
+                    "and partition, rows in URL key order, into DIR, published whole; DuckDB, "
+                    "Spark SQL, Athena, pyarrow and Polars read it (see docs/columnar.md).",
+        epilog="Exit status: 0 done; 1 failed, nothing written (a cluster with a malformed "
+               "line or out of order fails); 2 bad usage; 3 (parquet) done, but some lines "
+               "could not become rows (listed).")
+    o.add(export, o.CLUSTER, o.EXPORT_OUTPUT, o.EXPORT_FORMAT, *o.TABLE, o.PROGRESS)
+
+
 def _serve_parser(sub, help_line):
     serve = sub.add_parser(
         "serve", help=help_line,
@@ -180,14 +190,16 @@ def _copy_parser(sub, help_line):
     copy = sub.add_parser(
         "copy", help=help_line,
         description="Find the captures of domains, host names or URL prefixes in a cluster "
-                    "and copy their records (one ranged read each) into new .warc.gz files, "
-                    "each with its own CDXJ index. 'check' counts what a copy takes; 'copy' "
+                    "(or take the records a CSV file names, such as a query of a columnar "
+                    "index gives) and copy their records (one ranged read each) into new "
+                    ".warc.gz files, each with its own CDXJ index. 'check' counts what a copy "
+                    "takes; 'copy' "
                     "plans and copies; 'plan' and 'status' are the first and last steps on "
                     "their own (scripts/runremotecopy.sh runs the copy job on Hadoop/EMR "
                     "between them).",
         epilog=COPY_SELECTION_HELP)
     actions = copy.add_subparsers(dest="copy_command", required=True, metavar="ACTION")
-    selection = (o.COPY_CLUSTER, o.DOMAINS, o.DOMAINS_FILE)
+    selection = (o.COPY_CLUSTER, o.DOMAINS, o.DOMAINS_FILE, o.RECORDS_CSV)
     plan_options = (o.COPY_OUTPUT, o.RECORDS_PER_FILE, o.NAME_PREFIX)
 
     check = actions.add_parser(
@@ -247,8 +259,9 @@ def _build(args):
 def _cdx(args):
     from .inputs import InputError, expand_named
     try:
+        o.check_indexing(args.cdx_fields, args.cdx_format)
         found = expand_named(args.inputs, args.input_root)
-    except InputError as exc:
+    except (o.UsageError, InputError) as exc:
         sys.stderr.write(f"webarchive-index: {exc}\n")
         return EXIT_USAGE
     if found.indexes:
@@ -264,7 +277,8 @@ def _cdx(args):
     for archive in found.archives:
         if errors and args.on_error == "fail":
             break
-        result = index_file(archive.path, archive.name, args.cdx_format)
+        result = index_file(archive.path, archive.name, args.cdx_format,
+                            cdx_fields=args.cdx_fields)
         errors += [e.as_dict() for e in result.errors]
         if result.errors and args.on_error == "fail":
             break
@@ -295,7 +309,8 @@ def _cdx_files(args, found, errors):
                 if summary.errors and args.on_error == "fail":
                     break
                 summary.add(index_archive(archive.path, archive.name, summary.out_dir,
-                                          args.cdx_format, args.skip_existing, "skip"))
+                                          args.cdx_format, args.skip_existing, "skip",
+                                          cdx_fields=args.cdx_fields))
         finally:
             progress.done()
     summary.seconds = time.monotonic() - started
@@ -345,17 +360,30 @@ def _query(args):
 def _export(args):
     from .export import ExportFailed, export
     from .indexinputs import IndexInputError
+    from .report import print_table, query_table_hint
     try:
         done = export(o.ExportOptions.from_args(args), sys.stdout.buffer)
     except BrokenPipeError:  # a reader that stopped (| head): as every command, not a failure
         raise
-    except (ExportFailed, IndexInputError, OSError) as exc:
+    except o.UsageError as exc:
+        sys.stderr.write(f"webarchive-index export: {exc}\n")
+        return EXIT_USAGE
+    except (ExportFailed, IndexInputError, OSError, ValueError) as exc:
         written = "" if args.output else " (what was printed is incomplete)"
         sys.stderr.write(f"webarchive-index export: {exc}{written}\n")
         return EXIT_FAILED
+    if done.table is not None:
+        print_table(done.table, sys.stderr)
+    rate = done.lines / done.seconds if done.seconds else 0
     sys.stderr.write(f"exported: {done.lines} lines ({done.format}) from {args.location} "
-                     f"to {done.output or 'stdout'} in {done.seconds:.1f} s\n")
-    return EXIT_OK
+                     f"to {done.output or 'stdout'} in {done.seconds:.1f} s ({rate:.0f} "
+                     "lines/s)\n")
+    if done.table is None:
+        return EXIT_OK
+    sys.stderr.write(f"\nquery it: {query_table_hint(done.table)}\n")
+    return EXIT_PARTIAL if done.table.error_count else EXIT_OK
+
+
 def _serve(args):
     import logging
     from .serve import serve
@@ -397,19 +425,27 @@ def _finalize(args):
 
 def _copy_check(args):
     from .progress import human
-    from .extract import check, read_selection
+    from .extract import check, check_source, read_selection
+    from .extract.csvrecords import check as check_csv
     from .query import open_cluster
-    inputs = read_selection(args.domains, args.domains_file)
-    per_input, total = check(open_cluster(args.location), inputs)
+    check_source(args.location, args.domains, args.domains_file, args.records_csv)
+    if args.records_csv:
+        total = check_csv(args.records_csv)
+        inputs = [(args.records_csv, "records")]
+        per_input = [total]
+    else:
+        selection = read_selection(args.domains, args.domains_file)
+        per_input, total = check(open_cluster(args.location), selection)
+        inputs = [(i.text, i.kind) for i in selection]
     out = sys.stdout
     if args.json:
-        json.dump({"inputs": [{"input": i.text, "kind": i.kind, **t.as_dict()}
-                              for i, t in zip(inputs, per_input)],
+        json.dump({"inputs": [{"input": text, "kind": kind, **t.as_dict()}
+                              for (text, kind), t in zip(inputs, per_input)],
                    "total": total.as_dict()}, out, indent=1)
         out.write("\n")
         return EXIT_OK
-    rows = [(t.captures, t.warc_files, t.bytes, human(t.bytes), i.text)
-            for i, t in zip(inputs, per_input)]
+    rows = [(t.captures, t.warc_files, t.bytes, human(t.bytes), text)
+            for (text, _), t in zip(inputs, per_input)]
     rows.append((total.captures, total.warc_files, total.bytes, human(total.bytes),
                  "total (each record once)"))
     out.write(f"{'captures':>10} {'WARC files':>10} {'bytes':>14} {'size':>9}  input\n")
@@ -423,15 +459,11 @@ def _copy_check(args):
 
 def _copy_plan(args):
     from . import storage
-    from .extract import ensure_plan, read_selection
-    from .extract.plan import check_output, listing_path
-    from .query import open_cluster
+    from .extract.plan import copy_planner, listing_path
     from .lock import hold
-    inputs = read_selection(args.domains, args.domains_file)
-    check_output(args.output)
+    planner = copy_planner(args)
     with hold(storage.abspath(args.output), "copy plan"):
-        plan = ensure_plan(lambda: open_cluster(args.location), args.location, inputs,
-                           args.output, args.records_per_file, args.name_prefix)
+        plan = planner()
     _print_copy_plan(plan, sys.stderr)
     if plan.chunks:  # nothing printed: nothing to copy
         sys.stdout.write(listing_path(plan.output) + "\n")
@@ -538,8 +570,8 @@ COMMANDS = {
               _build),
     "cdx": ("write the sorted CDX of each archive (no cluster)", _cdx_parser, _cdx),
     "query": ("look up captures in a cluster", _query_parser, _query),
-    "export": ("write every line of a cluster as one flat sorted CDX file", _export_parser,
-               _export),
+    "export": ("write every line of a cluster as one flat sorted CDX file, or as a columnar "
+               "table", _export_parser, _export),
     "serve": ("serve clusters over HTTP with the CDX API (pywb's, Common Crawl's)",
               _serve_parser, _serve),
     "finalize": ("check the shards of a cluster job's output and publish its index",

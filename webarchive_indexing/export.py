@@ -1,18 +1,26 @@
-"""``webarchive-index export``: every line of a ZipNum cluster, in order, as one flat file.
+"""``webarchive-index export``: every line of a ZipNum cluster, in order, as another index:
+one flat file, or a columnar table.
 
     from webarchive_indexing.export import export
     from webarchive_indexing.options import ExportOptions
     export(ExportOptions(location="out", output="all.cdxj.gz"))   # an Exported
+    export(ExportOptions(location="out", output="table", format="parquet"))
 
 The cluster (a build's output directory, its ``cluster/`` directory or a ``cluster.idx``;
-local, ``s3://`` or ``http(s)://``) is read shard by shard as ``indexinputs`` reads a
-cluster input, a chunk of lines at a time, so nothing is held in memory. ``FORMATS``
-maps each ``--format`` to the function that writes it (a new format is one more entry,
-and its name in ``options.EXPORT_FORMATS``): ``cdx`` writes the lines as the cluster
-holds them (CDXJ, or CDX11/CDX9 under their `` CDX`` header line, as a flat CDX file of
-those formats starts). An output file (local or ``s3://``; gzipped when its name ends
-in ``.gz``) appears only once complete, and not at all when the cluster has a malformed
-line or is out of order: an export is a sorted flat index, or nothing.
+ours or one Common Crawl publishes; local, ``s3://`` or ``http(s)://``) is read shard by
+shard as ``indexinputs`` reads a cluster input, a chunk of lines at a time, so nothing
+is held in memory. ``FORMATS`` maps each ``--format`` to the function that writes it (a
+new format is one more entry, and its name in ``options.EXPORT_FORMATS``):
+
+* ``cdx`` writes the lines as the cluster holds them (CDXJ, or CDX11/CDX9 under their
+  `` CDX`` header line, as a flat CDX file of those formats starts) into one file (local
+  or ``s3://``; gzipped when its name ends in ``.gz``), or to stdout;
+* ``parquet`` writes the table of the cluster in Common Crawl's columnar schema
+  (``columnar``): each shard's lines into that shard's files, as ``build --parquet``
+  writes them, into a directory published whole (``publish.staged_table``).
+
+What an export writes appears only once complete, and not at all when the cluster has a
+malformed line or is out of order: an export is a sorted index, or nothing.
 """
 import gzip
 import time
@@ -20,7 +28,7 @@ from dataclasses import dataclass
 
 from . import storage
 from .indexinputs import ZipNumCluster, cluster_index
-from .options import UsageError
+from .options import UsageError, check_table
 from .progress import Progress
 
 
@@ -30,25 +38,16 @@ class ExportFailed(Exception):
 
 @dataclass
 class Exported:
-    """What an export wrote."""
+    """What an export wrote; ``table``: the ``columnar.TableSummary`` of a table."""
     lines: int
     format: str
     output: str
     seconds: float
+    table: object = None
 
 
-def write_cdx(source, out):
-    """The ``cdx`` format: the cluster's own lines, after the header line of their format."""
-    from .cdxline import header_line
-    out.write(header_line(source.format).encode("utf-8"))
-    source.write(out)
-
-
-FORMATS = {"cdx": write_cdx}
-
-
-def _write(source, fmt, out):
-    FORMATS[fmt](source, out)
+def _check(source):
+    """ExportFailed if what was read of ``source`` was not a sorted index."""
     if source.malformed:
         first = source.problems[0]
         raise ExportFailed(f"{source.malformed} malformed lines in the cluster, the first in "
@@ -58,33 +57,82 @@ def _write(source, fmt, out):
                            f"{source.unsorted['line']} sorts before the line above it")
 
 
+def write_cdx(source, options, stdout):
+    """The ``cdx`` format: the cluster's own lines, after the header line of their format,
+    into ``options.output`` (None: ``stdout``, a binary stream)."""
+    from .cdxline import header_line
+
+    def write(out):
+        out.write(header_line(source.format).encode("utf-8"))
+        source.write(out)
+        _check(source)
+
+    if options.output is None:
+        write(stdout)
+        return None
+    with storage.open_atomic(options.output) as raw:
+        if options.output.endswith(".gz"):
+            with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as out:
+                write(out)
+        else:
+            write(raw)
+    return None
+
+
+def _shard_numbers(names):
+    """The number of each shard, for the names of its table files: the NNNNN of
+    ``cdx-NNNNN.gz`` (so that a shard's files are named as ``build --parquet`` names them,
+    whichever shards hold no line), else its place in the index."""
+    from .zipnum import shard_number
+    numbers = [shard_number(name) for name in names]
+    if None in numbers or len(set(numbers)) < len(numbers):
+        return list(range(len(names)))
+    return numbers
+
+
+def write_table(source, options, stdout=None):
+    """The ``parquet`` format: the table of the cluster into the directory
+    ``options.output`` (``columnar``); its ``columnar.TableSummary``."""
+    from .columnar import Table, TableSummary, default_collection
+    from .publish import check_table_place, staged_table
+    check_table_place(options.output, source.directory)
+    summary = TableSummary(storage.abspath(options.output))
+    with staged_table(options.output) as building:
+        table = Table.of(building, options.crawl or default_collection(options.location),
+                         options)
+        numbers = _shard_numbers(source.shards)
+        for number, (_, chunks) in zip(numbers, source.chunks_by_file()):
+            summary.add(table.write_chunks(number, chunks))
+        _check(source)
+    return summary
+
+
+FORMATS = {"cdx": write_cdx, "parquet": write_table}
+
+
 def export(options, stdout=None):
     """Write every line of the cluster ``options.location`` (an ``ExportOptions``) in format
-    ``options.format`` to ``options.output`` (a path or URI; None: ``stdout``, a binary
-    stream); an ``Exported``.
+    ``options.format`` to ``options.output`` (a path or URI; for ``cdx``, None: ``stdout``,
+    a binary stream); an ``Exported``.
 
-    ExportFailed, or the reader's IndexInputError or OSError, when it cannot; an output
-    file is then not written. UsageError for a format not in ``FORMATS``.
+    ExportFailed, or the reader's IndexInputError or OSError, when it cannot; nothing is
+    then written. UsageError for options that cannot work (a format not in ``FORMATS``, a
+    table without a directory or in the cluster's).
     """
     if options.format not in FORMATS:
         raise UsageError(f"unknown export format {options.format!r}: choose one of "
                          f"{', '.join(FORMATS)}")
+    check_table(options, options.format == "parquet", "--format parquet")
+    if options.format == "parquet" and not options.output:
+        raise UsageError("--format parquet writes a table: give its directory with -o DIR")
     started = time.monotonic()
     progress = Progress(enabled=options.progress)
     source = ZipNumCluster(cluster_index(options.location))
     progress.step(f"exporting {len(source.shards)} shards of {options.location}",
                   count=lambda: source.lines_read)
     try:
-        if options.output is None:
-            _write(source, options.format, stdout)
-        else:
-            with storage.open_atomic(options.output) as raw:
-                if options.output.endswith(".gz"):
-                    with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as out:
-                        _write(source, options.format, out)
-                else:
-                    _write(source, options.format, raw)
+        table = FORMATS[options.format](source, options, stdout)
     finally:
         progress.done()
     return Exported(source.lines_read, source.format, options.output,
-                    time.monotonic() - started)
+                    time.monotonic() - started, table)

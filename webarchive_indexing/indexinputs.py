@@ -269,16 +269,26 @@ class IndexSource:
     def chunks(self, size=CHUNK_BYTES):
         """The well-formed lines of the source (bytes, no newline), in file order, in lists
         of about ``size`` bytes; malformed ones reported, order watched (see the module)."""
+        for _, chunks in self.chunks_by_file(size):
+            yield from chunks
+
+    def chunks_by_file(self, size=CHUNK_BYTES):
+        """``(path, chunks)`` of each file of the source (a cluster's shards) in order:
+        ``chunks`` that file's part of ``chunks()``, to be read before the next pair is
+        asked for."""
         self._reset()
         for path, pieces in self._files(size):
-            number = 0  # lines of the file before the chunk
-            for data in whole_lines(pieces, size):
-                lines = data.split(b"\n")
-                lines.pop()
-                chunk = self._checked(data, lines, path, number)
-                number += len(lines)
-                if chunk:
-                    yield chunk
+            yield path, self._file_chunks(path, pieces, size)
+
+    def _file_chunks(self, path, pieces, size):
+        number = 0  # lines of the file before the chunk
+        for data in whole_lines(pieces, size):
+            lines = data.split(b"\n")
+            lines.pop()
+            chunk = self._checked(data, lines, path, number)
+            number += len(lines)
+            if chunk:
+                yield chunk
 
     def lines(self):
         """The lines of ``chunks()`` one at a time."""

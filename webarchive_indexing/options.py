@@ -23,7 +23,7 @@ import argparse
 import os
 import re
 
-from .cdxline import FORMATS
+from .cdxline import CDX_FIELDS as CDX_FIELD_SETS, FORMATS
 
 # Defaults that other modules use too
 DEFAULT_THREADS = 16
@@ -46,8 +46,15 @@ QUERY_OUTPUTS = ("cdxj", "json", "cdx11", "text", "link")
 # What serve allows a request by default
 DEFAULT_MAX_LIMIT = 1_000_000
 DEFAULT_TIMEOUT = 120
+# The columnar table's (columnar.py). Rows per row group: ~5-10 MB of Common Crawl's rows
+# compressed, a unit a remote reader (Athena, DuckDB over HTTP) fetches in one request, and
+# fine enough that a one-host query reads a few row groups of a file, not the file (Spark
+# writes 128 MB ones by default). zstd: smaller and faster than gzip (Common Crawl's
+# choice); DuckDB, Spark, Athena, pyarrow and Polars read each of these.
+ROW_GROUP_ROWS_DEFAULT = 100_000
+PARQUET_COMPRESSIONS = ("zstd", "gzip", "snappy")
 # As export.FORMATS (the formats ``export`` writes)
-EXPORT_FORMATS = ("cdx",)
+EXPORT_FORMATS = ("cdx", "parquet")
 
 
 class UsageError(ValueError):
@@ -235,9 +242,15 @@ SKIP_EXISTING = Flag("skip-existing", True,
 ON_ERROR = Option("--on-error", choices=ERROR_MODES, default="fail",
                   help="fail (default): any unreadable input stops the build before a cluster "
                        "is written; skip: index every readable record and report the rest")
-INDEXING = (CDX_FORMAT, INPUT_ROOT, SKIP_EXISTING)
+CDX_FIELDS = Option(
+    "--cdx-fields", choices=tuple(CDX_FIELD_SETS), default="pywb",
+    help="pywb (default): the lines pywb's indexer writes, byte for byte; cc: also Common "
+         "Crawl's fields where the WARC has them: charset and languages (from the metadata "
+         "record after a response), truncated (WARC-Truncated) and redirect (a 3xx's "
+         "Location, made absolute); CDXJ only")
+INDEXING = (CDX_FORMAT, CDX_FIELDS, INPUT_ROOT, SKIP_EXISTING)
 # what build takes of them, with index inputs
-BUILD_INDEXING = (BUILD_CDX_FORMAT, INPUT_ROOT, SKIP_EXISTING, LEGACY_PREFIX)
+BUILD_INDEXING = (BUILD_CDX_FORMAT, CDX_FIELDS, INPUT_ROOT, SKIP_EXISTING, LEGACY_PREFIX)
 
 # What a build writes (build --help, the README)
 BUILD_OUTPUT = """\
@@ -254,6 +267,8 @@ OUTDIR/cluster/                cluster.idx, cluster.loc, cluster.root, and build
                                shards cdx-NNNNN.gz, their indexes part-NNNNN and contents.json
                                (what the cluster holds, for --update)
 OUTDIR/errors.json             every problem met, when there were any
+DIR/crawl=NAME/subset=SUBSET/  with --parquet DIR: the columnar table of the cluster's lines,
+                               part-NNNNN.parquet per shard and partition (docs/columnar.md)
 """
 
 # the cluster
@@ -292,6 +307,27 @@ ROOT_INDEX = Flag("root-index", True,
                   "lookup needs at most 3 requests (default; pywb and others ignore it)",
                   "write no cluster.root: remote lookups binary-search cluster.idx with more "
                   "requests")
+
+# the columnar table (build --parquet, export --format parquet)
+PARQUET = Option("--parquet", metavar="DIR",
+                 help="also write the cluster's lines as a Parquet table in Common Crawl's "
+                      "columnar schema into DIR (crawl=NAME/subset=SUBSET/part-NNNNN.parquet, "
+                      "one file per shard and partition), from the same sorted lines, in the "
+                      "same run: a local directory (replaced once the new table is complete) "
+                      "or an empty s3://bucket/prefix")
+CRAWL = Option("--crawl", metavar="NAME",
+               help="the crawl partition of rows from archives other than Common Crawl's "
+                    "(theirs, with segment and subset, comes from the WARC path) (default: the "
+                    "name of the build's output directory, or of the exported cluster's)")
+ROW_GROUP_ROWS = Option("--row-group-rows", type=positive, default=ROW_GROUP_ROWS_DEFAULT,
+                        metavar="N",
+                        help=f"rows per Parquet row group (default {ROW_GROUP_ROWS_DEFAULT}: a "
+                             "few MB, fine enough for a one-host query to skip most of a file)")
+PARQUET_COMPRESSION = Option("--parquet-compression", choices=PARQUET_COMPRESSIONS,
+                             default=PARQUET_COMPRESSIONS[0],
+                             help="compression of the Parquet files (default zstd; Common "
+                                  "Crawl's use gzip)")
+TABLE = (CRAWL, ROW_GROUP_ROWS, PARQUET_COMPRESSION)
 
 # how the work runs
 RUNNER = Option("--runner", choices=("local", "mrjob", "inline", "spark"), default="local",
@@ -406,16 +442,26 @@ LOG = Flag("log", True, "write an access log (default)", "write no access log")
 SERVE = (COLLECTIONS, HOST, PORT, SERVE_WORKERS, CACHE_MB, TIMEOUT, MAX_LIMIT, ACCESS_LOG, LOG)
 
 # export
-EXPORT_OUTPUT = Option("-o", "--output", metavar="FILE",
-                       help="write FILE (local or s3://; gzipped when it ends in .gz), which "
-                            "appears only once complete, instead of printing")
+EXPORT_OUTPUT = Option("-o", "--output", metavar="FILE|DIR",
+                       help="cdx: write FILE (local or s3://; gzipped when it ends in .gz), "
+                            "which appears only once complete, instead of printing; parquet "
+                            "(needed): the table's directory, local (replaced once the new "
+                            "table is complete) or an empty s3://bucket/prefix")
 EXPORT_FORMAT = Option("--format", choices=EXPORT_FORMATS, default="cdx",
                        help="cdx (default): the lines as the cluster holds them, CDXJ, or "
-                            "CDX11/CDX9 after their ' CDX ...' header line")
+                            "CDX11/CDX9 after their ' CDX ...' header line; parquet: a table "
+                            "in Common Crawl's columnar schema (docs/columnar.md)")
 
 # copy
-COPY_CLUSTER = CLUSTER.but(help="the cluster: a build's output directory, its cluster/ directory "
-                                "or cluster.idx (local, s3:// or http(s)://)")
+COPY_CLUSTER = CLUSTER.but(nargs="?", help="the cluster: a build's output directory, its "
+                                           "cluster/ directory or cluster.idx (local, s3:// "
+                                           "or http(s)://); not with --records-csv")
+RECORDS_CSV = Option("--records-csv", metavar="FILE",
+                     help="instead of a cluster and a selection: the records a CSV file names "
+                          "(local or s3://), as Common Crawl's WARC export takes a SQL result: "
+                          "the columns url, warc_filename, warc_record_offset and "
+                          "warc_record_length, found by a header naming them (else the first "
+                          "four, in this order); each record once, in the file's order")
 DOMAINS = Option("--domains", action="append", default=[], metavar="LIST",
                  help="comma-separated domains, host names or URL prefixes (repeatable)")
 DOMAINS_FILE = Option("--domains-file", action="append", default=[], metavar="FILE",
@@ -452,6 +498,9 @@ SPLITS = FileOption("--splits", required=True, help="splits.txt from sample_spli
 PARTITIONS = FileOption("--partitions",
                         help="partitions.seq from sample_splits: on Hadoop/EMR, reducer i then "
                              "writes shard i (TotalOrderPartitioner)")
+TABLE_DIR = Option("--table-dir",
+                   help="where each shard's files of a columnar table are written (with "
+                        "--crawl: build --parquet)")
 COPY_DIR = Option("--copy-dir", required=True,
                   help="where the plan is and the WARC files go (local or s3://)")
 PROGRESS_DIR = Option("--progress-dir",
@@ -583,27 +632,48 @@ def check_build(options, inputs):
         if given:
             raise UsageError(f"--update keeps the split points and lines per block of the "
                              f"cluster in OUTDIR: leave out {', '.join(given)} (or build anew)")
+        if options.parquet:
+            raise UsageError("--parquet goes without --update: an update writes no table "
+                             "(build anew to write one)")
     if not inputs and not (options.update and options.remove):
         raise UsageError("no INPUT given: name the archives or indexes to build from "
                          "(only --update --remove GLOB goes without)")
 
 
+def check_table(settings, writes_table, needs):
+    """``UsageError`` for a table option (``TABLE``) set where no table is written; ``needs``
+    names what writes one (``--parquet DIR``)."""
+    if writes_table:
+        return
+    given = [option.name for option in TABLE if getattr(settings, option.dest) != option.default]
+    if given:
+        raise UsageError(f"{' and '.join(given)} {'goes' if len(given) == 1 else 'go'} with "
+                         f"{needs}, which writes a table")
+
+
+def check_indexing(cdx_fields, cdx_format):
+    """``UsageError`` for indexing options that cannot go together."""
+    if cdx_fields != "pywb" and cdx_format != "cdxj":
+        raise UsageError(f"--cdx-fields {cdx_fields} needs --cdx-format cdxj, not {cdx_format} "
+                         "(CDX11 and CDX9 have no columns for charset and languages)")
+
+
 class BuildOptions(Options):
     """What ``build.build(inputs, out_dir, options)`` does, and with which engine."""
     OPTIONS = (BUILD_SHARDS, BUILD_LINES_PER_BLOCK, SPLITS_FROM, UPDATE, REMOVE, ON_ERROR,
-               ROOT_INDEX, PROGRESS, *BUILD_INDEXING, *ENGINE)
+               ROOT_INDEX, PROGRESS, PARQUET, *TABLE, *BUILD_INDEXING, *ENGINE)
     EXTRA = {"spark_context": None}
 
 
 class ExportOptions(Options):
     """What ``export.export(options)`` writes: which cluster, where to, in which format."""
-    OPTIONS = (CLUSTER, EXPORT_OUTPUT, EXPORT_FORMAT, PROGRESS)
+    OPTIONS = (CLUSTER, EXPORT_OUTPUT, EXPORT_FORMAT, *TABLE, PROGRESS)
 
 
 class CopyOptions(Options):
     """What ``webarchive-index copy copy`` copies, where to, and with which engine."""
-    OPTIONS = (COPY_CLUSTER, DOMAINS, DOMAINS_FILE, COPY_OUTPUT, RECORDS_PER_FILE, NAME_PREFIX,
-               WARC_PREFIX, THREADS, RETRIES, PROGRESS, *ENGINE)
+    OPTIONS = (COPY_CLUSTER, DOMAINS, DOMAINS_FILE, RECORDS_CSV, COPY_OUTPUT, RECORDS_PER_FILE,
+               NAME_PREFIX, WARC_PREFIX, THREADS, RETRIES, PROGRESS, *ENGINE)
     EXTRA = {"spark_context": None}
 
 

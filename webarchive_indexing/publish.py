@@ -28,12 +28,19 @@ published directly in ``cluster/`` (as before builds had directories of their ow
 
 Locations in ``cluster.loc`` are relative, so a cluster can be moved or copied whole
 (pywb and ``query`` resolve them against the directory of the .loc).
+
+A table (``build --parquet``, ``export --format parquet``) is published whole too:
+written into a fresh directory beside its place and renamed into it on a local disk
+(``staged_table``), else written into a prefix that must hold nothing yet (S3 has no
+rename with which to replace a table whole), which a failure empties again.
 """
+import contextlib
 import glob
 import os
 import re
 
 from . import storage
+from .options import UsageError
 from .steps import finalize_cluster
 
 BUILD_PREFIX = "build-"
@@ -137,3 +144,42 @@ def _stale(cluster_dir, keep):
         elif cluster_dir not in keep and _SHARD_FILE.match(name):
             files.append(path)
     return sorted(directories), files
+
+
+def check_table_place(table_dir, *kept):
+    """``UsageError`` if writing a table into ``table_dir`` would replace or mix with one of
+    the directories ``kept`` (a cluster, CDX files): the same, inside one, or holding one."""
+    table = storage.abspath(table_dir).rstrip("/") + "/"
+    for keep in kept:
+        keep = storage.abspath(keep).rstrip("/") + "/"
+        if table.startswith(keep) or keep.startswith(table):
+            raise UsageError(f"the table's directory {table_dir} would mix with or replace "
+                             f"{keep.rstrip('/')}: give the table a directory of its own")
+
+
+@contextlib.contextmanager
+def staged_table(table_dir):
+    """The directory to write a table into that is then published as ``table_dir``, when
+    the block ends without an error (and removed after one). ``UsageError`` where
+    directories are not renamed (not on a local disk) and ``table_dir`` holds something
+    already."""
+    table_dir = storage.abspath(table_dir)
+    swap = storage.is_local(table_dir)
+    if swap:
+        parent = os.path.dirname(table_dir)
+        os.makedirs(parent, exist_ok=True)
+        building = storage.local.make_temp_dir(parent, ".table-build-")
+    else:
+        if next(iter(storage.list_files(table_dir)), None) is not None:
+            raise UsageError(f"{table_dir} is not empty: write the table to a new prefix "
+                             "(there is no rename there with which to replace one whole)")
+        building = table_dir
+    published = False
+    try:
+        yield building
+        if swap:
+            storage.local.replace_tree(building, table_dir)
+        published = True
+    finally:
+        if not published:
+            storage.remove_tree(building)

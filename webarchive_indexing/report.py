@@ -90,15 +90,38 @@ def print_summary(summary, stream):
         stream.write(f"cluster:  {summary.shards} shards{copied}, {summary.cluster_lines} lines, "
                      f"{summary.blocks} blocks, {human(summary.cluster_bytes)} in "
                      f"{summary.cluster_dir}\n")
+        if summary.table is not None:
+            print_table(summary.table, stream)
     stream.write(f"errors:   {len(summary.errors)}"
                  + (f" (see {summary.report})" if summary.errors and summary.report else "")
                  + f"\ntime:     {summary.seconds:.1f} s\n")
 
 
+def print_table(table, stream):
+    """The lines of a columnar table's summary (``columnar.TableSummary``): its problems,
+    then what it holds."""
+    from .progress import human
+    for error in table.errors[:20]:
+        stream.write(f"error: shard {error['shard']} line {error['line']} "
+                     f"({error['key']}): {error['reason']}\n")
+    if table.error_count > 20:
+        stream.write(f"error: ... and {table.error_count - 20} more\n")
+    stream.write(f"table:    {table.rows} rows from {table.lines} lines, {len(table.files)} "
+                 f"Parquet files, {human(table.bytes)} in {table.table_dir}"
+                 + (f" ({table.error_count} lines made no row)" if table.error_count else "")
+                 + "\n")
+
+
+def query_table_hint(table):
+    """How to look at a table with DuckDB."""
+    return (f"duckdb -c \"SELECT crawl, subset, count(*) FROM read_parquet("
+            f"'{table.table_dir}/*/*/*.parquet', hive_partitioning = true) GROUP BY ALL\"")
+
+
 def report_build(run, output):
     """Run ``run() -> Summary`` (a build) and report it the way ``build`` does; the exit status."""
-    from .inputs import InputError
     from .build import BuildFailed
+    from .inputs import InputError
     from .options import UsageError
     try:
         summary = run()
@@ -114,7 +137,9 @@ def report_build(run, output):
     print_summary(summary, sys.stderr)
     sys.stderr.write(f"\nquery it:  webarchive-index query {output} '{_example_pattern(summary)}'"
                      " --limit 10\n")
-    return EXIT_PARTIAL if summary.errors else EXIT_OK
+    if summary.table is not None:
+        sys.stderr.write(f"           {query_table_hint(summary.table)}\n")
+    return EXIT_PARTIAL if summary.errors or (summary.table and summary.table.error_count) else EXIT_OK
 
 
 def _example_pattern(summary):

@@ -2,11 +2,14 @@
 
 * ``index_archive``: one WARC/ARC file -> its sorted ``.cdx.gz``;
 * ``write_splits``: the sampled split points -> ``splits.txt`` and ``splits.seq``;
-* ``write_shard``: the sorted lines of one shard -> ``cdx-NNNNN.gz`` and ``part-NNNNN``;
+* ``write_shard``: the sorted lines of one shard -> ``cdx-NNNNN.gz`` and ``part-NNNNN``
+  (and the shard's files of a columnar table);
+* ``write_shard_table``: a shard written -> its files of a columnar table;
 * ``finalize_cluster``: every shard checked -> ``cluster.loc``, ``cluster.root``, then ``cluster.idx``.
 
 Each writes through ``storage``, so an output either exists whole or not at all.
 """
+import contextlib
 import gzip
 import io
 import json
@@ -27,7 +30,7 @@ class IndexingFailed(Exception):
 
 
 def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error="fail",
-                  sample_size=0):
+                  sample_size=0, cdx_fields="pywb"):
     """Index one archive into ``cdx_dir/<name>.cdx.gz``; return a status dict.
 
     With ``on_error="skip"`` the records read before and after a problem are
@@ -37,8 +40,11 @@ def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error=
     ``skip_existing`` keeps a CDX file only if its ``cdxmeta`` says that it was made
     in format ``fmt`` from the archive as it is now (else ``status["stale"]`` says why
     it was made again); ``status["source"]`` is what the CDX file was made from. The
-    meta keeps a sample of ``sample_size`` lines.
+    meta keeps a sample of ``sample_size`` lines. ``cdx_fields`` as ``cdx.index_file``
+    takes it (a CDX file made with other fields is stale too).
     """
+    # what the meta records as the CDX file's format: other fields make another CDX
+    made_as = fmt if cdx_fields == "pywb" else f"{fmt} with --cdx-fields {cdx_fields}"
     out = storage.join(cdx_dir, cdx_name(name))
     errors_out = out + ERRORS_SUFFIX
     status = {"name": name, "path": path, "cdx": out, "skipped": False, "stale": None,
@@ -49,11 +55,11 @@ def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error=
     except OSError:
         source = None  # indexing reports it
     if skip_existing and storage.exists(out) and not storage.exists(errors_out):
-        status["stale"] = cdxmeta.stale(cdxmeta.read(out), fmt, source)
+        status["stale"] = cdxmeta.stale(cdxmeta.read(out), made_as, source)
         if status["stale"] is None:
             status["skipped"] = True
             return status
-    result = cdx.index_file(path, name, fmt)
+    result = cdx.index_file(path, name, fmt, cdx_fields=cdx_fields)
     if result.errors and on_error == "fail":
         raise IndexingFailed(result.errors)
     status.update(records=result.records, lines=len(result.lines),
@@ -65,7 +71,7 @@ def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error=
     # the meta goes first and comes back last: a CDX file with one always matches it
     storage.remove(cdxmeta.meta_path(out))
     storage.write_atomic(out, gzip.compress(text.encode("utf-8"), 6, mtime=0))
-    cdxmeta.write(out, cdxmeta.make(fmt, source, text, sample_size))
+    cdxmeta.write(out, cdxmeta.make(made_as, source, text, sample_size))
     if not result.errors:
         storage.remove(errors_out)
     return status
@@ -105,21 +111,45 @@ def read_splits(splits_path):
     return splits.parse_splits(storage.read_bytes(splits_path).decode("utf-8"))
 
 
-def write_shard(shard, lines, cluster_dir, lines_per_block=zipnum.LINES_PER_BLOCK):
+def write_shard(shard, lines, cluster_dir, lines_per_block=zipnum.LINES_PER_BLOCK, table=None):
     """Write one shard from its sorted lines (str, no newline); return its stats.
 
     The shard file is published before its part file, so an index line never
-    points at a shard that is not there.
+    points at a shard that is not there. With ``table`` (a ``columnar.Table``) the
+    same lines also become the shard's files of that table (their stats: ``"table"``).
     """
     name = zipnum.shard_name(shard)
-    with storage.open_atomic(storage.join(cluster_dir, name)) as fh:
+    with contextlib.ExitStack() as stack:
+        fh = stack.enter_context(storage.open_atomic(storage.join(cluster_dir, name)))
         writer = zipnum.ShardWriter(fh, name, lines_per_block)
+        rows = None if table is None else stack.enter_context(table.shard(shard))
         for line in lines:
             writer.add(line.encode("utf-8") + b"\n")
+            if rows is not None:
+                rows.add(line)
         part = writer.close()
     storage.write_atomic(storage.join(cluster_dir, zipnum.part_name(shard)), part)
-    return {"shard": shard, "lines": writer.lines, "blocks": writer.blocks,
-            "bytes": writer.bytes_written}
+    stats = {"shard": shard, "lines": writer.lines, "blocks": writer.blocks,
+             "bytes": writer.bytes_written}
+    if rows is not None:
+        stats["table"] = rows.stats
+    return stats
+
+
+def write_shard_table(shard, cluster_dir, table):
+    """Write the files of shard number ``shard`` of ``table`` (a ``columnar.Table``) from
+    the lines of that shard as written in ``cluster_dir``; their stats. For engines whose
+    shard tasks do not write the table themselves (``engines.Engine.write_tables``)."""
+    from .indexinputs import CdxFile
+    path = storage.join(cluster_dir, zipnum.shard_name(shard))
+    if not storage.size(path):  # a shard without lines: no rows, no files
+        return table.write_chunks(shard, ())
+    source = CdxFile(path)
+    stats = table.write_chunks(shard, source.chunks())
+    if source.malformed or source.unsorted:
+        raise ClusterIncomplete(f"{path} is not the sorted shard that was written: "
+                                f"{(source.problems or [source.unsorted])[0]}")
+    return stats
 
 
 class ClusterIncomplete(Exception):

@@ -77,6 +77,13 @@ def part_name(i: int) -> str:
     return f"part-{i:05d}"
 
 
+def shard_number(name):
+    """The number of a shard named as ``shard_name`` names one (``cdx-00042.gz``, also
+    under a directory: ``build-x/cdx-00042.gz``), else None."""
+    digits = name.rsplit("/", 1)[-1].removeprefix("cdx-").removesuffix(".gz")
+    return int(digits) if digits.isdigit() and f"cdx-{digits}.gz" in name else None
+
+
 def block_key(line: bytes) -> bytes:
     """``urlkey timestamp`` of a CDX/CDXJ line: what the secondary index is sorted on."""
     return b" ".join(line.split(b" ", 2)[:2]).rstrip(b"\r\n")

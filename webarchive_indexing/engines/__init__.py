@@ -7,17 +7,22 @@ of sorting their lines (``local_engine``, the default); ``mrjob`` (mrjob's local
 (``mrjob_engine``); ``spark`` runs the same tasks on Spark (``spark_engine``). Each
 engine does each step with the same functions (``steps``, ``splits``, ``extract``), so the
 outputs are the same bytes whichever runs them. A new engine is a module of this package
-with an ``Engine`` subclass, and a line in ``ENGINES``.
+with an ``Engine`` subclass, and a line in ``ENGINES``; it writes ``build --parquet``'s
+table with nothing more (``Engine.write_tables``), and in its shard tasks if it wants to.
 
     with open_engine("spark", BuildOptions(spark_master="local[2]")) as engine:
         statuses = engine.index(archives, cdx_dir, "cdxj", skip_existing=True)
         split_lines = engine.sample(cdx_files, shards, splits_dir)
+        engine.table = columnar.Table("table", "my-crawl", 100_000, "zstd")  # or None
         stats = engine.write_cluster(cdx_files, split_lines, shards, 3000, cluster_dir)
+        # the table's files of the shards whose task did not write them
+        tables = engine.write_tables(cluster_dir, [s for s in stats if "table" not in stats[s]])
 
 Settings are an options object (``options.BuildOptions``, ``CopyOptions``); an engine
 reads those it has use for (``options.ENGINE``) when it is made.
 """
 import importlib
+import os
 import re
 
 # Engine name -> the module of this package that runs it
@@ -71,6 +76,9 @@ class Engine:
         # a progress.Progress the driver shows its steps on: an engine may show what a
         # step is doing on it (a line of its own where it is not drawn)
         self.progress = None
+        # the columnar.Table that the cluster's shards also go into (build --parquet): set
+        # by the driver before write_cluster
+        self.table = None
 
     def __enter__(self):
         return self
@@ -94,7 +102,7 @@ class Engine:
         from ..indexprep import prepare
         return prepare(sources, out_dir, on_error, done)
 
-    def index(self, archives, cdx_dir, cdx_format, skip_existing):
+    def index(self, archives, cdx_dir, cdx_format, skip_existing, cdx_fields="pywb"):
         """Index each ``inputs.Archive`` into ``cdx_dir`` (``steps.index_archive``, problems
         reported, never raised); the status dict of each archive, in any order."""
         raise NotImplementedError
@@ -107,7 +115,10 @@ class Engine:
 
     def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
         """Write the ``shards`` shards of every line of ``cdx_files`` into ``cluster_dir``
-        (``steps.write_shard``); the stats of each shard written, by shard number."""
+        (``steps.write_shard``); the stats of each shard written, by shard number. With
+        ``self.table``, an engine may have the task writing a shard write the shard's files
+        of that table from the same lines (their stats under ``"table"``); the driver has
+        ``write_tables`` write those of the shards whose stats lack them."""
         raise NotImplementedError
 
     def update_cluster(self, cdx_files, old_cluster, split_lines, removal, lines_per_block,
@@ -119,6 +130,23 @@ class Engine:
         ``(stats of each shard, shards copied unchanged, lines removed)``. Only engines
         that merge sorted runs do this (``options.check_build`` says which)."""
         raise NotImplementedError(f"the {self.name} engine does not update clusters")
+
+    def write_tables(self, cluster_dir, shards):
+        """Write the files of ``self.table`` of each shard numbered in ``shards``, from the
+        lines of that shard as ``write_cluster`` wrote it in ``cluster_dir`` (read back:
+        ``steps.write_shard_table``), one task per shard on this machine's cores; their
+        stats, by shard number. What every engine does without writing the table in its
+        shard tasks; one that writes it there does this for none."""
+        from ..steps import write_shard_table
+        calls = [(shard, cluster_dir, self.table) for shard in shards]
+        workers = min(len(calls), len(os.sched_getaffinity(0)))
+        if workers < 2:
+            return {shard: write_shard_table(*call) for shard, call in zip(shards, calls)}
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        # spawned: the driver may have threads (a progress display) that a fork would copy
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            return dict(zip(shards, pool.map(write_shard_table, *zip(*calls))))
 
     def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None):
         """Copy each planned chunk into ``output`` (``extract.run_chunk``); the status of each.

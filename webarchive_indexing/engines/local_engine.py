@@ -91,8 +91,9 @@ def archive_sample_size(shards, archives, scaler=SCALER):
     return min(size, SAMPLE_MARGIN * math.ceil(size / max(1, archives)) + SAMPLE_SLACK)
 
 
-def _index(path, name, cdx_dir, fmt, skip_existing, sample_size):
-    status = steps.index_archive(path, name, cdx_dir, fmt, skip_existing, "skip", sample_size)
+def _index(path, name, cdx_dir, fmt, skip_existing, sample_size, cdx_fields):
+    status = steps.index_archive(path, name, cdx_dir, fmt, skip_existing, "skip", sample_size,
+                                 cdx_fields)
     return status, cdxmeta.read(status["cdx"]), storage.size(status["cdx"])
 
 
@@ -160,13 +161,14 @@ class LocalEngine(Engine):
     def _tasks(self, function, calls):
         return mergebuild.run_tasks(self.pool, function, calls)
 
-    def index(self, archives, cdx_dir, cdx_format, skip_existing):
+    def index(self, archives, cdx_dir, cdx_format, skip_existing, cdx_fields="pywb"):
         if not archives:
             return []
         size = archive_sample_size(self.shards, len(archives))
         statuses = []
         for status, meta, cdx_size in self._tasks(_index, [
-                (a.path, a.name, cdx_dir, cdx_format, skip_existing, size) for a in archives]):
+                (a.path, a.name, cdx_dir, cdx_format, skip_existing, size, cdx_fields)
+                for a in archives]):
             self.metas[status["cdx"]], self.sizes[status["cdx"]] = meta, cdx_size
             statuses.append(status)
         return statuses

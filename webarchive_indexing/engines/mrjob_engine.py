@@ -106,12 +106,12 @@ class MrjobEngine(Engine):
         self.staged.update(zip(missing, staged))
         return [self.staged[p] for p in paths]
 
-    def index(self, archives, cdx_dir, cdx_format, skip_existing):
+    def index(self, archives, cdx_dir, cdx_format, skip_existing, cdx_fields="pywb"):
         from ..jobs.index_warcs import IndexWarcsJob
         if not archives:
             return []
-        args = ["--cdx-dir", cdx_dir, "--cdx-format", cdx_format, "--on-error", "skip",
-                "--skip-existing" if skip_existing else "--no-skip-existing"]
+        args = ["--cdx-dir", cdx_dir, "--cdx-format", cdx_format, "--cdx-fields", cdx_fields,
+                "--on-error", "skip", "--skip-existing" if skip_existing else "--no-skip-existing"]
         # the job names each archive again from its path, relative to the longest root
         # holding it: the root each name was made relative to is that root
         for root in sorted({archive.root for archive in archives if archive.root}):
@@ -129,9 +129,14 @@ class MrjobEngine(Engine):
         splits_file = os.path.join(self.work, "splits.txt")
         with open(splits_file, "w", encoding="utf-8") as fh:
             fh.write(format_splits(split_lines))
-        written = self._run(ZipClusterJob, ["--splits", splits_file, "--shards", str(shards),
-                                            "--lines-per-block", str(lines_per_block),
-                                            "--cluster-dir", cluster_dir, *self._local(cdx_files)])
+        args = ["--splits", splits_file, "--shards", str(shards),
+                "--lines-per-block", str(lines_per_block), "--cluster-dir", cluster_dir]
+        table = self.table
+        if table is not None:  # the reducers write it
+            args += ["--table-dir", table.dir, "--crawl", table.crawl,
+                     "--row-group-rows", str(table.row_group_rows),
+                     "--parquet-compression", table.compression]
+        written = self._run(ZipClusterJob, args + self._local(cdx_files))
         return {s["shard"]: s for s in written}
 
     def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None):

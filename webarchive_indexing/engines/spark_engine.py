@@ -28,7 +28,8 @@ master, else ``local[*]``) and stops when it is closed.
    Python: ``str`` order is code point order, i.e. UTF-8 byte order, the order of
    ``LC_ALL=C sort`` and of Hadoop's ``Text``; a JVM-side string sort would be
    UTF-16 order and differ for characters above U+FFFF); then every partition,
-   empty ones included, writes its shard with ``steps.write_shard``.
+   empty ones included, writes its shard with ``steps.write_shard`` (and, with
+   ``build --parquet``, the shard's files of the table, from the same lines).
 
 4. **copy** (:func:`copy_chunks`): one task per planned chunk, ``extract.run_chunk``.
 
@@ -118,7 +119,7 @@ def cdx_lines_rdd(sc, cdx_files, cdx_bytes_per_task=CDX_BYTES_PER_TASK, sizes=No
 # -- the three steps -------------------------------------------------------------------------
 
 def index_archives(sc, archives, cdx_dir, cdx_format="cdxj", skip_existing=True,
-                   archives_per_task=1):
+                   archives_per_task=1, cdx_fields="pywb"):
     """Step 1: index each ``inputs.Archive`` into ``cdx_dir``; ``(statuses, sizes)``: the
     status dicts of ``steps.index_archive`` and the size of each CDX file, in input order.
 
@@ -133,7 +134,8 @@ def index_archives(sc, archives, cdx_dir, cdx_format="cdxj", skip_existing=True,
 
     def index(item):
         path, name = item
-        status = steps.index_archive(path, name, cdx_dir, cdx_format, skip_existing, "skip")
+        status = steps.index_archive(path, name, cdx_dir, cdx_format, skip_existing, "skip",
+                                     cdx_fields=cdx_fields)
         return status, storage.size(status["cdx"])
 
     done = sc.parallelize(work, math.ceil(len(work) / archives_per_task)).map(index).collect()
@@ -178,9 +180,10 @@ def _line_of_key(key):
 
 def write_cluster(sc, cdx_files, split_lines, shards, cluster_dir,
                   lines_per_block=LINES_PER_BLOCK, cdx_bytes_per_task=CDX_BYTES_PER_TASK,
-                  sizes=None):
+                  sizes=None, table=None):
     """Step 3: write the ``shards`` shards (``cdx-NNNNN.gz`` + ``part-NNNNN``) of every
-    line of ``cdx_files`` into ``cluster_dir``; the stats of each, by shard number."""
+    line of ``cdx_files`` into ``cluster_dir`` (and, with ``table``, each shard's files of
+    that ``columnar.Table`` in the same task); the stats of each, by shard number."""
     points = list(split_lines)
     if len(points) + 1 != shards:
         raise ValueError(f"{len(points)} split points make {len(points) + 1} shards, "
@@ -195,7 +198,7 @@ def write_cluster(sc, cdx_files, split_lines, shards, cluster_dir,
                 if line_shard != shard:
                     raise RuntimeError(f"a line of shard {line_shard} reached partition {shard}")
                 yield line
-        yield steps.write_shard(shard, lines(), cluster_dir, lines_per_block)
+        yield steps.write_shard(shard, lines(), cluster_dir, lines_per_block, table)
 
     written = (cdx_lines_rdd(sc, cdx_files, cdx_bytes_per_task, sizes)
                .map(keyed)
@@ -265,9 +268,9 @@ class SparkEngine(Engine):
             raise task_failure(text[start:].split("\n\tat ", 1)[0],
                                f"a Spark task of the {step} step") from None
 
-    def index(self, archives, cdx_dir, cdx_format, skip_existing):
+    def index(self, archives, cdx_dir, cdx_format, skip_existing, cdx_fields="pywb"):
         statuses, self.sizes = self._run("index", index_archives, archives, cdx_dir, cdx_format,
-                                         skip_existing, self.archives_per_task)
+                                         skip_existing, self.archives_per_task, cdx_fields)
         return statuses
 
     def _sizes(self, cdx_files):
@@ -284,7 +287,8 @@ class SparkEngine(Engine):
 
     def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
         return self._run("cluster", write_cluster, cdx_files, split_lines, shards, cluster_dir,
-                         lines_per_block, self.cdx_bytes_per_task, self._sizes(cdx_files))
+                         lines_per_block, self.cdx_bytes_per_task, self._sizes(cdx_files),
+                         self.table)
 
     def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None):
         return self._run("copy", copy_chunks, chunk_paths, output, warc_prefix, threads,

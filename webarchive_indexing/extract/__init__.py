@@ -8,6 +8,7 @@ found through its ZipNum cluster, into new WARC files: ``webarchive-index copy``
     cluster = open_cluster("s3://bucket/index")
     per_input, total = extract.check(cluster, inputs)       # captures, WARC files, bytes
     plan = extract.ensure_plan(cluster, "s3://bucket/index", inputs, "out", records_per_file=10000)
+    plan = extract.ensure_csv_plan("records.csv", "out")     # or the records a CSV names
     for chunk in plan.chunk_paths():                         # one task each (job, Spark, here)
         extract.run_chunk(chunk, "out", "s3://commoncrawl/", threads=16)
     extract.survey("out")                                    # what is complete, what failed
@@ -22,6 +23,8 @@ One module per concern, each a set of plain functions used alike by the MRJob jo
   takes, from the index alone;
 * ``plan``: one pass over the matching index lines (streamed, constant memory) into
   chunk files, one per output, in index order (``OUT/plan/``);
+* ``csvrecords``: the records a CSV names instead (Common Crawl's CSV of a SQL result:
+  ``url, warc_filename, warc_record_offset, warc_record_length``), planned in its order;
 * ``fetch``: one ranged read of a record, checked to be one complete gzip member of the
   CDX length holding a WARC record, retried with backoff when it is not (or the read
   failed: 503, reset, short body); the retries of small reads and writes;
@@ -31,14 +34,16 @@ One module per concern, each a set of plain functions used alike by the MRJob jo
   what an output holds of its plan (``survey``).
 """
 from .fetch import Failed, check_member, fetch_record
-from .plan import Plan, PlanMismatch, ensure_plan, load_plan, make_plan
+from .csvrecords import read_records
+from .plan import (Plan, PlanMismatch, ensure_csv_plan, ensure_plan, load_plan, make_csv_plan,
+                   make_plan)
 from .run import CopyResult, Survey, copy, copy_chunks, survey
-from .selection import (Input, SelectionError, check, merge_ranges, parse_input,
+from .selection import (Input, SelectionError, check, check_source, merge_ranges, parse_input,
                         parse_selection, read_selection, read_selection_file)
 from .write import copy_chunk, read_progress, run_chunk
 
 __all__ = ["CopyResult", "Failed", "Input", "Plan", "PlanMismatch", "SelectionError", "Survey",
-           "check", "check_member", "copy", "copy_chunk", "copy_chunks", "ensure_plan",
-           "fetch_record", "load_plan", "make_plan", "merge_ranges", "parse_input",
-           "parse_selection", "read_progress", "read_selection", "read_selection_file",
-           "run_chunk", "survey"]
+           "check", "check_member", "check_source", "copy", "copy_chunk", "copy_chunks",
+           "ensure_csv_plan", "ensure_plan", "fetch_record", "load_plan", "make_csv_plan",
+           "make_plan", "merge_ranges", "parse_input", "parse_selection", "read_progress",
+           "read_records", "read_selection", "read_selection_file", "run_chunk", "survey"]

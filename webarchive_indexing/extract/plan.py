@@ -7,7 +7,10 @@ depend only on the selection::
     OUT/plan/plan.json            selection, merged key ranges, cluster, per-chunk totals;
                                   written last (a plan without it is made again)
 
-A rerun reuses the plan; a different selection (other key ranges, cluster,
+The records may instead be those a CSV file names (``csvrecords``: Common Crawl's CSV of
+a SQL result), in its order; the plan then remembers the file and its SHA-1.
+
+A rerun reuses the plan; a different selection (other key ranges, cluster, records CSV,
 ``records_per_file`` or name prefix) in the same output raises ``PlanMismatch``.
 """
 import contextlib
@@ -19,8 +22,9 @@ from dataclasses import dataclass
 from .. import cdxline, storage
 from ..options import (DEFAULT_NAME_PREFIX, DEFAULT_RECORDS_PER_FILE, FILE_NAME, FILE_NAME_HELP,
                        UsageError)
+from . import csvrecords
 from .fetch import again
-from .selection import is_arc, lines_in, merge_ranges
+from .selection import check_source, is_arc, lines_in, merge_ranges, read_selection
 
 PLAN_VERSION = 1
 PLAN_DIR = "plan"
@@ -50,7 +54,7 @@ def listing_path(output):
 @dataclass
 class Plan:
     output: str
-    cluster: str
+    cluster: str          # None for the records of a CSV
     inputs: list          # the selection as given
     ranges: list          # merged [start, end] key ranges
     records_per_file: int
@@ -60,16 +64,33 @@ class Plan:
     bytes: int = 0
     warc_files: int = 0
     arc_records: int = 0  # selected, and left out: records of ARC files
+    records_csv: str = None   # the CSV whose records these are, and its SHA-1
+    records_sha1: str = None
 
     def chunk_paths(self):
         return [storage.join(self.output, PLAN_DIR, c["name"] + ".cdx") for c in self.chunks]
 
     def as_dict(self):
         return {"version": PLAN_VERSION, "cluster": self.cluster, "selection": self.inputs,
-                "ranges": self.ranges, "records_per_file": self.records_per_file,
+                "ranges": self.ranges, "records_csv": self.records_csv,
+                "records_sha1": self.records_sha1, "records_per_file": self.records_per_file,
                 "name_prefix": self.name_prefix, "records": self.records, "bytes": self.bytes,
                 "warc_files": self.warc_files, "arc_records": self.arc_records,
                 "chunks": self.chunks}
+
+    def identity(self):
+        """What tells this copy from another in the same output, by what an option names."""
+        return {"selection (its merged key ranges)": self.ranges, "cluster": self.cluster,
+                "--records-csv": self.records_csv, "the records CSV (its SHA-1)": self.records_sha1,
+                "--records-per-file": self.records_per_file, "--name-prefix": self.name_prefix}
+
+    def source(self):
+        """Where the records come from, for people."""
+        if self.records_csv:
+            return f"the records of {self.records_csv}"
+        shown = ", ".join(self.inputs[:5]) + (f" and {len(self.inputs) - 5} more"
+                                              if len(self.inputs) > 5 else "")
+        return f"{shown} from {self.cluster}"
 
 
 def load_plan(output):
@@ -85,8 +106,23 @@ def load_plan(output):
         raise PlanMismatch(f"{plan_path(output)} names its outputs otherwise than a plan does "
                            f"({prefix!r}...): it was not made by a copy; use a new output directory")
     return Plan(output, data["cluster"], data["selection"], data["ranges"],
-                data["records_per_file"], prefix, chunks,
-                data["records"], data["bytes"], data["warc_files"], data.get("arc_records", 0))
+                data["records_per_file"], prefix, chunks, data["records"], data["bytes"],
+                data["warc_files"], data.get("arc_records", 0), data.get("records_csv"),
+                data.get("records_sha1"))
+
+
+def _selection_plan(location, inputs, output, records_per_file, name_prefix):
+    """The plan (without chunks) of copying ``inputs`` from the cluster at ``location``."""
+    return Plan(storage.abspath(output), storage.abspath(location), [i.text for i in inputs],
+                [[g.start, g.end] for g in merge_ranges(inputs)], records_per_file,
+                name_prefix, [])
+
+
+def _csv_plan(records_csv, output, records_per_file, name_prefix):
+    """The plan (without chunks) of copying the records of the CSV ``records_csv``."""
+    return Plan(storage.abspath(output), None, [], [], records_per_file, name_prefix, [],
+                records_csv=storage.abspath(records_csv),
+                records_sha1=csvrecords.digest(records_csv))
 
 
 def make_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECORDS_PER_FILE,
@@ -95,13 +131,26 @@ def make_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECORD
     ``output``: chunk files of at most ``records_per_file`` index lines, in index order,
     then ``chunks.txt`` and, last, ``plan.json``. Streams: one chunk is open at a time.
     Records of ARC files are left out (counted in ``arc_records``)."""
+    plan = _selection_plan(location, inputs, output, records_per_file, name_prefix)
+    groups = merge_ranges(inputs)
+    return _write(plan, ((line, cdxline.location(line)) for _, line in lines_in(cluster, groups)))
+
+
+def make_csv_plan(records_csv, output, records_per_file=DEFAULT_RECORDS_PER_FILE,
+                  name_prefix=DEFAULT_NAME_PREFIX):
+    """Write the plan of copying the records the CSV ``records_csv`` names, in its order
+    (see ``make_plan``)."""
+    plan = _csv_plan(records_csv, output, records_per_file, name_prefix)
+    return _write(plan, csvrecords.chunk_lines(records_csv))
+
+
+def _write(plan, records):
+    """Write ``plan``'s chunks of ``records``, ``(line, cdxline.Location)`` pairs, then its
+    listing and ``plan.json``; the plan."""
+    output, records_per_file, name_prefix = plan.output, plan.records_per_file, plan.name_prefix
     if not FILE_NAME.fullmatch(name_prefix):
         raise UsageError(f"--name-prefix {name_prefix!r}: expected {FILE_NAME_HELP}")
-    output, location = storage.abspath(output), storage.abspath(location)
     storage.remove_temp_files(storage.join(output, PLAN_DIR))  # of a plan killed half-made
-    groups = merge_ranges(inputs)
-    plan = Plan(output, location, [i.text for i in inputs], [[g.start, g.end] for g in groups],
-                records_per_file, name_prefix, [])
     files = set()
     chunk = None  # [ExitStack, file, name, records, bytes]
 
@@ -112,8 +161,7 @@ def make_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECORD
             plan.chunks.append({"name": name, "records": records, "bytes": size})
 
     try:
-        for _, line in lines_in(cluster, groups):
-            record = cdxline.location(line)
+        for line, record in records:
             if is_arc(record):
                 plan.arc_records += 1
                 continue
@@ -149,37 +197,30 @@ def make_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECORD
     return plan
 
 
-def _differences(plan, location, ranges, records_per_file, name_prefix):
-    wanted = {"selection (its merged key ranges)": ranges, "cluster": location,
-              "--records-per-file": records_per_file, "--name-prefix": name_prefix}
-    have = {"selection (its merged key ranges)": plan.ranges, "cluster": plan.cluster,
-            "--records-per-file": plan.records_per_file, "--name-prefix": plan.name_prefix}
-    return [name for name in wanted if wanted[name] != have[name]]
-
-
 def existing_plan(location, inputs, output, records_per_file=DEFAULT_RECORDS_PER_FILE,
                   name_prefix=DEFAULT_NAME_PREFIX):
     """The plan in ``output`` if it is the plan of this copy (None if there is none);
     ``PlanMismatch`` if it is another copy's, or if outputs lie there without a plan."""
-    output, location = storage.abspath(output), storage.abspath(location)
-    plan = load_plan(output)
+    return _existing(_selection_plan(location, inputs, output, records_per_file, name_prefix))
+
+
+def _existing(wanted):
+    plan = load_plan(wanted.output)
     if plan is None:
-        stray = [p for p in output_files(output) if p.endswith((".cdxj", ".warc.gz"))]
+        stray = [p for p in output_files(wanted.output) if p.endswith((".cdxj", ".warc.gz"))]
         if stray:
             raise PlanMismatch(
-                f"{output} holds copied files ({storage.basename(stray[0])}, ...) but no plan "
-                f"({plan_path(output)}): use a new output directory")
+                f"{wanted.output} holds copied files ({storage.basename(stray[0])}, ...) but no "
+                f"plan ({plan_path(wanted.output)}): use a new output directory")
         return None
-    ranges = [[g.start, g.end] for g in merge_ranges(inputs)]
-    differ = _differences(plan, location, ranges, records_per_file, name_prefix)
+    have, want = plan.identity(), wanted.identity()
+    differ = [name for name in want if want[name] != have[name]]
     if differ:
-        shown = ", ".join(plan.inputs[:5]) + (f" and {len(plan.inputs) - 5} more"
-                                               if len(plan.inputs) > 5 else "")
         raise PlanMismatch(
-            f"{output} holds another copy (of {shown} from {plan.cluster}, "
-            f"--records-per-file {plan.records_per_file}, --name-prefix {plan.name_prefix}); "
-            f"this one differs in: {', '.join(differ)}. Use a new output directory, or rerun "
-            "that copy with its own options")
+            f"{wanted.output} holds another copy (of {plan.source()}, --records-per-file "
+            f"{plan.records_per_file}, --name-prefix {plan.name_prefix}); this one differs "
+            f"in: {', '.join(differ)}. Use a new output directory, or rerun that copy with "
+            "its own options")
     return plan
 
 
@@ -192,6 +233,32 @@ def ensure_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECO
         plan = make_plan(cluster() if callable(cluster) else cluster, location, inputs, output,
                          records_per_file, name_prefix)
     return plan
+
+
+def ensure_csv_plan(records_csv, output, records_per_file=DEFAULT_RECORDS_PER_FILE,
+                    name_prefix=DEFAULT_NAME_PREFIX):
+    """The plan of copying the records of ``records_csv`` in ``output``: the one there, or
+    a new one (see ``make_csv_plan``)."""
+    wanted = _csv_plan(records_csv, output, records_per_file, name_prefix)
+    return _existing(wanted) or _write(wanted, csvrecords.chunk_lines(records_csv))
+
+
+def copy_planner(options):
+    """Check the copy ``options`` describe (a ``CopyOptions``, or parsed arguments with its
+    attributes), raising ``SelectionError`` or ``UsageError`` before anything is written;
+    the function (of no arguments) that gives its plan: the one in ``options.output``, or
+    a new one (``PlanMismatch`` if the output holds another copy's)."""
+    check_source(options.location, options.domains, options.domains_file, options.records_csv)
+    if options.records_csv:
+        check_output(options.output)
+        return lambda: ensure_csv_plan(options.records_csv, options.output,
+                                       options.records_per_file, options.name_prefix)
+    from ..query import open_cluster
+    inputs = read_selection(options.domains, options.domains_file)
+    check_output(options.output)
+    return lambda: ensure_plan(lambda: open_cluster(options.location), options.location,
+                               inputs, options.output, options.records_per_file,
+                               options.name_prefix)
 
 
 def output_files(output):

@@ -21,8 +21,7 @@ from ..engines import open_engine
 from ..options import DEFAULT_RETRIES, DEFAULT_THREADS, check_engine
 from ..progress import Progress
 from .fetch import again, check_prefix
-from .plan import Plan, check_output, ensure_plan, load_plan, output_files, plan_path
-from .selection import read_selection
+from .plan import Plan, copy_planner, load_plan, output_files, plan_path
 from .write import output_paths, read_progress
 
 
@@ -103,7 +102,9 @@ class CopyResult:
 
 def copy(options, planned=None):
     """Plan (or reuse the plan in ``options.output``) and copy every planned record that is
-    not copied yet, as ``options`` (a ``CopyOptions``) say; a ``CopyResult``.
+    not copied yet, as ``options`` (a ``CopyOptions``) say; a ``CopyResult``. The records
+    are those ``options.domains`` and ``domains_file`` select in the cluster at
+    ``options.location``, or those the CSV ``options.records_csv`` names.
 
     ``planned(plan)`` is called once the plan is known, before anything is copied.
     Raises ``options.UsageError``, ``selection.SelectionError`` or ``plan.PlanMismatch``
@@ -112,18 +113,15 @@ def copy(options, planned=None):
     writes into the output.
     """
     started = time.monotonic()
-    inputs = read_selection(options.domains, options.domains_file)
-    check_output(options.output)
     check_prefix(options.warc_prefix)
     check_engine(options, strict=True)
+    planner = copy_planner(options)
     with lock.hold(storage.abspath(options.output), "copy copy"):
-        return _copy(options, inputs, planned, started)
+        return _copy(options, planner, planned, started)
 
 
-def _copy(options, inputs, planned, started):
-    from ..query import open_cluster
-    plan = ensure_plan(lambda: open_cluster(options.location), options.location, inputs,
-                       options.output, options.records_per_file, options.name_prefix)
+def _copy(options, planner, planned, started):
+    plan = planner()
     if planned:
         planned(plan)
     if not plan.chunks:

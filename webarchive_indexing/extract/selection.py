@@ -142,6 +142,17 @@ def merge_ranges(inputs):
     return groups
 
 
+def check_source(location, domains, domains_files, records_csv):
+    """``SelectionError`` unless the records come from one place: a cluster (``location``,
+    with a selection), or a records CSV alone."""
+    if records_csv and (location or domains or domains_files):
+        raise SelectionError("--records-csv names the records itself: give no CLUSTER, "
+                             "--domains or --domains-file with it")
+    if not records_csv and not location:
+        raise SelectionError("no records to copy: give a CLUSTER with --domains or "
+                             "--domains-file, or --records-csv FILE")
+
+
 def read_selection(domains, domains_files):
     """The ``Input`` of each domain, host or URL prefix of ``domains`` (``--domains`` values,
     comma-separated lists) and of ``domains_files``; ``SelectionError`` if there is none."""

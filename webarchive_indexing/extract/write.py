@@ -161,6 +161,11 @@ def _failure(line, record, warc_prefix, failure):
 
 
 def warcinfo_fields(plan, warc_prefix, chunk_path):
+    if plan.records_csv:
+        return {"description": "records copied, as they were, from a web archive collection "
+                               "as a CSV file names them",
+                "source-records": plan.records_csv, "warc-prefix": warc_prefix,
+                "plan": chunk_path}
     inputs = plan.inputs
     shown = ", ".join(inputs[:WARCINFO_INPUTS_MAX])
     if len(inputs) > WARCINFO_INPUTS_MAX:
