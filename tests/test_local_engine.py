@@ -266,6 +266,7 @@ def test_what_updates_refuse(crawls, tmp_path, capsys):
              (["--update", "--splits", "s.txt", "--lines-per-block", "9"],
               "leave out --splits, --lines-per-block"),
              (["--update", "--runner", "mrjob"], "--update runs on the local engine"),
+             (["--update", "--parquet", str(tmp_path / "table")], "--parquet goes without --update"),
              (["--runner", "inline", "--workers", "2"], "--workers goes with --runner local"),
              (["--fan-in", "1"], "--fan-in must be at least 2"),
              (["--splits", str(tmp_path / "none.txt")], "--splits: ")]

@@ -136,6 +136,8 @@ def build(inputs, out_dir, options=None):
     if options.parquet:
         check_table_place(options.parquet, storage.join(out_dir, "cluster"),
                           storage.join(out_dir, "cdx"))
+    if options.cdx_format:  # (else known once the index inputs are read, below)
+        check_indexing(options.cdx_fields, options.cdx_format)
     summary = Summary(out_dir)
     # (an update that only removes names no input)
     found = expand_named(inputs, options.input_root) if inputs else expand([])
