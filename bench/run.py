@@ -31,6 +31,7 @@ The corpus is generated once and cached in bench/out/corpus/<parameters>/; the t
 printed and bench/out/results.json written.  Scratch output goes to bench/out/tmp/.
 """
 import argparse
+import collections
 import datetime
 import filecmp
 import functools
@@ -39,12 +40,12 @@ import json
 import os
 import platform
 import re
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -134,19 +135,24 @@ def pinning():
     return []
 
 
+Timed = collections.namedtuple("Timed", "wall cpu stderr peak_kb")
+
+
 def time_command(argv, stdout_path=os.devnull):
-    """(wall s, cpu s, stderr) of one run of argv with stdout into stdout_path; exits on failure."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    with open(stdout_path, "wb") as out:
+    """Timed(wall s, cpu s, stderr, peak KB) of one run of argv with stdout into
+    stdout_path; exits on failure. CPU and peak cover the command and every process it
+    waited for (peak: the largest resident set among them)."""
+    with open(stdout_path, "wb") as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.run(argv, stdout=out, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(argv, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    stderr = proc.stderr.decode(errors="replace")
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
     if proc.returncode != 0:
         sys.exit(f"command failed ({proc.returncode}): {' '.join(argv)}\n{stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, stderr
+    return Timed(wall, usage.ru_utime + usage.ru_stime, stderr, usage.ru_maxrss)
 
 
 def scratch(group, command):
@@ -196,9 +202,9 @@ def measure(groups, pin, repeat, ours_bin):
     for round_no in range(repeat):
         print(f"  round {round_no + 1}/{repeat}", flush=True)
         for argv, out, wall, cpu in runs.values():
-            w, c, _ = time_command(argv, out)
-            wall.append(w)
-            cpu.append(c)
+            timed = time_command(argv, out)
+            wall.append(timed.wall)
+            cpu.append(timed.cpu)
     return {(group, name): row(group, name, argv, groups[group], wall, cpu,
                                None if name in FLOORS else count_lines(out))
             for (group, name), (argv, out, wall, cpu) in runs.items()}
@@ -221,8 +227,8 @@ def compare(groups, pin):
     for group, (path,) in groups.items():
         ours, theirs = scratch(group, "ours"), scratch(group, "pywb")  # ours: the last timed run
         argv = pin + [os.path.join(BIN, "cdx-indexer"), "-s", "-j", path]
-        wall, cpu, _ = time_command(argv, theirs)
-        rows[group, PYWB] = row(group, PYWB, argv, [path], [wall], [cpu], count_lines(theirs))
+        timed = time_command(argv, theirs)
+        rows[group, PYWB] = row(group, PYWB, argv, [path], [timed.wall], [timed.cpu], count_lines(theirs))
         verdicts[group] = None if filecmp.cmp(ours, theirs, shallow=False) else first_difference(ours, theirs)
     return verdicts, rows
 

@@ -54,7 +54,8 @@ class IndexWarcsJob(options.AbsolutePaths, MRJob):
         status = index_archive(path, relative_name(path, self.options.input_root),
                                self.options.cdx_dir, self.options.cdx_format,
                                self.options.skip_existing, self.options.on_error,
-                               self.options.cdx_fields, self.options.zstd_dictionary)
+                               cdx_fields=self.options.cdx_fields,
+                               zstd_dictionary=self.options.zstd_dictionary)
         self.increment_counter(COUNTERS, "archives skipped" if status["skipped"] else "archives indexed")
         self.increment_counter(COUNTERS, "records", status["records"])
         self.increment_counter(COUNTERS, "cdx lines", status["lines"])

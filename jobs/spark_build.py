@@ -5,7 +5,7 @@
 
 The same INPUT arguments and options as ``webarchive-index build`` (less
 ``--runner``, ``--mrjob-conf`` and ``--spark-master``: spark-submit's ``--master``
-chooses), declared once for both in ``options``, the same outputs (byte-identical
+chooses; and less ``--update``, which runs on the local engine), declared once for both in ``options``, the same outputs (byte-identical
 to the mrjob build of the same input), summary and exit status: 0 done, 1 failed
 (nothing published), 2 bad usage, 3 done with problems reported. Without a
 master from spark-submit (``python jobs/spark_build.py ...``) it runs on
@@ -27,7 +27,8 @@ def parser():
                     "their lines into OUTDIR/cluster, as Spark jobs.",
         epilog="Exit status: 0 done, 1 failed (nothing published), 2 bad usage, "
                "3 done but some input could not be indexed.")
-    o.add(p, o.BUILD_INPUTS, o.OUTDIR, o.SHARDS, o.LINES_PER_BLOCK, o.ON_ERROR, o.ROOT_INDEX,
+    o.add(p, o.BUILD_INPUTS, o.OUTDIR, o.BUILD_SHARDS, o.BUILD_LINES_PER_BLOCK, o.SPLITS_FROM,
+          o.ON_ERROR, o.ROOT_INDEX,
           o.ARCHIVES_PER_TASK, o.CDX_BYTES_PER_TASK,
           o.VERBOSE.but(help="Spark's INFO log", off_help="Spark's errors only (default)"),
           o.PROGRESS, *o.BUILD_INDEXING, o.PARQUET, *o.TABLE)

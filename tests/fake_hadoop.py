@@ -259,7 +259,8 @@ def fs_command(hdfs, cmd, args):
         fields = {"%b": str(0 if os.path.isdir(local) else st.st_size),
                   "%n": os.path.basename(local),
                   "%F": "directory" if os.path.isdir(local) else "regular file",
-                  "%y": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(st.st_mtime))}
+                  "%y": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(st.st_mtime)),
+                  "%Y": str(st.st_mtime_ns // 10 ** 6)}
         out = formats[0] if formats else "%y"
         for key, value in fields.items():
             out = out.replace(key, value)

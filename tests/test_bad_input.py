@@ -1,7 +1,7 @@
 """The bad-input corpus (tests/badinput.py): every case against the oracle and pywb (which
 reads no .warc.zst), the whole corpus through ``cdx``, and a representative part of it
-through ``build`` on every runner (inline, local, spark), which must all give the same CDX
-and the same problems."""
+through ``build`` on every runner (inline, mrjob, local, spark), which must all give the
+same CDX and the same problems."""
 import collections
 import glob
 import gzip
@@ -125,7 +125,7 @@ def test_cdx_command_on_the_whole_corpus(corpus, tmp_path, capsys):
     assert sum(map(len, errors.values())) > 300
 
 
-@pytest.fixture(params=["inline", "local", "spark"])
+@pytest.fixture(params=["inline", "mrjob", "local", "spark"])
 def runner(request):
     if request.param == "spark":
         request.getfixturevalue("spark")

@@ -498,11 +498,12 @@ def test_copy_through_faults_from_s3_to_s3(collection, domains, s3, tmp_path, ca
     verify_copy(collection, read_output(out), domains[:2], 50, tmp_path, s3["cluster"])
 
 
-def test_copy_from_http_with_local_runner(collection, domains, tmp_path):
+@pytest.mark.parametrize("runner", ["local", "mrjob"])
+def test_copy_from_http_with_a_runner_of_this_machine(collection, domains, tmp_path, runner):
     out = tmp_path / "out"
     with rangeserver.serving(collection["crawl"]) as server:
         assert cli.main(copy_args(collection["index"], domains[:3], out, server.url + "/",
-                                  "--runner", "local", "--records-per-file", "20")) == cli.EXIT_OK
+                                  "--runner", runner, "--records-per-file", "20")) == cli.EXIT_OK
         ranged = [r for r in server.requests if r[0] == "GET"]
     _, total = expected(collection, domains[:3])
     assert len(ranged) == len(total) and all(r[2] for r in ranged)  # one ranged read a record

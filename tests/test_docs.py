@@ -94,6 +94,11 @@ COVERED = {
     r"^webarchive-index (build (warcs/ old-cdx/|out/ more\.cdxj\.gz|url-index\.)|export out -o all)": (
         "in a directory with the indexes of every kind they name",
         "test_index_build.py::test_the_commands_of_docs_indexes_md_run_as_written"),
+    r"^webarchive-index build (warcs/ (new-warcs/ )?-o (out|other|with-mrjob|again) |"
+    r"out/cdx/ -o from-cdx |new-warcs/ -o out --update$|-o out --update --remove )": (
+        "in order, in a directory holding two generated crawls (warcs/, new-warcs/), each "
+        "cluster then compared with the others (docs/local-engine.md)",
+        "test_local_engine.py::test_the_commands_of_docs_local_engine_run_as_written"),
     r"^(webarchive-index serve cc=out/cluster |curl 'http://127\.0\.0\.1:8080/cc/cdx\?)": (
         "a server that runs until stopped: started on a free port, asked with curl",
         "test_serve.py::test_readme_serve_commands"),

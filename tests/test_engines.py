@@ -15,11 +15,16 @@ def test_every_engine_name_opens_an_engine_that_starts_nothing_until_used():
         with open_engine(name, BuildOptions()) as engine:
             assert isinstance(engine, Engine) and engine.name == name
             assert engine.copy([], "out", "prefix", 1, 0) == []  # nothing to do: no job
-    with open_engine("local", CopyOptions()) as engine:
-        assert engine.tasks_here
+    for name in ("local", "mrjob", "inline"):
+        with open_engine(name, CopyOptions()) as engine:
+            assert engine.tasks_here
     with open_engine("emr", CopyOptions()) as engine:
         assert not engine.tasks_here
-    with pytest.raises(ValueError, match="unknown engine 'mapreduce': expected one of inline"):
+    # the local engine's pool and work directory come when a step first needs them
+    with open_engine("local", BuildOptions(workers=3)) as engine:
+        assert engine.workers == 3 and engine._pool is None and engine._work is None
+    with pytest.raises(ValueError, match="unknown engine 'mapreduce': expected one of local, "
+                                         "mrjob, inline"):
         open_engine("mapreduce")
 
 

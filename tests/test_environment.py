@@ -24,9 +24,10 @@ ARCHIVES = [f"{REAL}/webrecorder+warcio__example.warc.gz",
 
 
 def failed_in_a_line(capsys, code, expected=cli.EXIT_FAILED):
-    """The one line of stderr that is not a step of progress, checked."""
+    """The one line of stderr that is not progress, checked."""
     err = capsys.readouterr().err
-    said = [line for line in err.splitlines() if line and not line.startswith("[")]
+    # steps ("[1/3] ...") and their phases (indented: the local engine's) are progress
+    said = [line for line in err.splitlines() if line and not line.startswith(("[", "  "))]
     assert code == expected and len(said) == 1 and "Traceback" not in err, err[-3000:]
     return said[0]
 
@@ -112,17 +113,18 @@ def test_an_output_that_is_a_file(tmp_path, capsys):
     assert afile.read_text() == "not a directory"
 
 
-def test_a_task_of_the_local_runner_that_fails_is_reported_as_it_failed(tmp_path, capsys):
-    """The local runner's tasks run in processes of their own: what one raised is read
-    from its stderr and reported as a line (here: cdx/ is a file, where the index job
-    writes)."""
+@pytest.mark.parametrize("runner", ["mrjob", "local"])
+def test_a_task_of_the_local_runner_that_fails_is_reported_as_it_failed(tmp_path, capsys, runner):
+    """mrjob's local runner and the local engine run their tasks in processes of their own:
+    what one raised is reported as a line (here: cdx/ is a file, where the index task
+    first removes the record of what a CDX file was made from)."""
     out = tmp_path / "out"
     out.mkdir()
     (out / "cdx").write_text("in the way")
-    code = cli.main(["build", *ARCHIVES, "-o", str(out), "--runner", "local"])
+    code = cli.main(["build", *ARCHIVES, "-o", str(out), "--runner", runner])
     assert failed_in_a_line(capsys, code) == (
-        f"webarchive-index build: {out / 'cdx'}: File exists (a file is where a directory must "
-        "be: remove it, or write elsewhere)")
+        f"webarchive-index build: {out / 'cdx' / 'webrecorder+warcio__example.cdx.gz.meta.json'}: "
+        "Not a directory (a file is where a directory must be: remove it, or write elsewhere)")
 
 
 # -- S3 ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import s3server
 from helpers import REAL, pywb_cdx, pywb_lookup
 from test_indexinputs import common_crawl_lines
 from test_pipeline import cluster_files, cluster_lines
-from webarchive_indexing import cli, storage, zipnum
+from webarchive_indexing import cdxmeta, cli, storage, zipnum
 from webarchive_indexing.jobs.index_warcs import IndexWarcsJob
 from webarchive_indexing.build import build
 from webarchive_indexing.engines.mrjob_engine import run_job
@@ -58,7 +58,7 @@ def mixed(tmp_path_factory):
     return inputs + [str(root / "old" / "cluster" / "cluster.idx")], expected
 
 
-@pytest.mark.parametrize("runner", ["inline", "local"])
+@pytest.mark.parametrize("runner", ["inline", "mrjob", "local"])
 def test_archives_and_every_kind_of_index(mixed, tmp_path, runner, capsys):
     inputs, expected = mixed
     out = tmp_path / "out"
@@ -68,10 +68,13 @@ def test_archives_and_every_kind_of_index(mixed, tmp_path, runner, capsys):
     assert "indexes:  4 read, " in err and "errors:   0" in err
     assert shard_lines(out) == expected
     # the unsorted and the multi-member inputs were noticed; what the jobs could read
-    # whole went to them as it was, the rest was rewritten
+    # whole went to them as it was, the rest was rewritten (the local engine reads every
+    # input itself: nothing is rewritten)
     report = json.load(open(out / "errors.json"))
     assert [(os.path.basename(w["file"]), w["line"]) for w in report["warnings"]] == [("unsorted.cdxj", 3)]
-    assert sorted(os.listdir(out / "indexes")) == ["00002-cdx-00000.cdx.gz", "00003-cluster.cdx.gz"]
+    rewritten = sorted(os.listdir(out / "indexes")) if runner != "local" else []
+    assert rewritten == ([] if runner == "local" else ["00002-cdx-00000.cdx.gz", "00003-cluster.cdx.gz"])
+    assert not (runner == "local" and (out / "indexes").exists())
     # pywb reads the cluster
     found = pywb_lookup(out / "cluster" / "cluster.idx", "commoncrawl.org", "domain")
     assert found == [l for l in expected if l.startswith(b"org,commoncrawl")]
@@ -86,7 +89,12 @@ def test_inline_local_and_spark_write_the_same_cluster(mixed, tmp_path, spark):
     build(inputs, str(tmp_path / "inline"), BuildOptions(shards=2, lines_per_block=5, runner="inline"))
     build(inputs, str(tmp_path / "spark"), BuildOptions(shards=2, lines_per_block=5, runner="spark",
                                                         spark_context=spark))
-    assert cluster_files(tmp_path / "inline" / "cluster") == cluster_files(tmp_path / "spark" / "cluster")
+    # the local engine samples index inputs one line in 16: the same split points given
+    build(inputs, str(tmp_path / "local"), BuildOptions(
+        splits=str(tmp_path / "inline" / "splits.txt"), lines_per_block=5, workers=2))
+    inline = cluster_files(tmp_path / "inline" / "cluster")
+    assert inline == cluster_files(tmp_path / "spark" / "cluster")
+    assert inline == cluster_files(tmp_path / "local" / "cluster")
 
 
 def test_spark_entry_script_takes_index_inputs(tmp_path, spark, capsys):
@@ -102,7 +110,7 @@ def test_spark_entry_script_takes_index_inputs(tmp_path, spark, capsys):
                                       + text_lines(open(tmp_path / "test2.cdx").read()))
 
 
-@pytest.mark.parametrize("runner", ["inline", "local", "spark"])
+@pytest.mark.parametrize("runner", ["inline", "mrjob", "local", "spark"])
 def test_every_engine_puts_the_readers_lines_in_the_cluster(tmp_path, runner, request):
     """What a cluster holds of an index input is what indexinputs reads of it, on every
     engine: a file whose every line the jobs' readers take as the reader does goes to them
@@ -127,7 +135,8 @@ def test_every_engine_puts_the_readers_lines_in_the_cluster(tmp_path, runner, re
                     options)
     assert summary.index_lines == len(expected) and len(summary.errors) == 5
     assert shard_lines(tmp_path / "out") == expected
-    assert os.listdir(tmp_path / "out" / "indexes") == ["00001-bad.cdx.gz"]
+    if runner != "local":  # which reads every input itself
+        assert os.listdir(tmp_path / "out" / "indexes") == ["00001-bad.cdx.gz"]
 
 
 def test_one_cluster_holds_one_format(tmp_path, capsys):
@@ -260,7 +269,9 @@ def test_export_into_a_pipe_that_closes_early(tmp_path):
 # -- names from input that become paths (issue 16.1) ------------------------------------------
 
 def tree(path):
-    return sorted(os.path.relpath(os.path.join(r, f), path) for r, _, fs in os.walk(path) for f in fs)
+    """Every file under ``path`` but the record beside each CDX file (``cdxmeta``)."""
+    return sorted(os.path.relpath(os.path.join(r, f), path) for r, _, fs in os.walk(path)
+                  for f in fs if not f.endswith(cdxmeta.SUFFIX))
 
 
 def test_manifest_lines_climbing_out_stay_below_outdir(tmp_path, capsys):

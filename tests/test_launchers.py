@@ -93,9 +93,12 @@ def files_of(directory):
 
 def cluster_of_build(out):
     """The files of a build's cluster laid out as the cluster job and finalize lay it out:
-    the shards of its build-00001/ beside the index, which names them so; the .loc relative."""
+    the shards of its build-00001/ beside the index, which names them so; the .loc relative;
+    without contents.json, what the cluster holds, which only build records (for updates)."""
     published = {}
     for name, data in files_of(Path(out) / "cluster").items():
+        if name.endswith("contents.json"):
+            continue
         if name in ("cluster.idx", "cluster.loc"):
             data = data.replace(b"build-00001/", b"")
         elif name == "cluster.root":

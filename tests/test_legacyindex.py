@@ -201,11 +201,12 @@ def test_what_is_not_a_legacy_index(tmp_path):
         list(LegacyIndex(str(path), prefix=b"a").lines())
 
 
-def test_build_a_cluster_from_the_legacy_index(index, tmp_path, capsys):
+@pytest.mark.parametrize("runner", ["inline", "local"])
+def test_build_a_cluster_from_the_legacy_index(index, tmp_path, capsys, runner):
     path, items = index
     out = tmp_path / "out"
     assert cli.main(["build", str(path), "-o", str(out), "--shards", "2", "--lines-per-block", "16",
-                     "--runner", "inline", "--no-progress"]) == cli.EXIT_OK
+                     "--runner", runner, "--no-progress"]) == cli.EXIT_OK
     err = capsys.readouterr().err
     assert "indexes:  1 read, 200 CDX lines" in err
     assert cli.main(["export", str(out)]) == cli.EXIT_OK
@@ -216,5 +217,5 @@ def test_build_a_cluster_from_the_legacy_index(index, tmp_path, capsys):
     # a part of it, by prefix
     part = tmp_path / "part"
     assert cli.main(["build", str(path), "-o", str(part), "--legacy-prefix", "uk.co.bbc",
-                     "--runner", "inline", "--no-progress"]) == cli.EXIT_OK
+                     "--runner", runner, "--no-progress"]) == cli.EXIT_OK
     assert "indexes:  1 read, 40 CDX lines" in capsys.readouterr().err

@@ -33,3 +33,44 @@ def test_jobs_take_the_same_options():
     assert (job.options.threads, job.options.retries) == (3, options.DEFAULT_RETRIES)
     with pytest.raises(ValueError, match="expected a whole number of at least 0"):
         RemoteCopyJob(args=["--copy-dir", "out", "--warc-prefix", "s3://b/", "--retries", "x"])
+
+
+def test_each_option_is_declared_once():
+    """A name of options.py bound twice leaves every user of the first with the second
+    (serve's --workers once gave build and copy its help)."""
+    import ast
+    with open(options.__file__, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    names = [target.id for node in tree.body if isinstance(node, ast.Assign)
+             for target in node.targets if isinstance(target, ast.Name)]
+    assert sorted({name for name in names if names.count(name) > 1}) == []
+
+
+def _parsers(parser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_every_boolean_flag_of_every_command_has_its_no_twin():
+    from webarchive_indexing import cli
+    for command in cli.COMMANDS:
+        for parser in _parsers(cli._parser(command)):
+            flags = {flag for action in parser._actions for flag in action.option_strings}
+            for action in parser._actions:
+                if isinstance(action, argparse._StoreTrueAction):
+                    long = next(flag for flag in action.option_strings if flag.startswith("--"))
+                    assert "--no-" + long[2:] in flags, (parser.prog, long)
+
+
+def test_build_and_copy_say_what_their_workers_are():
+    from webarchive_indexing import cli
+    for command, path in (("build", ["build"]), ("copy", ["copy", "copy"])):
+        parser = cli._parser(command)
+        for name in path:
+            parser = next(action for action in parser._actions
+                          if isinstance(action, argparse._SubParsersAction)).choices[name]
+        workers = next(action for action in parser._actions if "--workers" in action.option_strings)
+        assert workers.help.startswith("with --runner local: worker processes"), command

@@ -129,9 +129,9 @@ def test_cluster_job_refuses_splits_for_another_shard_count(tmp_path):
 # -- build ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("shards,per_block", [(1, 3000), (4, 40), (9, 17)])
-def test_build_inline_and_local_are_identical_and_pywb_reads_them(tmp_path, corpus, shards, per_block):
+def test_build_engines_are_identical_and_pywb_reads_them(tmp_path, corpus, shards, per_block):
     runs = {}
-    for runner in ("inline", "local") if shards == 4 else ("inline",):
+    for runner in ("inline", "mrjob", "local") if shards == 4 else ("inline",):
         out = tmp_path / runner
         summary = build([str(corpus)], str(out), BuildOptions(shards=shards,
                                                               lines_per_block=per_block,
@@ -142,19 +142,21 @@ def test_build_inline_and_local_are_identical_and_pywb_reads_them(tmp_path, corp
     cluster = out / "cluster"
     assert sorted(os.listdir(cluster)) == ["build-00001", "cluster.idx", "cluster.loc", "cluster.root"]
     shard_names = sorted([f"cdx-{i:05d}.gz" for i in range(shards)] +
-                         [f"part-{i:05d}" for i in range(shards)])
+                         [f"part-{i:05d}" for i in range(shards)] + ["contents.json"])
     assert sorted(os.listdir(cluster / "build-00001")) == shard_names
     assert (cluster / "cluster.root").read_bytes() == root_index((cluster / "cluster.idx").read_bytes())
     lines = all_lines(out)
     assert cluster_lines(cluster) == lines and len(lines) > 300
     splits = parse_splits((out / "splits.txt").read_text())
     assert len(splits) == shards - 1
-    if "local" in runs:
+    for other in ("mrjob", "local"):
+        if other not in runs:
+            continue
         # the same bytes, cluster.loc too (its locations are relative)
         names = ["cluster.idx", "cluster.loc", "cluster.root"] + [f"build-00001/{n}" for n in shard_names]
-        match, mismatch, errors = filecmp.cmpfiles(cluster, runs["local"] / "cluster", names, shallow=False)
+        match, mismatch, errors = filecmp.cmpfiles(cluster, runs[other] / "cluster", names, shallow=False)
         assert mismatch == [] and errors == []
-        assert (out / "splits.seq").read_bytes() == (runs["local"] / "splits.seq").read_bytes()
+        assert (out / "splits.seq").read_bytes() == (runs[other] / "splits.seq").read_bytes()
     idx = (cluster / "cluster.idx").read_text().splitlines()
     assert [int(l.split("\t")[4]) for l in idx] == list(range(1, len(idx) + 1))
     assert {l.split("\t")[1] for l in idx} <= {f"build-00001/cdx-{i:05d}.gz" for i in range(shards)}

@@ -2,6 +2,7 @@
 compared with a local build of the same archives."""
 import gzip
 import io
+import json
 import logging
 import os
 import pathlib
@@ -11,7 +12,7 @@ from warcio.warcwriter import WARCWriter
 
 import s3server
 from helpers import REAL, pywb_lookup
-from webarchive_indexing import cli, storage
+from webarchive_indexing import cdxmeta, cli, storage
 from webarchive_indexing.jobs import zip_cluster
 from webarchive_indexing.corpus import make_corpus
 from webarchive_indexing.build import BuildFailed, build
@@ -66,14 +67,34 @@ def test_s3_build_equals_local_build(tmp_path, corpus, warcs, capsys):
     expected = files(local)
     built = files(got)
     # the same per-archive CDX files (names relative to the prefix) and split points
-    same = sorted(n for n in expected if not n.startswith("cluster") and n != "archives.txt")
+    same = sorted(n for n in expected if not n.startswith("cluster") and n != "archives.txt"
+                  and not n.endswith(cdxmeta.SUFFIX))
     assert same and all(built[n] == expected[n] for n in same), same
+    # what each CDX file was made from: a local file's size and mtime, an S3 object's size
+    # and ETag
+    metas = [n for n in expected if n.endswith(cdxmeta.SUFFIX)]
+    assert len(metas) == len([n for n in same if n.endswith(".cdx.gz")])
+    for name in metas:
+        local_meta, s3_meta = json.loads(expected[name]), json.loads(built[name])
+        source, local_source = s3_meta.pop("source"), local_meta.pop("source")
+        assert source["size"] == local_source["size"] and set(source) == {"size", "etag"}
+        # the local engine keeps a sample of each CDX file for its split points, mrjob none
+        assert s3_meta.pop("sample_size") > 0 and len(s3_meta.pop("sample")) > 0
+        assert local_meta.pop("sample_size") == 0 and local_meta.pop("sample") == []
+        assert s3_meta == local_meta
     assert built["archives.txt"] == expected["archives.txt"].replace(f"{corpus}/".encode(), warcs.encode())
     # the cluster: the same bytes (the same layout on S3 as on a local disk), cluster.loc
     # too: its locations are relative to it
-    cluster = sorted(n for n in expected if n.startswith("cluster/"))
+    record = "cluster/build-00001/contents.json"
+    cluster = sorted(n for n in expected if n.startswith("cluster/") and n != record)
     assert "cluster/build-00001/cdx-00002.gz" in cluster
     assert all(built[n] == expected[n] for n in cluster), cluster
+    # what the cluster holds: the same archives, their S3 paths and versions
+    record, local_record = json.loads(built[record]), json.loads(expected[record])
+    for entry in local_record["archives"].values():
+        entry["path"] = entry["path"].replace(f"{corpus}/", warcs)
+        entry["source"] = storage.version(entry["path"])
+    assert record == local_record and len(record["archives"]) == 3
     assert len(built) == len(expected)
 
     # the downloaded cluster, read by pywb
@@ -116,6 +137,36 @@ def cluster_objects(out):
     return s3server.objects(out + "/cluster")
 
 
+def test_s3_update_and_removal_equal_local_full_builds(tmp_path, corpus, warcs):
+    """An update of a cluster on S3 (the record found beside the published build's
+    shards), then a removal: the shards of full local builds with the same split points,
+    published in a build directory of their own as builds are."""
+    out = s3server.new_bucket() + "/out"
+    options = dict(progress=False, workers=2)
+    build([warcs + "seg-a/"], out, BuildOptions(shards=3, lines_per_block=20, **options))
+    splits_file = str(tmp_path / "splits.txt")
+    storage.download(out + "/splits.txt", splits_file)
+    update = build([warcs + "seg-b/"], out, BuildOptions(update=True, **options))
+    assert (update.update.added, update.shards) == (1, 3)
+    for name, inputs, removal, published_build in (
+            ("both", ["seg-a", "seg-b"], None, "build-00002"),
+            ("seg-b", ["seg-b"], "CORPUS-031-*", "build-00003")):
+        if removal:
+            build([], out, BuildOptions(update=True, remove=[removal], **options))
+        local = tmp_path / name
+        build([str(corpus / seg) for seg in inputs], str(local),
+              BuildOptions(splits=splits_file, runner="inline", lines_per_block=20))
+        published = cluster_objects(out)
+        assert published["cluster.idx"].split(b"\t")[1].split(b"/")[0].decode() == published_build
+        assert published["cluster.idx"].replace(published_build.encode(), b"build-00001") == \
+            (local / "cluster" / "cluster.idx").read_bytes()
+        for i in range(3):
+            for shard in (f"cdx-{i:05d}.gz", f"part-{i:05d}"):
+                assert published[f"{published_build}/{shard}"] == \
+                    (local / "cluster" / "build-00001" / shard).read_bytes()
+    assert not [name for name in storage.list_files(out + "/cdx") if "CORPUS-031" in name]
+
+
 def lookup(idx, loc, tmp_path, out):
     """Every line of a cluster whose index and .loc are given as bytes, its shards on S3
     where the .loc says, relative to ``out/cluster/`` (copied beside the index, as a reader
@@ -136,7 +187,8 @@ def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypat
     out = s3server.new_bucket() + "/out"
     build([warcs], out, BuildOptions(shards=2, lines_per_block=50, runner="inline"))
     published = cluster_objects(out)
-    assert len(published) == 3 + 2 * 2  # idx, loc, root; a shard and a part file each
+    # idx, loc, root; a shard and a part file each; what it holds
+    assert len(published) == 3 + 2 * 2 + 1
     lines = lookup(published["cluster.idx"], published["cluster.loc"], tmp_path, out)
     assert len(lines) > 200
 
@@ -240,3 +292,30 @@ def test_s3_build_of_archives_without_lines_publishes_nothing(tmp_path, s3):
     storage.write_atomic(bucket + "/warcs/a.warc.gz", open(f"{REAL}/webrecorder+warcio__example.warc.gz", "rb").read())
     build([bucket + "/warcs/"], bucket + "/out", BuildOptions(shards=2, runner="inline"))
     assert _builds(bucket + "/out") == {"build-00001"}
+
+
+def test_s3_archives_changed_in_place_are_indexed_again(s3, tmp_path, corpus):
+    """16.6 on S3: a CDX file records its archive's size and ETag, so an archive replaced
+    by another of the same size is indexed again by a rebuild with --skip-existing, and
+    one left alone (or uploaded again as it was) is not."""
+    bucket = s3server.new_bucket()
+    s3server.upload_tree(corpus / "seg-a", bucket + "/crawl")
+    out = bucket + "/out"
+    options = BuildOptions(shards=2, progress=False, workers=2)
+    first = build([bucket + "/crawl/"], out, options)
+    assert first.archives == 2 and not first.archives_skipped
+    name = sorted(n for n in os.listdir(corpus / "seg-a") if n.endswith(".warc.gz"))[0]
+    key = f"{bucket}/crawl/{name}"
+    original = (corpus / "seg-a" / name).read_bytes()
+    # another MTIME in the header of its first gzip member: the same size, readable alike
+    changed = original[:4] + bytes(4 * [0x5a]) + original[8:]
+    assert len(changed) == len(original) and changed != original
+    # the same bytes uploaded again: the same ETag, nothing indexed again
+    for data, skipped, again in ((original, 2, 0), (changed, 1, 1), (changed, 2, 0)):
+        with storage.open_atomic(key) as fh:
+            fh.write(data)
+        summary = build([bucket + "/crawl/"], out, options)
+        assert (summary.archives_skipped, summary.archives_reindexed) == (skipped, again)
+        meta = cdxmeta.read(f"{out}/cdx/{name.replace('.warc.gz', '.cdx.gz')}")
+        assert meta["source"] == storage.version(key)
+        assert set(meta["source"]) == {"size", "etag"}

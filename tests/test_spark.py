@@ -121,7 +121,7 @@ def test_spark_build_is_byte_identical_to_the_mrjob_build(request, tmp_path, sc,
     inputs = [str(request.getfixturevalue(data))]
     mr = build(inputs, str(tmp_path / "mrjob"), BuildOptions(shards=shards,
                                                              lines_per_block=per_block,
-                                                             cdx_format=fmt, runner="local"))
+                                                             cdx_format=fmt, runner="mrjob"))
     sp = build(inputs, str(tmp_path / "spark"), BuildOptions(runner="spark", spark_context=sc,
                                                              shards=shards,
                                                              lines_per_block=per_block,
@@ -181,7 +181,7 @@ def test_on_error_skip_keeps_readable_records_like_the_mrjob_build(tmp_path, sc,
     (tmp_path / "more.txt").write_text("missing.warc.gz\n")  # listed, not there: a problem
     inputs = [str(warcs), str(tmp_path / "more.txt")]
     mr = build(inputs, str(tmp_path / "mrjob"), BuildOptions(shards=3, lines_per_block=20,
-                                                             runner="local", on_error="skip"))
+                                                             runner="mrjob", on_error="skip"))
     sp = build(inputs, str(tmp_path / "spark"), BuildOptions(runner="spark", spark_context=sc,
                                                              shards=3, lines_per_block=20,
                                                              on_error="skip"))
@@ -343,7 +343,17 @@ def test_entry_script_usage_errors(capsys):
     assert "expected a whole number of at least 1, got '0'" in capsys.readouterr().err
     opts = spark_build.parser().parse_args(["in", "-o", "out", "--no-skip-existing",
                                             "--input-root", "/r", "--cdx-format", "cdx11"])
-    assert (opts.skip_existing, opts.input_root, opts.cdx_format, opts.shards) == (False, ["/r"], "cdx11", 1)
+    assert (opts.skip_existing, opts.input_root, opts.cdx_format, opts.shards) == \
+        (False, ["/r"], "cdx11", None)  # None: 1, or as many as --splits makes
+
+
+def test_entry_script_takes_split_points_from_elsewhere(tmp_path, sc, tiny):
+    from webarchive_indexing.jobs import spark_build
+    (tmp_path / "splits.txt").write_text("m\n")
+    out = tmp_path / "out"
+    assert spark_build.main([str(tiny), "-o", str(out), "--splits", str(tmp_path / "splits.txt"),
+                             "--no-progress"]) == 0
+    assert (out / "splits.txt").read_text() == "m\n" and len(cluster_files(out)) == 2 * 2 + 4
 
 
 def test_cli_build_runner_spark(tmp_path, sc, tiny, capsys):

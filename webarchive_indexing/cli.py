@@ -82,13 +82,21 @@ def _build_parser(sub, help_line):
     build = sub.add_parser(
         "build", help=help_line, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Index every archive (one sorted .cdx.gz each), read every index input,\n"
-                    "sample split points and write a ZipNum cluster of --shards shards of all\n"
-                    "their lines into OUTDIR/cluster. Malformed lines of index inputs are\n"
-                    "problems as unreadable records are (--on-error).",
+                    "sample split points (or take them from --splits) and write a ZipNum\n"
+                    "cluster of --shards shards of all their lines into OUTDIR/cluster; or,\n"
+                    "with --update, merge new inputs into the cluster in OUTDIR and take out\n"
+                    "the archives --remove names. Malformed lines of index inputs are\n"
+                    "problems as unreadable records are (--on-error).\n\n"
+                    "Engines: --runner local (default) merges the sorted CDX files on this\n"
+                    "machine's cores; mrjob and inline run the MRJob jobs of jobs/ as Hadoop\n"
+                    "would (scripts/ run them on Hadoop and EMR); spark runs Spark jobs.\n"
+                    "Their clusters are byte-identical for the same inputs and split points\n"
+                    "(docs/local-engine.md).",
         epilog="output:\n" + o.BUILD_OUTPUT)
-    o.add(build, o.BUILD_INPUTS, o.OUTDIR, o.SHARDS, o.LINES_PER_BLOCK, o.RUNNER,
-          o.SPARK_MASTER, o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF, o.VERBOSE, o.PROGRESS,
-          *o.BUILD_INDEXING, o.PARQUET, *o.TABLE)
+    o.add(build, o.BUILD_INPUTS.but(nargs="*"), o.OUTDIR, o.BUILD_SHARDS,
+          o.BUILD_LINES_PER_BLOCK, o.SPLITS_FROM, o.UPDATE, o.REMOVE, o.RUNNER, o.WORKERS,
+          o.FAN_IN, o.WORK_DIR, o.SPARK_MASTER, o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF,
+          o.VERBOSE, o.PROGRESS, *o.BUILD_INDEXING, o.PARQUET, *o.TABLE)
 
 
 def _cdx_parser(sub, help_line):
@@ -231,10 +239,11 @@ def _copy_parser(sub, help_line):
                "failed or outputs are missing (rerun to retry them), 2 bad usage.")
     o.add(run, *selection, *plan_options, o.WARC_PREFIX, o.ZSTD_DICTIONARY, o.THREADS,
           o.RETRIES,
-          o.RUNNER.but(help="local (default): mrjob's local runner, on all cores; inline: "
-                            "mrjob in one process; spark: one Spark task per output file "
-                            "(pyspark). Hadoop/EMR: scripts/runremotecopy.sh"),
-          o.SPARK_MASTER, o.MRJOB_CONF,
+          o.RUNNER.but(help="local (default): one task per output file on a pool of "
+                            "processes, on all cores; mrjob: the copy job on mrjob's local "
+                            "runner; inline: the same in one process; spark: one Spark task "
+                            "per output file (pyspark). Hadoop/EMR: scripts/runremotecopy.sh"),
+          o.WORKERS, o.SPARK_MASTER, o.MRJOB_CONF,
           o.VERBOSE.but(help="show what mrjob or Spark do"), o.PROGRESS)
 
     status = actions.add_parser(
@@ -284,11 +293,6 @@ def _recompress_parser(sub, help_line):
 def _build(args):
     log_to_stderr(args.verbose)
     options = o.BuildOptions.from_args(args)
-    try:
-        o.check_engine(options)
-    except o.UsageError as exc:
-        sys.stderr.write(f"webarchive-index: {exc}\n")
-        return EXIT_USAGE
     from .build import build
     return report_build(lambda: build(args.inputs, args.output, options), args.output)
 
@@ -348,7 +352,8 @@ def _cdx_files(args, found, errors, zstd_dictionary):
                     break
                 summary.add(index_archive(archive.path, archive.name, summary.out_dir,
                                           args.cdx_format, args.skip_existing, "skip",
-                                          args.cdx_fields, zstd_dictionary))
+                                          cdx_fields=args.cdx_fields,
+                                          zstd_dictionary=zstd_dictionary))
         finally:
             progress.done()
     summary.seconds = time.monotonic() - started

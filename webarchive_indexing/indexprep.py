@@ -119,17 +119,27 @@ def prepare(sources, out_dir, on_error="fail", done=None):
             # stops.) A second reading of a flat file meets its failure again: reported once
             failed = _rewrite(source, target) or failed
             files.append(target)
-        errors += source.problems
-        if source.malformed > len(source.problems):
-            errors.append({"file": source.path, "line": 0, "reason":
-                           f"{source.malformed - len(source.problems)} more malformed lines"})
-        if failed is not None:
-            errors.append(_problem(source, failed))
-        if source.unsorted:
-            warnings.append({"file": source.unsorted["file"], "line": source.unsorted["line"],
-                             "message": "not sorted: this line sorts before the one above it "
-                                        "(the build sorts every line)"})
+        found = report(source, failed)
+        errors += found[0]
+        warnings += found[1]
         lines += source.lines_read
         if done is not None:
             done.append(source.path)
     return files, errors, warnings, lines
+
+
+def report(source, failed=None):
+    """``(errors, warnings)`` of ``source`` once read whole (or until ``failed``, what
+    stopped the reading): its malformed lines, and a note if it is not sorted."""
+    errors = list(source.problems)
+    if source.malformed > len(source.problems):
+        errors.append({"file": source.path, "line": 0, "reason":
+                       f"{source.malformed - len(source.problems)} more malformed lines"})
+    if failed is not None:
+        errors.append(_problem(source, failed))
+    warnings = []
+    if source.unsorted:
+        warnings.append({"file": source.unsorted["file"], "line": source.unsorted["line"],
+                         "message": "not sorted: this line sorts before the one above it "
+                                    "(the build sorts every line)"})
+    return errors, warnings

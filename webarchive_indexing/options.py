@@ -42,6 +42,8 @@ ERROR_MODES = ("fail", "skip")
 # As zipnum.LINES_PER_BLOCK and query.MATCH_TYPES (the command line starts without
 # importing those modules; a test checks that they agree)
 LINES_PER_BLOCK_DEFAULT = 3000
+# As mergebuild.FAN_IN
+FAN_IN_DEFAULT = 256
 MATCH_TYPES = ("exact", "prefix", "host", "domain")
 # cdxj: the lines as stored (CDX lines made CDXJ); json: one object a line; cdx11: classic
 # CDX; text: as stored, or fl's fields space-separated; link: a Memento TimeMap
@@ -275,15 +277,17 @@ BUILD_INDEXING = (BUILD_CDX_FORMAT, CDX_FIELDS, INPUT_ROOT, SKIP_EXISTING, LEGAC
 BUILD_OUTPUT = """\
 OUTDIR/archives.txt            the archives indexed
 OUTDIR/cdx/<name>.cdx.gz       one sorted CDX per archive (a/b/x.warc.gz -> cdx/a/b/x.cdx.gz,
-                               a/b/x.warc.zst -> cdx/a/b/x.warc.zst.cdx.gz, x.arc.gz ->
-                               x.arc.gz.cdx.gz), and beside it <name>.cdx.gz.errors.json if
-                               it had problems
+                               a/b/x.warc.zst -> cdx/a/b/x.warc.zst.cdx.gz, a/b/x.arc.gz ->
+                               cdx/a/b/x.arc.gz.cdx.gz), and beside it <name>.cdx.gz.meta.json
+                               (what it was made from) and <name>.cdx.gz.errors.json if it
+                               had problems
 OUTDIR/indexes/                index inputs rewritten for the jobs (clusters, legacy indexes,
                                files of several gzip members or with malformed lines), if any
 OUTDIR/splits.txt, splits.seq  the shards-1 split points, as text and as a Hadoop SequenceFile
 OUTDIR/partitions.seq          the shard boundaries, for Hadoop's TotalOrderPartitioner
 OUTDIR/cluster/                cluster.idx, cluster.loc, cluster.root, and build-NNNNN/ with the
-                               shards cdx-NNNNN.gz and their indexes part-NNNNN
+                               shards cdx-NNNNN.gz, their indexes part-NNNNN and contents.json
+                               (what the cluster holds, for --update)
 OUTDIR/errors.json             every problem met, when there were any
 DIR/crawl=NAME/subset=SUBSET/  with --parquet DIR: the columnar table of the cluster's lines,
                                part-NNNNN.parquet per shard and partition (docs/columnar.md)
@@ -295,10 +299,31 @@ OUTDIR = Option("-o", "--output", required=True, metavar="OUTDIR",
 SHARDS = Option("--shards", type=shard_count, default=1,
                 help=f"shards in the cluster (default 1, at most {MAX_SHARDS}; Common Crawl uses "
                      "300)")
+# build's: None until known (--splits and --update bring their own)
+BUILD_SHARDS = SHARDS.but(default=None, help=f"shards in the cluster (default 1, or as many as "
+                                             f"--splits makes; at most {MAX_SHARDS}; Common "
+                                             "Crawl uses 300)")
 LINES_PER_BLOCK = Option(
     "--lines-per-block", type=positive, default=LINES_PER_BLOCK_DEFAULT,
     help=f"CDX lines per gzip block (default {LINES_PER_BLOCK_DEFAULT}, as Common Crawl and the "
          "Internet Archive)")
+BUILD_LINES_PER_BLOCK = LINES_PER_BLOCK.but(default=None)
+SPLITS_FROM = Option(
+    "--splits", metavar="FILE",
+    help="take the split points from FILE instead of sampling: a splits.txt or splits.seq "
+         "(of an earlier build, or of the original jobs), or an existing cluster (its "
+         "directory or cluster.idx: points taken evenly from its blocks' keys); --shards "
+         "defaults to as many as FILE makes")
+UPDATE = Flag("update", False,
+              "merge the new INPUTs into the cluster already in OUTDIR, with its split points "
+              "and lines per block, and publish the result in its place (archives it holds "
+              "already are not added again; those changed since are indexed again and "
+              "replace their lines); --runner local only",
+              "build the cluster anew from the INPUTs (default)")
+REMOVE = Option("--remove", action="append", default=[], metavar="GLOB",
+                help="with --update: leave out every line whose filename matches GLOB (shell "
+                     "pattern, * matches / too; quote it), and the CDX files of the archives "
+                     "it names; repeatable; INPUT may then be left out")
 ROOT_INDEX = Flag("root-index", True,
                   "also write cluster.root, a small index of cluster.idx with which a remote "
                   "lookup needs at most 3 requests (default; pywb and others ignore it)",
@@ -327,9 +352,21 @@ PARQUET_COMPRESSION = Option("--parquet-compression", choices=PARQUET_COMPRESSIO
 TABLE = (CRAWL, ROW_GROUP_ROWS, PARQUET_COMPRESSION)
 
 # how the work runs
-RUNNER = Option("--runner", choices=("inline", "local", "spark"), default="local",
-                help="local (default): mrjob's local runner, on all cores; inline: mrjob in one "
-                     "process, for debugging; spark: Spark jobs (pyspark), the same output")
+RUNNER = Option("--runner", choices=("local", "mrjob", "inline", "spark"), default="local",
+                help="local (default): this machine's cores, merging the sorted CDX files "
+                     "(the fastest here); mrjob: the MRJob jobs on mrjob's local runner, as "
+                     "they run on Hadoop; inline: the same jobs in one process, for debugging; "
+                     "spark: Spark jobs (pyspark). All give the same bytes")
+WORKERS = Option("--workers", type=positive, metavar="N",
+                 help="with --runner local: worker processes (default: the cores this process "
+                      "may use)")
+FAN_IN = Option("--fan-in", type=positive, default=FAN_IN_DEFAULT, metavar="N",
+                help="with --runner local: files one task merges at once, at least 2 (default "
+                     f"{FAN_IN_DEFAULT}); more inputs are merged in rounds. Open files stay "
+                     "under about N per worker")
+WORK_DIR = Option("--work-dir", metavar="DIR",
+                  help="with --runner local: where the sorted runs go while a build runs, "
+                       "about the size of the CDX lines uncompressed (default: TMPDIR)")
 SPARK_MASTER = Option("--spark-master", metavar="URL",
                       help="with --runner spark: the Spark master (default local[*])")
 MRJOB_CONF = Option("--mrjob-conf", metavar="PATH", help="mrjob.conf to use (default: none)")
@@ -413,7 +450,7 @@ HOST = Option("--host", default="127.0.0.1",
                    "every interface)")
 PORT = Option("--port", type=non_negative, default=8080,
               help="port (default 8080; 0: any free one)")
-WORKERS = Option("--workers", type=positive, help="processes answering (default: one per core)")
+SERVE_WORKERS = Option("--workers", type=positive, help="processes answering (default: one per core)")
 CACHE_MB = Option("--cache-mb", type=positive, default=64,
                   help="MiB of inflated blocks each worker keeps for later lookups (default 64)")
 TIMEOUT = Option("--timeout", type=positive, default=DEFAULT_TIMEOUT, metavar="SECONDS",
@@ -424,7 +461,7 @@ MAX_LIMIT = Option("--max-limit", type=positive, default=DEFAULT_MAX_LIMIT, meta
 ACCESS_LOG = Option("--access-log", metavar="PATH",
                     help="append the access log to PATH (default: stderr)")
 LOG = Flag("log", True, "write an access log (default)", "write no access log")
-SERVE = (COLLECTIONS, HOST, PORT, WORKERS, CACHE_MB, TIMEOUT, MAX_LIMIT, ACCESS_LOG, LOG)
+SERVE = (COLLECTIONS, HOST, PORT, SERVE_WORKERS, CACHE_MB, TIMEOUT, MAX_LIMIT, ACCESS_LOG, LOG)
 
 # export
 EXPORT_OUTPUT = Option("-o", "--output", metavar="FILE|DIR",
@@ -615,16 +652,53 @@ class Options:
 
 # What engines read (engines.open_engine): the engine's name is ``runner``; a Spark engine
 # runs on ``spark_context`` if one is given (and leaves it running), else on one it makes
-ENGINE = (RUNNER, MRJOB_CONF, SPARK_MASTER, VERBOSE, ARCHIVES_PER_TASK, CDX_BYTES_PER_TASK)
+ENGINE = (RUNNER, MRJOB_CONF, SPARK_MASTER, VERBOSE, ARCHIVES_PER_TASK, CDX_BYTES_PER_TASK,
+          WORKERS, FAN_IN, WORK_DIR)
+# The runners that run mrjob's jobs
+MRJOB_RUNNERS = ("mrjob", "inline")
 
 
 def check_engine(settings, strict=False):
     """``UsageError`` for an engine option given with another engine: ``--spark-master``
-    without ``--runner spark``; if ``strict``, ``--mrjob-conf`` with it too."""
+    without ``--runner spark``; ``--workers``, ``--work-dir`` or a ``--fan-in`` other than
+    the default without ``--runner local``; if ``strict``, ``--mrjob-conf`` with an engine
+    other than mrjob's too."""
     if settings.spark_master and settings.runner != "spark":
         raise UsageError("--spark-master goes with --runner spark")
-    if strict and settings.mrjob_conf and settings.runner == "spark":
-        raise UsageError("--mrjob-conf goes with --runner inline or local")
+    local = {"--workers": settings.workers, "--work-dir": settings.work_dir,
+             "--fan-in": settings.fan_in != FAN_IN.default}
+    given = [flag for flag, value in local.items() if value]
+    if given and settings.runner != "local":
+        raise UsageError(f"{' and '.join(given)} go{'es' if len(given) == 1 else ''} with "
+                         "--runner local")
+    if settings.fan_in < 2:
+        raise UsageError("--fan-in must be at least 2: a merge takes two files or more")
+    if strict and settings.mrjob_conf and settings.runner not in MRJOB_RUNNERS:
+        raise UsageError("--mrjob-conf goes with --runner mrjob or inline")
+
+
+def check_build(options, inputs):
+    """``UsageError`` for build options that cannot go together (before anything runs)."""
+    check_engine(options)
+    if options.remove and not options.update:
+        raise UsageError("--remove goes with --update: it takes lines out of an existing cluster")
+    if options.update:
+        if options.runner != "local":
+            raise UsageError("--update runs on the local engine: leave out --runner "
+                             f"{options.runner} (or give --runner local)")
+        given = [flag for flag, value in (("--splits", options.splits),
+                                          ("--shards", options.shards),
+                                          ("--lines-per-block", options.lines_per_block))
+                 if value]
+        if given:
+            raise UsageError(f"--update keeps the split points and lines per block of the "
+                             f"cluster in OUTDIR: leave out {', '.join(given)} (or build anew)")
+        if options.parquet:
+            raise UsageError("--parquet goes without --update: an update writes no table "
+                             "(build anew to write one)")
+    if not inputs and not (options.update and options.remove):
+        raise UsageError("no INPUT given: name the archives or indexes to build from "
+                         "(only --update --remove GLOB goes without)")
 
 
 def check_table(settings, writes_table, needs):
@@ -647,8 +721,8 @@ def check_indexing(cdx_fields, cdx_format):
 
 class BuildOptions(Options):
     """What ``build.build(inputs, out_dir, options)`` does, and with which engine."""
-    OPTIONS = (SHARDS, LINES_PER_BLOCK, ON_ERROR, ROOT_INDEX, PROGRESS, PARQUET, *TABLE,
-               *BUILD_INDEXING, *ENGINE)
+    OPTIONS = (BUILD_SHARDS, BUILD_LINES_PER_BLOCK, SPLITS_FROM, UPDATE, REMOVE, ON_ERROR,
+               ROOT_INDEX, PROGRESS, PARQUET, *TABLE, *BUILD_INDEXING, *ENGINE)
     EXTRA = {"spark_context": None}
 
 

@@ -8,6 +8,7 @@
     ...
     progress.done()
     human(7_012_345)               # '7.0 MB'
+    counted(1, "archive")          # '1 archive'
 """
 import sys
 import threading
@@ -20,6 +21,11 @@ def human(size):
         if size < 1000 or unit == "TB":
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1000
+
+
+def counted(number, noun, plural=None):
+    """``number`` and ``noun``, plural unless it is 1: ``'1 shard'``, ``'3 index inputs'``."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
 
 
 class Progress:

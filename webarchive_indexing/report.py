@@ -65,17 +65,29 @@ def print_problems(errors, stream, warnings=()):
 
 
 def print_summary(summary, stream):
-    from .progress import human
+    from .progress import counted, human
+    again = (f", {summary.archives_reindexed} indexed again: their CDX was stale"
+             if summary.archives_reindexed else "")
     indexed = summary.archives - summary.archives_skipped
-    stream.write(
-        f"archives: {summary.archives} ({summary.archives_skipped} already indexed), "
-        f"{human(summary.input_bytes)} read\n"
-        f"records:  {summary.records} read, {summary.lines} CDX lines"
-        + (f" (of the {indexed} archives indexed now)" if summary.archives_skipped else "") + "\n")
+    update = summary.update
+    if summary.archives or not (summary.indexes or update):
+        stream.write(
+            f"archives: {summary.archives} ({summary.archives_skipped} already indexed{again}), "
+            f"{human(summary.input_bytes)} read\n"
+            f"records:  {summary.records} read, {summary.lines} CDX lines"
+            + (f" (of the {counted(indexed, 'archive')} indexed now)" if summary.archives_skipped
+               else "")
+            + "\n")
     if summary.indexes:
         stream.write(f"indexes:  {summary.indexes} read, {summary.index_lines} CDX lines\n")
+    if update is not None:
+        stream.write(f"update:   {counted(update.added, 'archive')} added, {update.replaced} "
+                     f"replaced (indexed again), {update.held} already in the cluster; "
+                     f"{update.removed} removed ({counted(update.lines_removed, 'line')} "
+                     "taken out)\n")
     if summary.published:
-        stream.write(f"cluster:  {summary.shards} shards, {summary.cluster_lines} lines, "
+        copied = f" ({update.shards_copied} copied unchanged)" if update is not None else ""
+        stream.write(f"cluster:  {summary.shards} shards{copied}, {summary.cluster_lines} lines, "
                      f"{summary.blocks} blocks, {human(summary.cluster_bytes)} in "
                      f"{summary.cluster_dir}\n")
         if summary.table is not None:

@@ -14,7 +14,7 @@ import gzip
 import io
 import json
 
-from . import cdx, seqfile, splits, storage, zipnum
+from . import cdx, cdxmeta, seqfile, splits, storage, zipnum
 from .inputs import cdx_name
 
 ERRORS_SUFFIX = ".errors.json"
@@ -30,22 +30,35 @@ class IndexingFailed(Exception):
 
 
 def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error="fail",
-                  cdx_fields="pywb", zstd_dictionary=None):
+                  sample_size=0, cdx_fields="pywb", zstd_dictionary=None):
     """Index one archive into ``cdx_dir/<name>.cdx.gz``; return a status dict.
 
     With ``on_error="skip"`` the records read before and after a problem are
     written, and the problems are recorded
     beside the CDX file in ``.errors.json``, which also makes the next run with
     ``skip_existing`` index the file again instead of trusting a partial CDX.
-    ``cdx_fields`` as ``cdx.index_file`` takes it.
+    ``skip_existing`` keeps a CDX file only if its ``cdxmeta`` says that it was made
+    in format ``fmt`` from the archive as it is now (else ``status["stale"]`` says why
+    it was made again); ``status["source"]`` is what the CDX file was made from. The
+    meta keeps a sample of ``sample_size`` lines. ``cdx_fields`` as ``cdx.index_file``
+    takes it (a CDX file made with other fields is stale too).
     """
+    # what the meta records as the CDX file's format: other fields make another CDX
+    made_as = fmt if cdx_fields == "pywb" else f"{fmt} with --cdx-fields {cdx_fields}"
     out = storage.join(cdx_dir, cdx_name(name))
     errors_out = out + ERRORS_SUFFIX
-    status = {"name": name, "path": path, "cdx": out, "skipped": False, "records": 0,
-              "lines": 0, "bytes": 0, "errors": [], "warnings": []}
+    status = {"name": name, "path": path, "cdx": out, "skipped": False, "stale": None,
+              "source": None, "records": 0, "lines": 0, "bytes": 0, "errors": [],
+              "warnings": []}
+    try:
+        status["source"] = source = cdxmeta.source_of(path)
+    except OSError:
+        source = None  # indexing reports it
     if skip_existing and storage.exists(out) and not storage.exists(errors_out):
-        status["skipped"] = True
-        return status
+        status["stale"] = cdxmeta.stale(cdxmeta.read(out), made_as, source)
+        if status["stale"] is None:
+            status["skipped"] = True
+            return status
     result = cdx.index_file(path, name, fmt, cdx_fields=cdx_fields, zstd_dictionary=zstd_dictionary)
     if result.errors and on_error == "fail":
         raise IndexingFailed(result.errors)
@@ -55,7 +68,10 @@ def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error=
     if result.errors:
         storage.write_atomic(errors_out, json.dumps(status["errors"], indent=1).encode())
     text = cdx.header_line(fmt) + "".join(result.lines)
+    # the meta goes first and comes back last: a CDX file with one always matches it
+    storage.remove(cdxmeta.meta_path(out))
     storage.write_atomic(out, gzip.compress(text.encode("utf-8"), 6, mtime=0))
+    cdxmeta.write(out, cdxmeta.make(made_as, source, text, sample_size))
     if not result.errors:
         storage.remove(errors_out)
     return status

@@ -1,7 +1,9 @@
 """Engines: what runs the steps of a build and of a copy as tasks, and where.
 
-``open_engine(name, settings)`` is the one place an engine is chosen, by name: ``inline``,
-``local``, ``hadoop`` and ``emr`` are mrjob's runners, running the MRJob jobs of ``jobs/``
+``open_engine(name, settings)`` is the one place an engine is chosen, by name: ``local``
+runs the tasks on a pool of processes on this machine, merging sorted CDX files instead
+of sorting their lines (``local_engine``, the default); ``mrjob`` (mrjob's local runner),
+``inline``, ``hadoop`` and ``emr`` run the MRJob jobs of ``jobs/`` on mrjob's runners
 (``mrjob_engine``); ``spark`` runs the same tasks on Spark (``spark_engine``). Each
 engine does each step with the same functions (``steps``, ``splits``, ``extract``), so the
 outputs are the same bytes whichever runs them. A new engine is a module of this package
@@ -25,12 +27,18 @@ import re
 
 # Engine name -> the module of this package that runs it
 ENGINES = {
+    "local": "local_engine",
+    "mrjob": "mrjob_engine",
     "inline": "mrjob_engine",
-    "local": "mrjob_engine",
     "hadoop": "mrjob_engine",
     "emr": "mrjob_engine",
     "spark": "spark_engine",
 }
+
+
+class StepFailed(Exception):
+    """A step could not be done: an input could not be read to its end, a cluster being
+    updated is damaged. Nothing was published."""
 
 
 class TaskFailed(Exception):
@@ -65,6 +73,9 @@ class Engine:
 
     def __init__(self, name, settings):
         self.name = name
+        # a progress.Progress the driver shows its steps on: an engine may show what a
+        # step is doing on it (a line of its own where it is not drawn)
+        self.progress = None
         # the columnar.Table that the cluster's shards also go into (build --parquet): set
         # by the driver before write_cluster
         self.table = None
@@ -82,6 +93,14 @@ class Engine:
     def tasks_here(self):
         """Whether the tasks run on this machine (and can report progress in local files)."""
         return True
+
+    def read_indexes(self, sources, out_dir, on_error, done=None):
+        """Read the index inputs ``sources`` (``indexinputs``) for the steps that follow:
+        ``(files, errors, warnings, lines)`` as ``indexprep.prepare`` gives them, the files
+        to hand to ``sample`` and ``write_cluster`` with the CDX files (an engine that
+        keeps what it read itself gives none). ``done`` gets each source once read."""
+        from ..indexprep import prepare
+        return prepare(sources, out_dir, on_error, done)
 
     def index(self, archives, cdx_dir, cdx_format, skip_existing, cdx_fields="pywb",
               zstd_dictionary=None):
@@ -104,6 +123,16 @@ class Engine:
         of that table from the same lines (their stats under ``"table"``); the driver has
         ``write_tables`` write those of the shards whose stats lack them."""
         raise NotImplementedError
+
+    def update_cluster(self, cdx_files, old_cluster, split_lines, removal, lines_per_block,
+                       cluster_dir):
+        """Write into ``cluster_dir`` the shards of the published cluster in ``old_cluster``
+        (a ``cluster/`` directory) with every line of ``cdx_files`` merged in and the lines
+        that ``removal`` (a ``shardrun.Removal``) removes left out, by its split points and
+        lines per block: the bytes ``write_cluster`` writes for the same lines.
+        ``(stats of each shard, shards copied unchanged, lines removed)``. Only engines
+        that merge sorted runs do this (``options.check_build`` says which)."""
+        raise NotImplementedError(f"the {self.name} engine does not update clusters")
 
     def write_tables(self, cluster_dir, shards):
         """Write the files of ``self.table`` of each shard numbered in ``shards``, from the

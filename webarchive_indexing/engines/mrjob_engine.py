@@ -1,5 +1,6 @@
-"""The MRJob jobs of ``jobs/``, run with one of mrjob's runners (``inline``, ``local``,
-``hadoop``, ``emr``; ``settings.mrjob_conf`` is the mrjob.conf, else none).
+"""The MRJob jobs of ``jobs/``, run with one of mrjob's runners (``RUNNERS``: the engine
+``mrjob`` is mrjob's local runner; ``inline``, ``hadoop``, ``emr``; ``settings.mrjob_conf``
+is the mrjob.conf, else none).
 
 The tasks read archives and write CDX files, splits, shards and copies themselves,
 through ``storage``; what a job takes as input (the list of archives, the CDX files, the
@@ -17,6 +18,8 @@ from . import Engine, task_failure
 
 # Parallel downloads of CDX files from S3 to local disk
 STAGING_THREADS = 16
+# Engine name -> mrjob's runner
+RUNNERS = {"mrjob": "local", "inline": "inline", "hadoop": "hadoop", "emr": "emr"}
 
 
 def run_job(job_class, args, runner, conf_path=None):
@@ -76,10 +79,10 @@ class MrjobEngine(Engine):
 
     @property
     def tasks_here(self):
-        return self.name in ("inline", "local")
+        return RUNNERS[self.name] in ("inline", "local")
 
     def _run(self, job_class, args):
-        return run_job(job_class, args, self.name, self.conf_path)
+        return run_job(job_class, args, RUNNERS[self.name], self.conf_path)
 
     def _manifest(self, name, paths):
         """A local file listing ``paths``, one a line: a job's input."""

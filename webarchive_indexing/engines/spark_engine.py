@@ -135,7 +135,7 @@ def index_archives(sc, archives, cdx_dir, cdx_format="cdxj", skip_existing=True,
     def index(item):
         path, name = item
         status = steps.index_archive(path, name, cdx_dir, cdx_format, skip_existing, "skip",
-                                     cdx_fields, zstd_dictionary)
+                                     cdx_fields=cdx_fields, zstd_dictionary=zstd_dictionary)
         return status, storage.size(status["cdx"])
 
     done = sc.parallelize(work, math.ceil(len(work) / archives_per_task)).map(index).collect()

@@ -44,7 +44,7 @@ __all__ = ["READ_BUFFER", "RESUMES", "abspath", "add_request_listener", "backend
            "makedirs", "open_atomic", "open_read", "publish", "read_bytes", "read_range",
            "reads_ranges", "remove", "remove_leftovers", "remove_request_listener",
            "remove_temp_files", "remove_tree", "resolve", "size",
-           "staging_path", "write_atomic"]
+           "staging_path", "version", "write_atomic"]
 
 # The modules of this package that read and write URIs, and the schemes each owns; local
 # owns the paths without one
@@ -161,6 +161,13 @@ def fetch_range(path, offset, length):
 
 def size(path):
     return _backend(path).size(path)
+
+
+def version(path):
+    """What tells this version of the file ``path`` from another (a dict, compared whole):
+    its size, and its modification time (local disks, Hadoop file systems) or ETag (S3);
+    over HTTP its size only. As many requests as ``size``."""
+    return _backend(path).version(path)
 
 
 def exists(path):

@@ -198,6 +198,11 @@ def size(path):
     return int(_hadoop_fs(path, "-stat", "%b", path).strip())
 
 
+def version(path):
+    found, modified = _hadoop_fs(path, "-stat", "%b %Y", path).split()
+    return {"size": int(found), "mtime_ms": int(modified)}
+
+
 def open_read(path):
     return io.BufferedReader(_HadoopStream(path), common.READ_BUFFER)
 

@@ -44,6 +44,11 @@ def size(path):
     return os.path.getsize(path)
 
 
+def version(path):
+    stat = os.stat(path)
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
 def exists(path):
     return os.path.exists(path)
 

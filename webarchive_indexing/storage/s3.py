@@ -200,6 +200,12 @@ def size(path):
     return _s3(path, "head_object", Bucket=bucket, Key=key)["ContentLength"]
 
 
+def version(path):
+    bucket, key = _split(path)
+    head = _s3(path, "head_object", Bucket=bucket, Key=key)
+    return {"size": head["ContentLength"], "etag": head["ETag"]}
+
+
 def open_read(path):
     return io.BufferedReader(_S3Stream(path), common.READ_BUFFER)
 

@@ -280,6 +280,10 @@ def size(path):
     return total
 
 
+def version(path):
+    return {"size": size(path)}
+
+
 def open_read(path):
     return io.BufferedReader(_HTTPStream(path), common.READ_BUFFER)
 
