@@ -4,7 +4,9 @@
 
 ``before PATTERN``: as the first local file whose path matches PATTERN is about to be
 renamed into place (its temporary file is complete and left behind); ``after PATTERN``:
-just after it was. Every file a build publishes goes through ``storage.local.publish``.
+just after it was; ``stop PATTERN``: stopped there instead (SIGSTOP), for the test to
+continue it (SIGCONT), and then exits as the command does. Every file a build publishes goes through ``storage.local.publish``,
+and a table's directory through ``os.rename`` (``storage.local.replace_tree``).
 Exits 99, saying so, if the command ended without reaching the point.
 """
 import os
@@ -16,18 +18,26 @@ from webarchive_indexing import cli
 from webarchive_indexing.storage import local
 
 when, pattern, argv = sys.argv[1], re.compile(sys.argv[2]), sys.argv[3:]
-publish = local.publish
+publish, rename = local.publish, os.rename
+SIGNALS = {"before": signal.SIGKILL, "stop": signal.SIGSTOP}
+stopped = []
 
 
-def killing_publish(staged, path):
-    if when == "before" and pattern.search(path):
-        os.kill(os.getpid(), signal.SIGKILL)
-    publish(staged, path)
-    if when == "after" and pattern.search(path):
-        os.kill(os.getpid(), signal.SIGKILL)
+def killing(move):
+    def moving(source, path):
+        if when in SIGNALS and pattern.search(path) and not stopped:
+            stopped.append(path)
+            os.kill(os.getpid(), SIGNALS[when])
+        move(source, path)
+        if when == "after" and pattern.search(path):
+            os.kill(os.getpid(), signal.SIGKILL)
+    return moving
 
 
-local.publish = killing_publish
+local.publish = killing(publish)
+os.rename = killing(rename)
 status = cli.main(argv)
+if stopped:
+    sys.exit(status)
 sys.stderr.write(f"killpoint: {when} {pattern.pattern} never reached (exit status {status})\n")
 sys.exit(99)

@@ -2,6 +2,8 @@
 of their work, readers that hold an index while a rebuild publishes another, a moved
 cluster, leftovers of killed runs, two builds into one output."""
 import collections
+import errno
+import fcntl
 import os
 import re
 import shutil
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from helpers import pywb_lookup
+from tables import assert_same_tables
 from webarchive_indexing import cli
 from webarchive_indexing.build import build
 from webarchive_indexing.corpus import make_corpus
@@ -239,6 +242,15 @@ HOLDER = textwrap.dedent("""
 """)
 
 
+def busy(command, directory, holder, pid):
+    """The one line ``command`` prints when the ``holder`` command of process ``pid``
+    writes into ``directory``."""
+    return (rf"^webarchive-index {command}: {re.escape(str(directory))} is being written by "
+            rf"'webarchive-index {holder}' \(process {pid} on "
+            rf"{re.escape(socket.gethostname())}, started \d{{4}}-\d\d-\d\d [\d:]+ \w+\): "
+            r"wait for it to end \(or stop it\), then run this again\n$")
+
+
 def test_a_second_build_into_one_output_is_refused_naming_the_first(tmp_path, inputs, capsys):
     """Issue 16 item 11. The lock is the kernel's: a killed holder leaves none behind."""
     out = tmp_path / "out"
@@ -249,10 +261,7 @@ def test_a_second_build_into_one_output_is_refused_naming_the_first(tmp_path, in
         code = cli.main(["build", *inputs["sets"]["old"], "-o", str(out), *ARGS])
         err = capsys.readouterr().err
         assert code == cli.EXIT_FAILED
-        assert re.search(rf"^webarchive-index build: {re.escape(str(out))} is being written by "
-                         rf"'webarchive-index build' \(process {holder.pid} on "
-                         rf"{re.escape(socket.gethostname())}, started \d{{4}}-\d\d-\d\d [\d:]+ \w+\): "
-                         r"wait for it to end \(or stop it\), then run this again\n$", err), err
+        assert re.search(busy("build", out, "build", holder.pid), err), err
         assert sorted(os.listdir(out)) == [".webarchive-index.lock"]
     finally:
         holder.kill()
@@ -261,3 +270,114 @@ def test_a_second_build_into_one_output_is_refused_naming_the_first(tmp_path, in
     assert (out / ".webarchive-index.lock").read_text()
     assert cli.main(["build", *inputs["sets"]["old"], "-o", str(out), *ARGS]) == cli.EXIT_OK
     assert not (out / ".webarchive-index.lock").exists()
+
+
+# -- a table's directory (export --format parquet, build --parquet) ---------------------------
+
+# While the table's second file is being written (the first one written, the second one's
+# temporary file complete)
+MID_WRITE = r"/\.table-build-[^/]+/.+/part-00001\.parquet$"
+
+
+def export_args(location, table):
+    return ["export", str(location), "--format", "parquet", "-o", str(table), "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory, inputs):
+    """The tables of the clusters ``old`` and ``new``, exported by runs nothing disturbed."""
+    root = tmp_path_factory.mktemp("tables")
+    for name in ("old", "new"):
+        assert cli.main(export_args(inputs["clean"][name], root / name)) == cli.EXIT_OK
+    return root
+
+
+TABLE_KILL_POINTS = [
+    ("before", MID_WRITE, True, "old"),
+    ("before", MID_WRITE, False, None),
+    ("before", r"/tables/t$", True, None),   # the old table put aside, the new one not in place
+    ("before", r"/tables/t$", False, None),
+    ("after", r"/tables/t$", True, "new"),   # the new one in place, the old one not yet removed
+]
+
+
+@pytest.mark.parametrize("when,pattern,prior,seen", TABLE_KILL_POINTS, ids=[
+    f"{w}-{'write' if p == MID_WRITE else 'rename'}-{'replacing' if r else 'new'}"
+    for w, p, r, _ in TABLE_KILL_POINTS])
+def test_an_export_killed_while_writing_its_table(tmp_path, inputs, tables, when, pattern, prior,
+                                                  seen):
+    """A killed export leaves the table as it was (or the new one, once in its place) and
+    its directories beside it; the next run clears them and writes what a clean run does.
+    One killed with the old table put aside and the new one not yet in its place: the
+    next run puts the old one back first (a run that then fails leaves it as it was)."""
+    table = tmp_path / "tables" / "t"
+    if prior:
+        assert cli.main(export_args(inputs["clean"]["old"], table)) == cli.EXIT_OK
+    run_killed(when, pattern, export_args(inputs["clean"]["new"], table))
+    if seen:
+        assert_same_tables(tables / seen, table)
+    else:
+        assert not table.exists()
+    left = sorted(os.listdir(table.parent))
+    assert [name for name in left if name.startswith(".table-")] or (not prior and when == "after")
+    if prior and seen is None:
+        # a run that fails after clearing them (its cluster's keys are not sorted as its
+        # lines, a control character sorting before the space after a key): the old table
+        line = (b'com,a)/ 20240101000000 {"url": "http://a.com/", "filename": "f.warc.gz", '
+                b'"offset": "0", "length": "9"}\n')
+        write_cluster([line.replace(b")/", b")/\x01x"), line], str(tmp_path / "unsorted" / "cluster"),
+                      [])
+        assert cli.main(export_args(tmp_path / "unsorted", table)) == cli.EXIT_FAILED
+        assert_same_tables(tables / "old", table)
+    assert cli.main(export_args(inputs["clean"]["new"], table)) == cli.EXIT_OK
+    assert sorted(os.listdir(table.parent)) == ["t"]
+    assert_same_tables(tables / "new", table)
+
+
+def test_one_writer_of_a_table_at_a_time(tmp_path, inputs, tables, capsys, monkeypatch):
+    """A second writer of a table is refused, naming the first; a writer that goes on
+    without a lock (a file system without locks) clears what killed writers left, never
+    what a running one writes."""
+    table, new = tmp_path / "tables" / "t", inputs["clean"]["new"]
+    writer = subprocess.Popen([sys.executable, str(HERE / "killpoint.py"), "stop", MID_WRITE,
+                               *export_args(new, table)], stderr=subprocess.PIPE, text=True)
+    try:
+        _, status = os.waitpid(writer.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(status)
+        (writing,) = [name for name in os.listdir(table.parent) if name.startswith(".table-build-")]
+        assert writing.startswith(f".table-build-{writer.pid}-") and writing.endswith("-t")
+        listing = sorted(os.listdir(table.parent))
+        assert listing == sorted([writing, ".t.webarchive-index.lock"])
+        capsys.readouterr()
+        assert cli.main(export_args(new, table)) == cli.EXIT_FAILED
+        # (after the line saying what it was to export)
+        err = capsys.readouterr().err.splitlines(True)
+        assert len(err) == 2 and re.search(busy("export", table, "export", writer.pid), err[1])
+        assert cli.main(["build", *inputs["sets"]["old"], "-o", str(tmp_path / "out"), *ARGS,
+                         "--parquet", str(table)]) == cli.EXIT_FAILED
+        assert re.search(busy("build", table, "export", writer.pid), capsys.readouterr().err)
+        assert not (tmp_path / "out" / "archives.txt").exists()
+        # nothing made, nothing of the writer's touched; another table beside it is written
+        assert sorted(os.listdir(table.parent)) == listing
+        assert cli.main(export_args(new, tmp_path / "tables" / "u")) == cli.EXIT_OK
+        assert sorted(os.listdir(table.parent)) == sorted(listing + ["u"])
+
+        # without locks: a killed writer's table goes, the running one's stays
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        killed = table.parent / f".table-build-{gone.pid}-0badc0de-t"
+        (killed / "crawl=x").mkdir(parents=True)
+
+        def no_locks(fd, operation):
+            raise OSError(errno.ENOLCK, "No locks available")
+        monkeypatch.setattr(fcntl, "flock", no_locks)
+        assert cli.main(export_args(new, table)) == cli.EXIT_OK
+        monkeypatch.undo()
+        assert not killed.exists() and (table.parent / writing / "crawl=clean-new").is_dir()
+        assert_same_tables(tables / "new", table)
+    finally:
+        writer.send_signal(signal.SIGCONT)
+        _, err = writer.communicate(timeout=120)
+    assert writer.returncode == cli.EXIT_OK, err
+    assert sorted(os.listdir(table.parent)) == ["t", "u"]
+    assert_same_tables(tables / "new", table)

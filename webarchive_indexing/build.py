@@ -119,7 +119,8 @@ def build(inputs, out_dir, options=None):
     when an input names nothing or inputs cannot go in one cluster, and
     ``options.UsageError`` for options that cannot go together or cannot work (a bad
     ``--splits``, no cluster to update, another format than its); ``lock.Busy`` when
-    another build or copy writes into ``out_dir``; and BuildFailed (with the summary) when
+    another build or copy writes into ``out_dir`` (or another process the table of
+    ``options.parquet``); and BuildFailed (with the summary) when
     ``options.on_error`` is "fail" and any input had a problem, when no input gave a line,
     or when the cluster could not be completed; nothing is published then.
     ``options.root_index`` publishes ``cluster.root`` beside ``cluster.idx`` (see
@@ -181,14 +182,14 @@ def build(inputs, out_dir, options=None):
 def _build(archives, sources, cdx_format, record, split_lines, options, summary, started):
     out_dir = summary.out_dir
     progress = Progress(enabled=options.progress)
-    if not record:
-        _write_archives(out_dir, [a.path for a in archives])
     with contextlib.ExitStack() as stack:
         table = None
         if options.parquet:
             from .columnar import Table, default_collection
-            table = Table.of(stack.enter_context(staged_table(options.parquet)),
+            table = Table.of(stack.enter_context(staged_table(options.parquet, "build")),
                              options.crawl or default_collection(out_dir), options)
+        if not record:
+            _write_archives(out_dir, [a.path for a in archives])
         engine = stack.enter_context(open_engine(options.runner, options))
         if table is not None and storage.is_local(table.dir) and not engine.tasks_here:
             raise UsageError(f"--parquet {options.parquet}: the tasks that write the table run "

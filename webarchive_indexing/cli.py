@@ -403,11 +403,12 @@ def _query(args):
 def _export(args):
     from .export import ExportFailed, export
     from .indexinputs import IndexInputError
+    from .lock import Busy
     from .report import print_table, query_table_hint
     try:
         done = export(o.ExportOptions.from_args(args), sys.stdout.buffer)
-    except BrokenPipeError:  # a reader that stopped (| head): as every command, not a failure
-        raise
+    except (BrokenPipeError, Busy):  # as every command: a reader that stopped (| head), a
+        raise                          # table another process writes
     except o.UsageError as exc:
         sys.stderr.write(f"webarchive-index export: {exc}\n")
         return EXIT_USAGE

@@ -17,7 +17,8 @@ new format is one more entry, and its name in ``options.EXPORT_FORMATS``):
   or ``s3://``; gzipped when its name ends in ``.gz``), or to stdout;
 * ``parquet`` writes the table of the cluster in Common Crawl's columnar schema
   (``columnar``): each shard's lines into that shard's files, as ``build --parquet``
-  writes them, into a directory published whole (``publish.staged_table``).
+  writes them, into a directory published whole, one writer at a time
+  (``publish.staged_table``).
 
 What an export writes appears only once complete, and not at all when the cluster has a
 malformed line or is out of order: an export is a sorted index, or nothing.
@@ -97,7 +98,7 @@ def write_table(source, options, stdout=None):
     from .publish import check_table_place, staged_table
     check_table_place(options.output, source.directory)
     summary = TableSummary(storage.abspath(options.output))
-    with staged_table(options.output) as building:
+    with staged_table(options.output, "export") as building:
         table = Table.of(building, options.crawl or default_collection(options.location),
                          options)
         numbers = _shard_numbers(source.shards)
@@ -116,7 +117,7 @@ def export(options, stdout=None):
     a binary stream); an ``Exported``.
 
     ExportFailed, or the reader's IndexInputError or OSError, when it cannot; nothing is
-    then written. UsageError for options that cannot work (a format not in ``FORMATS``, a
+    then written (``lock.Busy``: another process writes the table). UsageError for options that cannot work (a format not in ``FORMATS``, a
     table without a directory or in the cluster's).
     """
     if options.format not in FORMATS:

@@ -10,6 +10,9 @@ its holder ends, however it ends, so a killed build leaves no lock behind, only 
 naming it, which the next writer takes over. On a file system without locks (some
 network file systems) the writer goes on unlocked, with a warning.
 
+A directory that is replaced whole (a columnar table) is locked by a file beside it
+(``lock_file``): one inside would go with the directory it replaces.
+
 Outputs on S3 and Hadoop file systems are not locked: keep to one build at a time there.
 """
 import contextlib
@@ -43,16 +46,29 @@ def holder_text(info):
         return "another process"
 
 
+def running(pid):
+    """Whether the process ``pid`` of this machine is running (another user's is)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @contextlib.contextmanager
-def hold(directory, command):
+def hold(directory, command, lock_file=None):
     """Hold the lock of the local output ``directory`` (made if missing) while the block
     runs; ``Busy`` at once if another process holds it. ``command`` names what holds it
-    (``build``, ``copy``) in the message another writer gets."""
+    (``build``, ``copy``) in the message another writer gets. ``lock_file``: the lock's
+    path where it is not ``directory/.webarchive-index.lock`` (its directory is made
+    then, and ``directory`` is not)."""
     if not storage.is_local(directory):
         yield
         return
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, LOCK_NAME)
+    path = lock_file or os.path.join(directory, LOCK_NAME)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     fd = _lock(path, directory)
     try:
         info = {"command": f"webarchive-index {command}", "pid": os.getpid(),

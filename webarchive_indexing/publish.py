@@ -30,16 +30,19 @@ Locations in ``cluster.loc`` are relative, so a cluster can be moved or copied w
 (pywb and ``query`` resolve them against the directory of the .loc).
 
 A table (``build --parquet``, ``export --format parquet``) is published whole too:
-written into a fresh directory beside its place and renamed into it on a local disk
-(``staged_table``), else written into a prefix that must hold nothing yet (S3 has no
-rename with which to replace a table whole), which a failure empties again.
+on a local disk written into a fresh directory beside its place and renamed into it,
+under a lock beside it (one writer of a table at a time; ``staged_table``), and the
+directories of writers that were killed (``.table-build-PID-...``, and a replaced table
+put aside, ``.table-old-PID-...``) are cleared by the next writer; elsewhere written into
+a prefix that must hold nothing yet (S3 has no rename with which to replace a table
+whole), which a failure empties again.
 """
 import contextlib
 import glob
 import os
 import re
 
-from . import storage
+from . import lock, storage
 from .options import UsageError
 from .steps import finalize_cluster
 
@@ -49,6 +52,11 @@ _BUILD = re.compile(r"build-(\d{5,})$")
 _SHARD_FILE = re.compile(r"(cdx-\d{5,}\.gz|part-\d{5,})$")
 # Where earlier versions built a local cluster, and put the one it replaced
 _OLD_SWAP_DIRS = (".cluster-build-", ".cluster-old-")
+# Beside a local table: the tables being written and those being replaced, named after the
+# process (the next writer removes only those of processes gone) and the table
+_TABLE_ASIDE_PREFIX = ".table-"
+_TABLE_ASIDE = re.compile(re.escape(_TABLE_ASIDE_PREFIX)
+                          + r"(?P<kind>build|old)-(?P<pid>\d+)-[0-9a-f]{8}-(?P<name>.+)", re.S)
 # Bytes read from the start of a published cluster.idx to find the build it names
 # (one index line: a URL key, a timestamp and the shard)
 IDX_LINE_MAX = 1 << 16
@@ -158,28 +166,64 @@ def check_table_place(table_dir, *kept):
 
 
 @contextlib.contextmanager
-def staged_table(table_dir):
+def staged_table(table_dir, command):
     """The directory to write a table into that is then published as ``table_dir``, when
-    the block ends without an error (and removed after one). ``UsageError`` where
-    directories are not renamed (not on a local disk) and ``table_dir`` holds something
-    already."""
+    the block ends without an error (and removed after one). On a local disk, under the
+    table's lock (``lock.Busy`` if another ``command`` holds it), what killed writers of
+    the table left is cleared first; elsewhere ``UsageError`` if ``table_dir`` holds
+    something already (directories are not renamed there)."""
     table_dir = storage.abspath(table_dir)
-    swap = storage.is_local(table_dir)
-    if swap:
-        parent = os.path.dirname(table_dir)
-        os.makedirs(parent, exist_ok=True)
-        building = storage.local.make_temp_dir(parent, ".table-build-")
-    else:
+    if not storage.is_local(table_dir):
         if next(iter(storage.list_files(table_dir)), None) is not None:
             raise UsageError(f"{table_dir} is not empty: write the table to a new prefix "
                              "(there is no rename there with which to replace one whole)")
-        building = table_dir
-    published = False
+        with _removed_unless_done(table_dir):
+            yield table_dir
+        return
+    parent, name = os.path.split(table_dir)
+    # The lock is beside the table, named after it: the table's directory is replaced
+    # whole (a lock in it would go with it), and is not made before a table is complete.
+    with lock.hold(table_dir, command, os.path.join(parent, f".{name}{lock.LOCK_NAME}")):
+        _clear_killed_tables(table_dir)
+        building = os.path.join(parent, _table_aside("build", name))
+        os.mkdir(building)
+        with _removed_unless_done(building):
+            yield building
+            storage.local.replace_tree(building, table_dir,
+                                       os.path.join(parent, _table_aside("old", name)))
+
+
+@contextlib.contextmanager
+def _removed_unless_done(directory):
+    """``directory`` removed if the block raises."""
+    done = False
     try:
-        yield building
-        if swap:
-            storage.local.replace_tree(building, table_dir)
-        published = True
+        yield
+        done = True
     finally:
-        if not published:
-            storage.remove_tree(building)
+        if not done:
+            storage.remove_tree(directory)
+
+
+def _table_aside(kind, name):
+    """A new name beside the table ``name`` for a directory of this process: ``build``,
+    the table being written; ``old``, the one it replaces, for a moment."""
+    return f"{_TABLE_ASIDE_PREFIX}{kind}-{os.getpid()}-{os.urandom(4).hex()}-{name}"
+
+
+def _clear_killed_tables(table_dir):
+    """What writers of ``table_dir`` that were killed left beside it: the tables they were
+    writing, removed, and one put aside to be replaced, put back if they were killed
+    before the new one took its place (the table is as it was before them). Those of
+    running processes are theirs: a writer that went on without a lock (a file system
+    without locks) is not disturbed."""
+    parent, name = os.path.split(table_dir)
+    for entry in sorted(os.listdir(parent)):
+        match = _TABLE_ASIDE.fullmatch(entry)
+        if not match or match["name"] != name or lock.running(int(match["pid"])):
+            continue
+        path = os.path.join(parent, entry)
+        if match["kind"] == "old" and not os.path.lexists(table_dir):
+            os.rename(path, table_dir)
+        else:
+            storage.remove_tree(path)

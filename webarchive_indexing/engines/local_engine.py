@@ -35,6 +35,7 @@ import shutil
 import tempfile
 
 from .. import cdxmeta, mergebuild, splits, steps, storage
+from ..lock import running
 from ..shardrun import ClusterChanged, Removal
 from . import Engine, StepFailed
 
@@ -59,18 +60,8 @@ def remove_abandoned(parent):
         return
     for name in names:
         match = _WORK_DIR.match(name)
-        if match and not _running(int(match[1])):
+        if match and not running(int(match[1])):
             shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
-
-
-def _running(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's
-    return True
 
 
 def workers_available():

@@ -3,7 +3,7 @@ which the functions here then do not find, as ``open`` would not).
 
 A file is published by writing it under a temporary name beside its target and renaming
 it into place once complete, with the permissions the umask gives (temporary files are
-private). A whole directory is replaced the same way (``replace_tree``: a columnar
+private). A whole directory is replaced by renames too (``replace_tree``: a columnar
 table).
 """
 import contextlib
@@ -123,24 +123,16 @@ def remove_temp_files(directory, recursive=False):
             break
 
 
-def make_temp_dir(parent, prefix):
-    """A new directory under ``parent`` with the usual permissions (mkdtemp's are private)."""
-    import tempfile
-    path = tempfile.mkdtemp(dir=parent, prefix=prefix)
-    os.chmod(path, 0o777 & ~_umask())
-    return path
-
-
-def replace_tree(new_dir, final_dir):
-    """Put the directory ``new_dir`` in the place of ``final_dir`` (if any), by renames."""
-    import tempfile
-    old = None
-    if os.path.exists(final_dir):
-        old = tempfile.mkdtemp(dir=os.path.dirname(final_dir), prefix=".replaced-")
-        os.rename(final_dir, os.path.join(old, os.path.basename(final_dir)))
+def replace_tree(new_dir, final_dir, aside):
+    """Put the directory ``new_dir`` in the place of ``final_dir`` (if any), by renames:
+    the one it replaces goes to the new name ``aside`` first, then is removed."""
+    try:
+        os.rename(final_dir, aside)
+    except FileNotFoundError:
+        aside = None
     os.rename(new_dir, final_dir)
-    if old:
-        shutil.rmtree(old)
+    if aside:
+        shutil.rmtree(aside)
 
 
 def _umask():
