@@ -46,7 +46,6 @@ import random
 import re
 import shutil
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run  # noqa: E402  (bench/run.py: installing, pinning, timing whole commands)

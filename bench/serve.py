@@ -44,7 +44,6 @@ import platform
 import random
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import time

@@ -6,7 +6,6 @@ import argparse
 import json
 import os
 import random
-import urllib.parse
 
 import pytest
 from pywb.warcserver.index.cdxobject import CDXObject

@@ -6,7 +6,6 @@ import gzip
 import json
 import os
 import shutil
-import zlib
 
 import pytest
 from cdxj_indexer.main import write_cdx_index
@@ -16,7 +15,6 @@ from helpers import REAL, pywb_cdx
 from webarchive_indexing import zipnum
 from webarchive_indexing.indexinputs import (
     MAX_PROBLEMS,
-    CdxFile,
     IndexInputError,
     ZipNumCluster,
     cluster_index,

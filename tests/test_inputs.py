@@ -1,16 +1,10 @@
 """INPUT arguments: files, directories, globs and manifests, what each file is (archive or
 index), the names archives get, and the CDX paths made from them (never outside OUTDIR)."""
 import gzip
-import os
-import struct
 
 import pytest
 
-from webarchive_indexing import cli
-from webarchive_indexing.inputs import InputError, cdx_name, expand, kind_of, relative_name, safe_path
-from webarchive_indexing.steps import index_archive
-
-from helpers import REAL
+from webarchive_indexing.inputs import InputError, cdx_name, expand, relative_name
 
 
 def touch(path, content=b"WARC/1.0\r\n"):

@@ -15,7 +15,7 @@ from helpers import pywb_page, pywb_page_info, pywb_params
 from test_query import CONFIGS, LINES, QUERIES, brute
 from webarchive_indexing import cdxapi, idxfile, query
 from webarchive_indexing.cli import main
-from webarchive_indexing.query import Cluster, IdxFile, open_cluster, search_range
+from webarchive_indexing.query import Cluster, IdxFile, search_range
 from webarchive_indexing.zipnum import parse_root, root_index, write_cluster
 
 # a few queries of every kind: the page walks below are slow in pywb

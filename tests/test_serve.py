@@ -12,7 +12,6 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 import servers
-from test_cdxapi import ALL
 from test_query import LINES
 from webarchive_indexing.build import build
 from webarchive_indexing.cdxapi import Limits
@@ -21,7 +20,7 @@ from webarchive_indexing.collection import Collection
 from webarchive_indexing.corpus import make_corpus
 from webarchive_indexing.options import BuildOptions
 from webarchive_indexing.query import Cluster, search_range
-from webarchive_indexing.serve import DEFAULT_LIMITS, open_collections, redact
+from webarchive_indexing.serve import open_collections, redact
 from webarchive_indexing.zipnum import write_cluster
 
 PARITY_QUERIES = [
