@@ -200,7 +200,9 @@ class ZstdFrames(GzipMembers):
     record whose frames stop early is cut short, and the record after it is read.
     Skippable frames are passed over; the dictionary frame at offset 0 is loaded and
     used for every frame, else ``dictionary`` or the one in the file ``dictionary_file``,
-    if given. ``offset``: where ``fh`` starts in the file (a record read alone).
+    if given. ``offset``: where ``fh`` starts in the file (a record read alone). A frame
+    is decompressed in one call where its header gives its content size and its blocks are
+    read (``_whole_frame``: most records), else fed a little at a time.
     """
 
     START = re.compile(re.escape(ZSTD_MAGIC))
