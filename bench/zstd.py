@@ -195,8 +195,11 @@ def install_baseline(rev):
     source = os.path.join(TMP, "baseline-src")
     shutil.rmtree(source, ignore_errors=True)
     os.makedirs(source)
-    archive = subprocess.run(["git", "-C", ROOT, "archive", rev], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", source], input=archive, check=True)
+    archive = subprocess.run(["git", "-C", ROOT, "archive", rev], capture_output=True)
+    if archive.returncode:
+        sys.exit(f"bench: --baseline {rev}: git cannot archive it ({archive.stderr.decode().strip()}): "
+                 "give a branch, tag or commit of this repository")
+    subprocess.run(["tar", "-x", "-C", source], input=archive.stdout, check=True)
     return speedbench.install_project(source, os.path.join(OUT, "venv-baseline"))
 
 
@@ -422,6 +425,7 @@ def main(argv=None):
         sys.exit(f"bench: {', '.join(missing) or 'the zstd tool'} missing: run `make bench` "
                  "(and apt-get install zstd)")
     os.makedirs(TMP, exist_ok=True)
+    baseline_bin = install_baseline(args.baseline) if args.baseline else None  # (a bad REV: at once)
     paths = speedbench.corpus(args.files, args.captures, args.mean_kb)
     real = ([os.path.join(args.real, n) for n in sorted(os.listdir(args.real))
              if ".warc" in n and not n.endswith(".jsonl")] if args.real
@@ -430,7 +434,6 @@ def main(argv=None):
     print("sizes ...", flush=True)
     size_table = sizes(paths, real, levels, args.dict_size)
     ours_bin = speedbench.install_project()
-    baseline_bin = install_baseline(args.baseline) if args.baseline else None
     print("making the .warc.zst files ...", flush=True)
     dictionary = train(paths[:max(1, len(paths) // 2)], os.path.join(TMP, "speed.dict"), args.dict_size)
     zst = make_zst(paths, dictionary, ours_bin)
