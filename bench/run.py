@@ -104,19 +104,20 @@ def total_records(paths):
     return sum(map(records_in, paths))
 
 
-def install_project():
-    """A regular (not editable) install of the working tree in INSTALL, whose other
-    packages come from .venv; returns its bin directory."""
-    print("installing the working tree in bench/out/venv ...", flush=True)
-    subprocess.run([PYTHON, "-m", "venv", "--without-pip", "--clear", INSTALL], check=True)
-    site = subprocess.run([os.path.join(INSTALL, "bin", "python"), "-c",
+def install_project(source=ROOT, install=INSTALL):
+    """A regular (not editable) install of the working tree (or of another ``source``
+    tree) in ``install``, whose other packages come from .venv; returns its bin directory."""
+    print(f"installing {'the working tree' if source == ROOT else os.path.relpath(source, ROOT)} "
+          f"in {os.path.relpath(install, ROOT)} ...", flush=True)
+    subprocess.run([PYTHON, "-m", "venv", "--without-pip", "--clear", install], check=True)
+    site = subprocess.run([os.path.join(install, "bin", "python"), "-c",
                            "import sysconfig; print(sysconfig.get_path('purelib'))"],
                           check=True, capture_output=True, text=True).stdout.strip()
     with open(os.path.join(site, "project-deps.pth"), "w") as fh:
         fh.write(sysconfig.get_path("purelib") + "\n")
-    subprocess.run([os.path.join(BIN, "pip"), "--python", os.path.join(INSTALL, "bin", "python"),
-                    "install", "--quiet", "--no-deps", "--no-build-isolation", ROOT], check=True)
-    return os.path.join(INSTALL, "bin")
+    subprocess.run([os.path.join(BIN, "pip"), "--python", os.path.join(install, "bin", "python"),
+                    "install", "--quiet", "--no-deps", "--no-build-isolation", source], check=True)
+    return os.path.join(install, "bin")
 
 
 def walker(ours_bin):

@@ -7,6 +7,7 @@ Usage (from the project root; plain `python` re-runs itself with .venv/bin/pytho
     python bench/zstd.py --quick         # smoke run: 2 files x 300 captures, levels 1 3
     python bench/zstd.py --real DIR      # real WARCs of your own for the size table
     python bench/zstd.py --no-copy       # without timing copy
+    python bench/zstd.py --baseline main # and `cdx` of the .warc.zst by the project at main
 
 Sizes (in this process, with the package's own writer, `recompress`'s):
 
@@ -28,8 +29,11 @@ install in bench/out/venv, pinned to one core with taskset, interleaved, best of
 `webarchive-index cdx` of each .warc.gz and of the .warc.zst `recompress --dictionary
 --level 3` made of it, against the decompression floors: isal.igzip for gzip, and
 python-zstandard's stream reader (and the `zstd -dc -D` tool) for zstd. Peak memory is each
-command's maximum resident set. Our .warc.zst lines must equal our .warc.gz lines but for
-offset, length and filename, else the run exits with status 1.
+command's maximum resident set; CPU time, the command's and its children's. With --baseline
+REV, `cdx` of each .warc.zst by that git revision of the project (installed alike, in
+bench/out/venv-baseline) is timed in the same rounds. Our .warc.zst lines must equal our
+.warc.gz lines but for offset, length and filename (and the baseline's must be ours), else
+the run exits with status 1.
 
 Copy (unless --no-copy): `webarchive-index copy copy` of the captures of every domain of the
 first half of the files, from a cluster of the .warc.gz and from one of the .warc.zst, into
@@ -185,7 +189,21 @@ def run_once(argv, stdout_path):
     return wall, usage.ru_utime + usage.ru_stime, peak
 
 
-def speed(gz, zst, dictionary, pin, repeat, ours_bin):
+def install_baseline(rev):
+    """The bin directory of a regular install of the git revision ``rev`` of this project
+    (its files as committed, in bench/out/zstd/baseline-src), in bench/out/venv-baseline."""
+    source = os.path.join(TMP, "baseline-src")
+    shutil.rmtree(source, ignore_errors=True)
+    os.makedirs(source)
+    archive = subprocess.run(["git", "-C", ROOT, "archive", rev], capture_output=True)
+    if archive.returncode:
+        sys.exit(f"bench: --baseline {rev}: git cannot archive it ({archive.stderr.decode().strip()}): "
+                 "give a branch, tag or commit of this repository")
+    subprocess.run(["tar", "-x", "-C", source], input=archive.stdout, check=True)
+    return speedbench.install_project(source, os.path.join(OUT, "venv-baseline"))
+
+
+def speed(gz, zst, dictionary, pin, repeat, ours_bin, baseline_bin=None):
     groups = {os.path.basename(g).removesuffix(".warc.gz"): ([g], [z]) for g, z in zip(gz, zst)}
     if len(gz) > 1:
         groups[f"all {len(gz)}, 1 command"] = (gz, zst)
@@ -196,6 +214,8 @@ def speed(gz, zst, dictionary, pin, repeat, ours_bin):
         cmds[group, "zstd -dc -D (tool)"] = ["sh", "-c", 'zstd -qdc -D "$0" "$@" >/dev/null', dictionary, *z]
         cmds[group, "ours .warc.gz"] = [os.path.join(ours_bin, "webarchive-index"), "cdx", *g]
         cmds[group, "ours .warc.zst"] = [os.path.join(ours_bin, "webarchive-index"), "cdx", *z]
+        if baseline_bin:
+            cmds[group, "baseline .warc.zst"] = [os.path.join(baseline_bin, "webarchive-index"), "cdx", *z]
     runs = {key: ([], [], []) for key in cmds}
     for round_no in range(repeat):
         print(f"  round {round_no + 1}/{repeat}", flush=True)
@@ -209,6 +229,7 @@ def speed(gz, zst, dictionary, pin, repeat, ours_bin):
         records = sum(map(speedbench.records_in, g))
         rows.append({"input": group, "command": command, "mb": mb, "records": records,
                      "best": min(wall), "median": statistics.median(wall), "wall": wall, "cpu": cpu,
+                     "best_cpu": min(cpu),
                      "peak_mb": max(rss) if rss[0] is not None else None,
                      "records_s": records / min(wall)})
     return groups, rows
@@ -268,17 +289,21 @@ def scratch(group, command):
     return os.path.join(TMP, "".join(c if c.isalnum() else "_" for c in f"{group} {command}") + ".out")
 
 
-def check(groups):
+def check(groups, baseline=False):
     """Per group: None if our .warc.zst lines are our .warc.gz lines (offset, length and
-    filename aside), else what differs."""
+    filename aside), and the ``baseline``'s .warc.zst lines ours, else what differs."""
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     from helpers import fields_but_place
     verdicts = {}
     for group in groups:
         lines = {}
-        for command in ("ours .warc.gz", "ours .warc.zst"):
+        for command in ("ours .warc.gz", "ours .warc.zst") + (("baseline .warc.zst",) * baseline):
             with open(scratch(group, command), encoding="utf-8") as fh:
-                lines[command] = fields_but_place(fh.read().splitlines())
+                lines[command] = fh.read().splitlines()
+        if lines.get("baseline .warc.zst", lines["ours .warc.zst"]) != lines["ours .warc.zst"]:
+            verdicts[group] = "the baseline's .warc.zst lines are not ours"
+            continue
+        lines = {command: fields_but_place(found) for command, found in lines.items()}
         same = lines["ours .warc.gz"] == lines["ours .warc.zst"] and lines["ours .warc.gz"]
         verdicts[group] = None if same else (f"{len(lines['ours .warc.gz'])} lines from .warc.gz, "
                                              f"{len(lines['ours .warc.zst'])} from .warc.zst, "
@@ -288,11 +313,17 @@ def check(groups):
 
 def ratios(rows, groups):
     best = {(r["input"], r["command"]): r["best"] for r in rows}
-    return {g: {"zst_vs_gz_speedup": best[g, "ours .warc.gz"] / best[g, "ours .warc.zst"],
-                "zst_vs_zstd_floor": best[g, "ours .warc.zst"] / best[g, "floor zstd (.warc.zst)"],
-                "gz_vs_isal_floor": best[g, "ours .warc.gz"] / best[g, "floor isal (.warc.gz)"],
-                "zstd_floor_vs_isal_floor": best[g, "floor isal (.warc.gz)"] / best[g, "floor zstd (.warc.zst)"]}
-            for g in groups}
+    cpu = {(r["input"], r["command"]): r["best_cpu"] for r in rows}
+    ratio = {g: {"zst_vs_gz_speedup": best[g, "ours .warc.gz"] / best[g, "ours .warc.zst"],
+                 "zst_vs_gz_cpu": cpu[g, "ours .warc.zst"] / cpu[g, "ours .warc.gz"],
+                 "zst_vs_zstd_floor": best[g, "ours .warc.zst"] / best[g, "floor zstd (.warc.zst)"],
+                 "gz_vs_isal_floor": best[g, "ours .warc.gz"] / best[g, "floor isal (.warc.gz)"],
+                 "zstd_floor_vs_isal_floor": best[g, "floor isal (.warc.gz)"] / best[g, "floor zstd (.warc.zst)"]}
+             for g in groups}
+    for g in groups:
+        if (g, "baseline .warc.zst") in best:
+            ratio[g]["zst_vs_baseline_cpu"] = cpu[g, "ours .warc.zst"] / cpu[g, "baseline .warc.zst"]
+    return ratio
 
 
 def report_copy(rows, meta):
@@ -327,26 +358,31 @@ def report(size_table, speed_rows, ratio, verdicts, meta):
                          f"{r['dict_records'] / r['gzip6']:.1%}", f"{r['dict_files'] / r['gzip6']:.1%}",
                          f"{r['dict_mb_s']:.1f}", f"{r['original'] / r['gzip6']:.1%}"))
     print()
-    fmt = "{:<24} {:<24} {:>7} {:>7} {:>8} {:>9} {:>8}"
+    fmt = "{:<24} {:<24} {:>7} {:>7} {:>8} {:>8} {:>9} {:>8}"
     print(f"indexing speed: pinned {' '.join(meta['pinning']) or 'NO'}, best of {meta['repeat']}, "
-          f"whole commands (ours from {meta['ours_installed_in']}, walker: {meta['ours_walker']})")
-    print(fmt.format("input", "command", "MB", "best s", "median s", "records/s", "peak MB"))
+          f"whole commands (ours from {meta['ours_installed_in']}, walker: {meta['ours_walker']}"
+          + (f"; baseline: {meta['baseline']}" if meta.get("baseline") else "") + ")")
+    print(fmt.format("input", "command", "MB", "best s", "median s", "best CPU", "records/s",
+                     "peak MB"))
     last = None
     for r in speed_rows:
         if last is not None and r["input"] != last:
             print()
         print(fmt.format(r["input"] if r["input"] != last else "", r["command"], f"{r['mb']:.1f}",
-                         f"{r['best']:.2f}", f"{r['median']:.2f}", f"{r['records_s']:.0f}",
+                         f"{r['best']:.2f}", f"{r['median']:.2f}", f"{r['best_cpu']:.2f}",
+                         f"{r['records_s']:.0f}",
                          f"{r['peak_mb']:.0f}" if r["peak_mb"] else "-"))
         last = r["input"]
     print()
-    print("{:<24} {:>18} {:>18} {:>18} {:>18}".format("ratios (best times)", ".zst vs .gz",
-                                                      "ours .zst/floor", "ours .gz/floor",
-                                                      "zstd vs isal floor"))
+    fmt = "{:<24} {:>16} {:>14} {:>16} {:>15} {:>18} {:>16}"
+    print(fmt.format("ratios (best times)", ".zst vs .gz", ".zst/.gz CPU", "ours .zst/floor",
+                     "ours .gz/floor", "zstd vs isal floor", ".zst CPU/baseline"))
     for group, r in ratio.items():
-        print("{:<24} {:>18} {:>18} {:>18} {:>18}".format(
-            group, f"{r['zst_vs_gz_speedup']:.2f}x faster", f"{r['zst_vs_zstd_floor']:.2f}x",
-            f"{r['gz_vs_isal_floor']:.2f}x", f"{r['zstd_floor_vs_isal_floor']:.2f}x faster"))
+        print(fmt.format(
+            group, f"{r['zst_vs_gz_speedup']:.2f}x faster", f"{r['zst_vs_gz_cpu']:.2f}",
+            f"{r['zst_vs_zstd_floor']:.2f}x", f"{r['gz_vs_isal_floor']:.2f}x",
+            f"{r['zstd_floor_vs_isal_floor']:.2f}x faster",
+            f"{r['zst_vs_baseline_cpu']:.2f}" if "zst_vs_baseline_cpu" in r else "-"))
     print()
     for group, note in verdicts.items():
         if note:
@@ -368,6 +404,9 @@ def main(argv=None):
                         help="a directory of real WARC files for the size table (default: the "
                              "Common Crawl excerpts in tests/data/real)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per command (best and median)")
+    parser.add_argument("--baseline", metavar="REV",
+                        help="also time `cdx` of the .warc.zst files from this git revision of "
+                             "the project (e.g. main), installed alike, in the same rounds")
     parser.add_argument("--copy", action=argparse.BooleanOptionalAction, default=True,
                         help="time copy copy from .warc.gz and .warc.zst sources into both "
                              "output formats too (default)")
@@ -386,6 +425,7 @@ def main(argv=None):
         sys.exit(f"bench: {', '.join(missing) or 'the zstd tool'} missing: run `make bench` "
                  "(and apt-get install zstd)")
     os.makedirs(TMP, exist_ok=True)
+    baseline_bin = install_baseline(args.baseline) if args.baseline else None  # (a bad REV: at once)
     paths = speedbench.corpus(args.files, args.captures, args.mean_kb)
     real = ([os.path.join(args.real, n) for n in sorted(os.listdir(args.real))
              if ".warc" in n and not n.endswith(".jsonl")] if args.real
@@ -403,16 +443,16 @@ def main(argv=None):
                 pass
     pin = speedbench.pinning()
     print("timing ...", flush=True)
-    groups, speed_rows = speed(paths, zst, dictionary, pin, args.repeat, ours_bin)
+    groups, speed_rows = speed(paths, zst, dictionary, pin, args.repeat, ours_bin, baseline_bin)
     copy_rows = copy_speed(paths, zst, pin, args.repeat, ours_bin) if args.copy else []
-    verdicts = check(groups)
+    verdicts = check(groups, bool(args.baseline))
     ratio = ratios(speed_rows, groups)
     import zstandard
     meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "python": platform.python_version(), "cpu": speedbench.cpu_model(),
             "cores": os.cpu_count(), "zstd": zstandard.ZSTD_VERSION, "pinning": pin,
             "repeat": args.repeat, "ours_installed_in": os.path.relpath(speedbench.INSTALL, ROOT),
-            "ours_walker": speedbench.walker(ours_bin),
+            "ours_walker": speedbench.walker(ours_bin), "baseline": args.baseline,
             "corpus": os.path.relpath(os.path.dirname(paths[0]), ROOT), "files": args.files,
             "captures": args.captures, "dict_size": args.dict_size,
             "real": [os.path.basename(p) for p in real],

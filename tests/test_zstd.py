@@ -18,7 +18,7 @@ from fastwarc.warc import ArchiveIterator as FastArchiveIterator
 from warcio.archiveiterator import ArchiveIterator
 
 from helpers import REAL, fields_but_place, line_offset, resumed_at, uncompressed, warcs
-from webarchive_indexing import cli, zstdwarc
+from webarchive_indexing import cli, gzipmembers, zstdwarc
 from webarchive_indexing.cdx import index_file
 from webarchive_indexing.inputs import cdx_name
 from webarchive_indexing.build import build
@@ -320,6 +320,95 @@ def test_a_corrupt_frame_is_reported_and_the_records_after_it_read(corpus, tmp_p
         assert "corrupt zstd frame" in result.errors[0].reason
         assert resumed_at(result.errors) == ([found[i + 1][0]] if i < len(found) - 1 else [])
         assert result.lines == [line for line in good if line_offset(line) != offset]
+
+
+def _walk(path, skip):
+    """What ``iter_records`` yields, then raises, of ``path``, as tuples."""
+    items = []
+    with open(path, "rb") as fh:
+        try:
+            for item in iter_records(fh, path, skip=skip):
+                items.append(item)
+        except ArchiveError as exc:
+            items.append(exc)
+    return [(type(item).__name__, getattr(item, "offset", None), getattr(item, "length", None),
+             getattr(item, "count", None), getattr(item, "reason", None)) for item in items]
+
+
+@pytest.mark.parametrize("read_size, whole_max", [(READ_SIZE, READ_SIZE), (1000, READ_SIZE),
+                                                  (1000, 3000)])
+def test_frames_decompressed_whole_read_as_frames_fed_bit_by_bit(corpus, tmp_path, monkeypatch,
+                                                                 read_size, whole_max):
+    """A frame is decompressed in one call where its end, found from its block headers, is
+    read (``_whole_frame``), else fed bit by bit: both give the same records, lengths and
+    problems, with records in several frames, frames that do not say their content size,
+    damaged frames in records passed over and in records indexed, and an end of file inside
+    a frame; with reads that end inside frames (``read_size``), and frames too long to be
+    decompressed whole (``whole_max``)."""
+    records = raw_records(corpus["gz"][0])
+    zdict = zstdwarc.load_dictionary(corpus["dict"])
+    unsized = zstandard.ZstdCompressor(level=3, dict_data=zdict, write_checksum=True)
+
+    skippable = b"\x57\x2a\x4d\x18" + (5).to_bytes(4, "little") + b"skip!"
+
+    def frames(i, record):
+        if i % 5 == 0:
+            third = len(record) // 3
+            return [record[:third], record[third:-4], record[-4:]]
+        return [record]
+
+    # (not an empty frame after a record: whether it counts in the record's length depends on
+    # whether the record's frame was decompressed to its end when the record was finished)
+    path = str(tmp_path / "frames.warc.zst")
+    with open(path, "wb") as fh:  # every fifth record from i = 2 without its content size
+        fh.write(zstdwarc.dictionary_frame(zdict))
+        for i, record in enumerate(records):
+            if i % 5 == 1:
+                fh.write(skippable)
+            for piece in frames(i, record):
+                if i % 5 == 2:
+                    obj = unsized.compressobj()
+                    fh.write(obj.compress(piece) + obj.flush())
+                else:
+                    fh.write(zstdwarc.compressor(3, zdict).compress(piece))
+    data = bytearray(open(path, "rb").read())
+    found = ranges(path)
+    kinds = [zstandard.ZstdDecompressor(dict_data=zdict).decompressobj().decompress(
+        bytes(data[o:o + n]))[:60] for o, n in found]
+    # two requests (passed over) and two responses (indexed), each a frame, none next to
+    # another (after a damaged record, reading goes on at the next one that decompresses)
+    damaged = sorted([i for i, kind in enumerate(kinds) if b"request" in kind and i % 5 == 3][3:5]
+                     + [i for i, kind in enumerate(kinds) if b"response" in kind and i % 5 == 4][5:7])
+    assert all(b - a > 1 for a, b in zip(damaged, damaged[1:]))
+    for i in damaged:
+        offset, length = found[i]
+        data[offset + length // 2:offset + length // 2 + 6] = b"\xff" * 6
+    path = tmp_path / "damaged.warc.zst"
+    path.write_bytes(data[:-10])
+    path = str(path)
+    skip = (("request", "warcinfo"), ("application/warc-fields",))
+    monkeypatch.setattr(gzipmembers, "READ_SIZE", read_size)
+    monkeypatch.setattr(zstdwarc, "READ_SIZE", whole_max)
+    whole = zstdwarc.ZstdFrames._whole_frame
+    taken = []
+
+    def counted(self, *args):
+        taken.append(whole(self, *args))
+        return taken[-1]
+
+    monkeypatch.setattr(zstdwarc.ZstdFrames, "_whole_frame", counted)
+    fast = [_walk(path, skip), _walk(path, ((), ())), index_file(path)]
+    assert True in taken and False in taken
+    monkeypatch.setattr(zstdwarc.ZstdFrames, "_whole_frame", lambda self, *args: False)
+    slow = [_walk(path, skip), _walk(path, ((), ())), index_file(path)]
+    assert fast[:2] == slow[:2]
+    assert [(r.lines, [(type(e), str(e)) for e in r.errors], r.records) for r in fast[2:]] == \
+        [(r.lines, [(type(e), str(e)) for e in r.errors], r.records) for r in slow[2:]]
+    problems = [item for item in fast[1] if item[0] != "Record"]
+    assert [(kind, offset) for kind, offset, *_ in problems] == \
+        [("RecordError", found[i][0]) for i in damaged] + [("ArchiveError", found[-1][0])]
+    assert all("corrupt zstd frame" in reason for *_, reason in problems[:-1])
+    assert len(fast[2].lines) > 100
 
 
 def test_a_missing_dictionary_ends_the_walk_at_the_first_frame(corpus, tmp_path):

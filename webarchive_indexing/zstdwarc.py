@@ -27,7 +27,7 @@ import zstandard
 from . import storage
 from .gzipmembers import FIRST_STEP, TRAILER_MAX, GzipMembers
 from .magic import DICT_FRAME_MAGIC, ZSTD_MAGIC
-from .recordtypes import CHUNK, ArchiveError
+from .recordtypes import CHUNK, READ_SIZE, ArchiveError
 # Skippable frames have the magic numbers 0x184D2A50 to 0x184D2A5F, then a 4-byte size.
 SKIPPABLE_TAIL = b"\x2a\x4d\x18"
 SKIPPABLE_HEADER = 8
@@ -200,7 +200,9 @@ class ZstdFrames(GzipMembers):
     record whose frames stop early is cut short, and the record after it is read.
     Skippable frames are passed over; the dictionary frame at offset 0 is loaded and
     used for every frame, else ``dictionary`` or the one in the file ``dictionary_file``,
-    if given. ``offset``: where ``fh`` starts in the file (a record read alone).
+    if given. ``offset``: where ``fh`` starts in the file (a record read alone). A frame
+    is decompressed in one call where its header gives its content size and its blocks are
+    read (``_whole_frame``: most records), else fed a little at a time.
     """
 
     START = re.compile(re.escape(ZSTD_MAGIC))
@@ -218,6 +220,7 @@ class ZstdFrames(GzipMembers):
         self.raw_offset = offset
         self.frame_start, self.frame_head = 0, b""
         self.frame_end = None  # end offset of the current frame, once decompressed to it
+        self.whole = None  # the output of a frame decompressed whole, not yet given
         self.started = None  # output of a frame that starts the next record, read ahead
         self.ahead_error = None  # the problem met reading ahead, for the next record
         # dictionary problems (missing, wrong, unusable dictionary) met, and whether any
@@ -322,7 +325,7 @@ class ZstdFrames(GzipMembers):
         file."""
         while True:
             offset = self.raw_offset + self.rpos
-            if not self._need(4):
+            if len(self.raw) - self.rpos < 4 and not self._need(4):
                 tail = self.raw[self.rpos:].tobytes()
                 if not tail:
                     return None
@@ -345,23 +348,58 @@ class ZstdFrames(GzipMembers):
                     self._dictionary_problem()
                     raise ArchiveError(self.path, offset, str(exc)) from None
             self.decompressor = zstandard.ZstdDecompressor(dict_data=self.dictionary)
-        self._need(FRAME_HEADER_MAX)  # all of the header, unless the file ends first
+        if len(self.raw) - self.rpos < FRAME_HEADER_MAX:
+            self._need(FRAME_HEADER_MAX)  # all of the header, unless the file ends first
         self.frame_start, self.frame_end = offset, None
         self.frame_head = self.raw[self.rpos:self.rpos + FRAME_HEADER_MAX]
         try:
-            size = zstandard.get_frame_parameters(self.frame_head).content_size
-            # zstd gives no more than a frame's content size says: only a frame that does
-            # not say, or says more than one call may give, is fed block by block
-            self.block = None
-            self.block_at = (None if size <= OUTPUT_MAX else
-                             offset + zstandard.frame_header_size(self.frame_head))
+            params = zstandard.get_frame_parameters(self.frame_head)
+            header_size = zstandard.frame_header_size(self.frame_head)
         except zstandard.ZstdError as exc:
             if len(self.frame_head) < FRAME_HEADER_MAX:  # the file ends first
                 raise ArchiveError(self.path, offset, "zstd frame is truncated: the file ends "
                                                       "inside it") from None
             raise ArchiveError(self.path, offset, f"corrupt zstd frame header: {exc}") from None
+        # zstd gives no more than a frame's content size says: only a frame that does not
+        # say, or says more than one call may give, is fed block by block
+        self.block = None
+        if params.content_size <= OUTPUT_MAX:
+            self.block_at = None
+            if self._whole_frame(header_size, params.has_checksum):
+                return offset
+        else:
+            self.block_at = offset + header_size
         self.inflater = self.decompressor.decompressobj()
         return offset
+
+    def _whole_frame(self, header_size, checksum):
+        """Decompress the frame at ``rpos`` (whose header is ``header_size`` bytes) in one
+        call, its end found from its block headers, for ``_decompress`` to give: whether it
+        did. It does not where the frame is longer than a read or cut by the end of the
+        file, or does not decompress: the frame is then fed bit by bit, and its problem
+        reported so (most records are one short frame: this is their path)."""
+        raw, i = self.raw, self.rpos + header_size
+        while True:
+            if i + BLOCK_HEADER > len(raw):  # read on: the frame then starts raw
+                i -= self.rpos
+                if i + BLOCK_HEADER > READ_SIZE or not self._need(i + BLOCK_HEADER):
+                    return False
+                raw = self.raw
+            header = raw[i] | raw[i + 1] << 8 | raw[i + 2] << 16
+            i += BLOCK_HEADER + (1 if header >> 1 & 3 == 1 else header >> 3)  # RLE: 1 byte
+            if header & 1:
+                break
+        at = i - self.rpos + (4 if checksum else 0)
+        if at > READ_SIZE or (len(raw) - self.rpos < at and not self._need(at)):
+            return False
+        try:
+            self.whole = self.decompressor.decompress(self.raw[self.rpos:self.rpos + at])
+        except zstandard.ZstdError:
+            return False
+        self.decompressed = True
+        self.rpos += at
+        self.frame_end = self.raw_offset + self.rpos
+        return True
 
     def _skip_frame(self, offset, load):
         """Pass over the skippable frame at ``offset``; ``load``: read its content as the
@@ -390,7 +428,11 @@ class ZstdFrames(GzipMembers):
         self.rpos += left
 
     def _decompress(self, step):
-        """The output of the next ``step`` compressed bytes of the current frame."""
+        """The output of the next ``step`` compressed bytes of the current frame (all of it,
+        if ``_whole_frame`` decompressed it)."""
+        if self.whole is not None:
+            data, self.whole = self.whole, None
+            return data
         if self.block is None and self.block_at is not None:
             self._need(self.block_at - self.raw_offset - self.rpos + BLOCK_HEADER)
         if self.rpos == len(self.raw) and not self._read_raw():
