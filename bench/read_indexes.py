@@ -89,7 +89,8 @@ def main(argv=None):
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--json", action="store_true", help="print the results as JSON too")
+    parser.add_argument("--json", action=argparse.BooleanOptionalAction, default=False,
+                        help="print the results as JSON too")
     args = parser.parse_args(argv)
     paths = make_files(args.lines, args.files)
     ways = [("floor", floor), ("chunks", chunks), ("lines", lines)]

@@ -637,6 +637,10 @@ def test_usage_errors(collection, tmp_path, capsys):
     for args, says in (
             (["copy", "check", index], "nothing selected"),
             (["copy", "check", index, "--domains", "a b.com"], "white space"),
+            (["copy", "check", index, "--domains", "host:8080.com"], "'host:8080.com': what "
+             "follows ':' must be a port"),
+            (["copy", "check", index, "--domains", "example.com:99999/a"], "a number from 0 to 65535"),
+            (["copy", "check", index, "--domains", "[::1"], "'[::1': Invalid IPv6 URL"),
             (copy_args(index, ["example.com"], out, tmp_path / "nowhere"), "no such directory"),
             (copy_args(index, ["example.com"], out, "hdfs:///warcs/"), "use s3://"),
             (copy_args(index, ["example.com"], "https://example.org/out", crawl),

@@ -61,12 +61,17 @@ def parse_input(text):
         # else surt takes 'example.com' in 'example.com:8080' for a scheme
         url = "http:" + url if url.startswith("//") else "http://" + url
     try:
-        host = urlsplit(url).hostname
-    except ValueError:  # a port that is no number
-        host = None
-    if not host or not host.strip("."):
+        parts = urlsplit(url)
+    except ValueError as exc:  # an IPv6 address without its closing ']'
+        raise SelectionError(f"{text!r}: {exc}; {hint}") from None
+    if not parts.hostname or not parts.hostname.strip("."):
         raise SelectionError(f"{text!r} names no host, so it would select nothing: {hint} (to "
                              "copy all of a collection, copy its WARC files)")
+    try:
+        parts.port
+    except ValueError:  # urllib's words ("could not be cast to integer") say less
+        raise SelectionError(f"{text!r}: what follows ':' must be a port, a number from 0 to "
+                             f"65535 (example.com:8080); {hint}") from None
     try:
         start, end = search_range(url, match)
     except ValueError as exc:
