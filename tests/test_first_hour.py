@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from helpers import REAL
 from webarchive_indexing import cli, options
@@ -29,7 +30,10 @@ def test_query_given_an_archive_or_a_cdx_file_says_what_it_is(out, tmp_path, cap
     given = {ARCHIVES[0]: "gzip data (a WARC or ARC file, a .cdx.gz?)",
              str(tmp_path / "cdx" / "webrecorder+warcio__example.cdx.gz"): "gzip data",
              f"{REAL}/webrecorder+warcio__example.warc": "a WARC or ARC file",
-             f"{REAL}/webrecorder+warcio__example.arc": "a WARC or ARC file"}
+             f"{REAL}/webrecorder+warcio__example.arc": "a WARC or ARC file",
+             str(tmp_path / "example.warc.zst"): "zstd data (a .warc.zst file?)"}
+    (tmp_path / "example.warc.zst").write_bytes(
+        zstandard.ZstdCompressor().compress(Path(f"{REAL}/webrecorder+warcio__example.warc").read_bytes()))
     capsys.readouterr()
     for path, kind in given.items():
         assert cli.main(["query", path, "example.com"]) == cli.EXIT_FAILED

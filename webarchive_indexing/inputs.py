@@ -38,7 +38,7 @@ import zlib
 from collections import namedtuple
 
 from . import storage
-from .magic import ARCHIVE_STARTS
+from .magic import ARCHIVE_STARTS, compression
 
 ARCHIVE_EXTENSIONS = (".warc.gz", ".warc.zst", ".warc", ".arc.gz", ".arc")
 # Common Crawl publishes its file lists as warc.paths.gz
@@ -164,7 +164,7 @@ def _sniff(path):
     with open(path, "rb") as fh:
         head = fh.read(4096)
         size = os.fstat(fh.fileno()).st_size
-    if head.startswith(b"\x1f\x8b"):
+    if compression(head) == "gz":
         try:  # what the first bytes inflate to (a cut stream gives what it can)
             inflated = zlib.decompressobj(31).decompress(head)
         except zlib.error:

@@ -54,6 +54,7 @@ from . import storage
 # surt.surt, quicker, and without importing tldextract (a tenth of a second) at start
 from .cdx import url_key
 from .idxfile import DamagedCluster, IdxFile
+from .magic import PLAIN_STARTS, compression
 from .zipnum import block_key
 
 __all__ = ["MATCH_TYPES", "search_range", "open_cluster", "Cluster", "IdxFile", "BlockCache",
@@ -152,9 +153,12 @@ def _check_not_an_archive(path):
     a user may well give (``query`` would print their bytes as lines)."""
     with open(path, "rb") as fh:
         head = fh.read(16)
-    if head.startswith(b"\x1f\x8b"):
+    compressed = compression(head)
+    if compressed == "gz":
         kind = "gzip data (a WARC or ARC file, a .cdx.gz?)"
-    elif head.startswith((b"WARC/", b"filedesc://")):
+    elif compressed == "zst":
+        kind = "zstd data (a .warc.zst file?)"
+    elif head.startswith(PLAIN_STARTS):
         kind = "a WARC or ARC file"
     else:
         return
