@@ -49,15 +49,18 @@ cluster.idx/.loc and publishes. Driver and executors must therefore see the same
 import gzip
 import heapq
 import itertools
+import logging
 import math
 import os
+import signal
+import subprocess
 import sys
 
 from .. import splits, steps, storage
 from ..cdxline import is_cdx_line
 from ..options import DEFAULT_CDX_BYTES_PER_TASK as CDX_BYTES_PER_TASK
 from ..zipnum import LINES_PER_BLOCK
-from . import Engine, task_failure
+from . import Engine, StepFailed, task_failure
 
 SCALER = 100
 
@@ -237,6 +240,7 @@ class SparkEngine(Engine):
         self.archives_per_task = settings.archives_per_task
         self.cdx_bytes_per_task = settings.cdx_bytes_per_task
         self._sc, self._made_here = settings.spark_context, False
+        self._jvm_died = False
         self.sizes = None  # of the CDX files, in the order of the statuses, from step 1
 
     @property
@@ -248,7 +252,8 @@ class SparkEngine(Engine):
 
     def close(self):
         if self._made_here:
-            self._sc.stop()
+            if not self._jvm_died:  # a dead JVM cannot be asked to stop
+                self._sc.stop()
             self._sc, self._made_here = None, False
 
     @property
@@ -258,7 +263,7 @@ class SparkEngine(Engine):
     def _run(self, step, function, *args, **kwargs):
         """``function(self.sc, *args, **kwargs)``; a task that failed raised as what it
         raised (``engines.task_failure``)."""
-        from py4j.protocol import Py4JJavaError
+        from py4j.protocol import Py4JError, Py4JJavaError
         try:
             return function(self.sc, *args, **kwargs)
         except Py4JJavaError as exc:
@@ -269,6 +274,30 @@ class SparkEngine(Engine):
                 raise
             raise task_failure(text[start:].split("\n\tat ", 1)[0],
                                f"a Spark task of the {step} step") from None
+        except (Py4JError, ConnectionError):
+            # py4j's words for a JVM that is gone ("Connection refused", "PythonRDD does
+            # not exist in the JVM") would blame the network or the installation
+            death = self._jvm_death()
+            if death is None:
+                raise
+            raise StepFailed(f"Spark's JVM {death} during the {step} step (killed, or out "
+                             "of memory: see the system log, or rerun with --verbose for "
+                             "Spark's own messages)") from None
+
+    def _jvm_death(self):
+        """How the JVM this process started (``pyspark``'s gateway) ended, or None while
+        it runs (or when it was not started here: spark-submit's)."""
+        process = getattr(getattr(self._sc, "_gateway", None), "proc", None)
+        if process is None:
+            return None
+        try:  # py4j may see the socket close before the killed JVM can be reaped
+            status = process.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            return None
+        self._jvm_died = True
+        if status < 0:
+            return f"(pid {process.pid}) was killed by {signal.Signals(-status).name}"
+        return f"(pid {process.pid}) exited with status {status}"
 
     def index(self, archives, cdx_dir, cdx_format, skip_existing, cdx_fields="pywb",
               zstd_dictionary=None):
@@ -300,6 +329,10 @@ class SparkEngine(Engine):
                          retries, progress_dir, zstd_dictionary)
 
 
+def _not_from_py4j(record):
+    return f"{os.sep}py4j{os.sep}" not in record.pathname
+
+
 def spark_context(master=None, verbose=False):
     """The active SparkContext, or a new one (on ``master``, else the one spark-submit set,
     else ``local[*]``); and whether it was made here (so that the caller stops only that)."""
@@ -319,6 +352,12 @@ def spark_context(master=None, verbose=False):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     sc = SparkContext(conf=conf)
     sc.setLogLevel("INFO" if verbose else "OFF")
+    if not verbose:
+        # A JVM that dies is reported in a line (SparkEngine._run), not in the
+        # tracebacks of py4j's loggers and of pyspark's accumulator server thread
+        # (py4j logs a lost connection on the root logger itself)
+        logging.getLogger().addFilter(_not_from_py4j)
+        sc._accumulatorServer.handle_error = lambda request, address: None
     return sc, True
 
 
