@@ -90,9 +90,9 @@ class Limits:
 
 UNBOUNDED = Limits()
 # The most lines an answer holds: sort=closest over several URLs (or with collapse) sorts
-# its limit lines (Common Crawl's take ~600 bytes each held: ~6 MiB); everything else
-# streams
-HELD_LINES = 10_000
+# its limit lines (Common Crawl's take ~700 bytes each held: ~3.5 MiB); everything else
+# streams. (pywb's remote index asks 100, cdx_toolkit 1000.)
+HELD_LINES = 5_000
 
 
 class CdxRequest(options.Options):
