@@ -10,7 +10,7 @@ from pywb.warcserver.index.cdxobject import CDXObject
 from pywb.warcserver.index.cdxops import cdx_sort_closest
 
 import servers
-from test_cdxapi import ALL, CROWD, ask, brute
+from test_cdxapi import ALL, CROWD, ask, brute, collapse
 from test_query import LINES
 from webarchive_indexing import cdxapi, collection as collection_module
 from webarchive_indexing.cdxapi import BadParameter
@@ -137,6 +137,36 @@ def test_closest_reads_a_crowded_second_again_rather_than_hold_it(cluster_dir, m
         monkeypatch.setattr(collection_module, "HELD_LINES", held)
         for limit, lines in expected.items():
             assert ask(collection, url="example.com/same", closest="20200101000005", limit=limit).splitlines(keepends=True) == lines
+
+
+def test_the_last_n_read_twice_are_those_held_before(tmp_path):
+    """limit=-N finds the Nth line from the end, then reads on from it: the same lines as
+    the last N held, also when the Nth is one of identical lines spread over two clusters."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_cluster(ALL[::2], a, [], lines_per_block=4)
+    write_cluster(ALL[1::2], b, [], lines_per_block=3)
+    collection = Collection("ab", [Cluster(a), Cluster(b)])
+    for url, extra in (("example.com/same", {}), ("example.com/same", {"collapse": "digest"}),
+                       ("example.com/same", {"filter": "!=status:301"}), ("example.com/p/*", {"collapse": "urlkey"})):
+        expected = brute(url.rstrip("*"), "prefix" if "*" in url else "exact", [extra["filter"]] if "filter" in extra else ())
+        if "collapse" in extra:
+            expected = collapse(expected, extra["collapse"])
+        assert len(expected) > 5
+        for n in range(1, len(expected) + 3):
+            assert ask(collection, url=url, limit=-n, **extra).splitlines(keepends=True) == expected[-n:], (url, extra, n)
+            assert ask(collection, url=url, limit=-n, sort="reverse", **extra).splitlines(keepends=True) == \
+                expected[:n][::-1], (url, extra, n)
+
+
+def test_cdx_toolkit_through_serve_with_what_it_sends(cluster_dir):
+    import cdx_toolkit
+    with servers.ours({"c": Collection("c", [Cluster(cluster_dir)])}) as base:
+        fetcher = cdx_toolkit.CDXFetcher(source=base + "/c/cdx")
+        got = [c.data for c in fetcher.get("example.com/same", from_ts="20200101000002", to="2020",
+                                           filter=["=status:301"], closest="20200101000005", sort="closest", limit=5)]
+        want = ask(Collection("c", [Cluster(cluster_dir)]), url="example.com/same", output="json", closest="20200101000005",
+                   filter="=status:301", limit=5, **{"from": "20200101000002", "to": "2020"})
+        assert got == [json.loads(line) for line in want.splitlines()] and len(got) == 5
 
 
 def vm_hwm_mib(pid):
