@@ -120,7 +120,7 @@ class CdxRequest(options.Options):
         CDX servers name them; parameters it does not know are ignored, and an empty
         value is no value, as they do (pywb's remote index sends ``closest=`` when it has
         no timestamp)."""
-        params = {name: given for name, given in ((n, [v for v in vs if v]) for n, vs in params.items()) if given}
+        params = {name: [value for value in given if value] for name, given in params.items()}
         values = {}
         for option in cls.OPTIONS:
             name = next((param for param in option.params if params.get(param)), None)
@@ -224,8 +224,7 @@ class CdxRequest(options.Options):
             raise BadParameter("showResumeKey", "goes not with output=link")
         if self.sort == "closest" and self.limit is not None and self.limit < 0:
             raise BadParameter("limit", "limit=-N goes not with sort=closest")
-        sorts_held = self.sort == "closest" and (self.end != self.start + b"!" or self.collapse)
-        if sorts_held and self.limit is not None and self.limit > HELD_LINES:
+        if self.sorts_held and self.limit is not None and self.limit > HELD_LINES:
             raise BadParameter("limit", f"at most {HELD_LINES} with sort=closest over several URLs "
                                         "(or with collapse): those lines are held to be sorted; an "
                                         "exact url streams any limit")
@@ -238,6 +237,12 @@ class CdxRequest(options.Options):
     @property
     def range(self):
         return self.start, self.end
+
+    @property
+    def sorts_held(self):
+        """Whether the answer is sorted in memory: by closeness over several URLs (an
+        exact URL's captures are in time order already) or collapsed."""
+        return self.sort == "closest" and (self.end != self.start + b"!" or bool(self.collapse))
 
 
 def _boolean(name, text):

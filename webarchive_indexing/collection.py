@@ -149,7 +149,7 @@ class Collection:
             return abs(timestamp_to_sec(capture.value("timestamp")) - target)
 
         start, end = request.range
-        if end == start + b"!" and not request.collapse:
+        if not request.sorts_held:
             # the target's own timestamp (closest=2015 is the end of 2015, as pywb reads it):
             # captures at or after it sort after it, those before it before
             pivot = start + b" " + sec_to_timestamp(target).encode()
@@ -176,7 +176,7 @@ class Collection:
         """``earlier`` (an exact URL's captures read backwards) with those of each second
         put back in index order: held, up to ``HELD_LINES`` of them, else read again."""
         for stamp, same in itertools.groupby(earlier, lambda c: c.value("timestamp")):
-            group = list(itertools.islice(same, HELD_LINES))
+            group = [Capture(c.line, c.copy) for c in itertools.islice(same, HELD_LINES)]  # not their fields
             if len(group) < HELD_LINES:
                 yield from reversed(group)
                 continue
