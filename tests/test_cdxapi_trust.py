@@ -21,7 +21,7 @@ from webarchive_indexing.zipnum import write_cluster
 
 EXIT_USAGE = 2
 # README (Serving): what one answer in flight holds at most
-ANSWER_MIB = 8
+ANSWER_MIB = 10
 
 
 @pytest.fixture(scope="module")
