@@ -29,7 +29,7 @@ import zlib
 from warcio.timeutils import PAD_14_DOWN, PAD_14_UP, pad_timestamp, timestamp_to_http_date
 
 from . import options
-from .cdxline import ALIASES, NAMES, fields_of
+from .cdxline import ALIASES, CC_KEYS, CDXJ_KEYS, FIELD_LETTERS, NAMES, fields_of
 from .query import search_range
 
 __all__ = ["OUTPUTS", "CdxRequest", "Limits", "BadParameter", "RequestTimeout", "Capture", "parse_filter",
@@ -41,6 +41,13 @@ CONTENT_TYPES = {"cdxj": "text/x-cdxj", "json": "text/x-ndjson", "cdx11": "text/
 
 # The fields of the cdx11 output
 CDX11_FIELDS = NAMES["cdx11"]
+# The fields a request may name (fl, filter, collapse): the classic legends', those of the
+# CDXJ lines pywb, cdxj-indexer and Common Crawl write (their server says "encoding" for
+# "charset"; pywb adds orig.* to a revisit), cdxj-indexer's req.http:HEADER, and ALIASES.
+# A line may lack one (fl leaves it out, a filter sees ''); a name outside them is a typo
+# that would match nothing.
+KNOWN_FIELDS = tuple(dict.fromkeys((*FIELD_LETTERS.values(), *CDXJ_KEYS, *CC_KEYS, "encoding", "method",
+                                    "requestBody", "orig.length", "orig.offset", "orig.filename")))
 
 
 class RequestTimeout(TimeoutError):
@@ -72,9 +79,9 @@ class BadParameter(ValueError):
 
 
 class Limits:
-    """Bounds on what one request may ask (a server's; ``query`` sets none): ``limit``
-    (also the lines ``limit=-N`` and ``sort=closest`` hold), ``pageSize``, regular
-    expressions, filters, URL length and seconds a request may take."""
+    """Bounds on what one request may ask (a server's; ``query`` sets none): ``limit``,
+    ``pageSize``, regular expressions, filters, URL length and seconds a request may
+    take. (The lines an answer holds are bounded for all: ``HELD_LINES``.)"""
 
     def __init__(self, limit=None, page_size=None, regex=None, filters=None, url=None, seconds=None):
         self.limit, self.page_size, self.regex = limit, page_size, regex
@@ -82,8 +89,10 @@ class Limits:
 
 
 UNBOUNDED = Limits()
-# lines held in memory for limit=-N and sort=closest when no limit bounds them
-HELD_LINES = 100_000
+# The most lines an answer holds: sort=closest over several URLs (or with collapse) sorts
+# its limit lines (Common Crawl's take ~700 bytes each held: ~3.5 MiB); everything else
+# streams. (pywb's remote index asks 100, cdx_toolkit 1000.)
+HELD_LINES = 5_000
 
 
 class CdxRequest(options.Options):
@@ -97,7 +106,7 @@ class CdxRequest(options.Options):
         super().__init__(url=url, **values)
         if isinstance(self.fields, str):
             self.fields = self.fields.split(",")
-        self.fields = [ALIASES.get(f, f) for f in self.fields] if self.fields else None
+        self.fields = [_known_field("fl", f) for f in self.fields] if self.fields else None
         if self.sort is None and self.closest:
             self.sort = "closest"  # pywb sorts by closeness whenever closest= is given
         self.resume = parse_resume_key(self.resume_key) if self.resume_key else None
@@ -108,7 +117,10 @@ class CdxRequest(options.Options):
     def from_query(cls, params, limits=UNBOUNDED):
         """The request of a parsed query string (``{name: [values]}``, as
         ``urllib.parse.parse_qs`` gives it), named as pywb's and the Wayback Machine's
-        CDX servers name them; parameters it does not know are ignored, as they do."""
+        CDX servers name them; parameters it does not know are ignored, and an empty
+        value is no value, as they do (pywb's remote index sends ``closest=`` when it has
+        no timestamp)."""
+        params = {name: [value for value in given if value] for name, given in params.items()}
         values = {}
         for option in cls.OPTIONS:
             name = next((param for param in option.params if params.get(param)), None)
@@ -126,6 +138,8 @@ class CdxRequest(options.Options):
         reverse = (params.get("reverse") or [""])[-1].lower()
         if values.get("sort") is None and reverse not in ("", "0", "false", "f", "off"):
             values["sort"] = "reverse"  # pywb's older spelling, read as pywb's to_bool reads it
+        if values.get("sort") == "closest" and not values.get("closest"):
+            del values["sort"]  # pywb's server sorts by closeness only given a timestamp
         return cls(limits=limits, **values)
 
     def _check(self, limits):
@@ -182,7 +196,6 @@ class CdxRequest(options.Options):
             self.sort = None
         if self.sort == "closest" and not self.closest:
             raise BadParameter("closest", "sort=closest needs closest=TIMESTAMP (e.g. 20240131)")
-        self.held = abs(self.limit) if self.limit is not None else (limits.limit or HELD_LINES)
 
     def _check_together(self):
         modes = [name for name, on in (("showNumPages", self.show_num_pages),
@@ -211,6 +224,10 @@ class CdxRequest(options.Options):
             raise BadParameter("showResumeKey", "goes not with output=link")
         if self.sort == "closest" and self.limit is not None and self.limit < 0:
             raise BadParameter("limit", "limit=-N goes not with sort=closest")
+        if self.sorts_held and self.limit is not None and self.limit > HELD_LINES:
+            raise BadParameter("limit", f"at most {HELD_LINES} with sort=closest over several URLs "
+                                        "(or with collapse): those lines are held to be sorted; an "
+                                        "exact url streams any limit")
         if self.page is not None and (self.sort or self.collapse or (self.limit or 0) < 0):
             raise BadParameter("page", "a page is a run of blocks in index order: it goes not "
                                        "with sort, collapse or limit=-N")
@@ -221,6 +238,12 @@ class CdxRequest(options.Options):
     def range(self):
         return self.start, self.end
 
+    @property
+    def sorts_held(self):
+        """Whether the answer is sorted in memory: by closeness over several URLs (an
+        exact URL's captures are in time order already) or collapsed."""
+        return self.sort == "closest" and (self.end != self.start + b"!" or bool(self.collapse))
+
 
 def _boolean(name, text):
     text = text.lower()
@@ -230,18 +253,35 @@ def _boolean(name, text):
 
 
 def _number(name, text):
-    try:
-        return int(text)
-    except ValueError:
-        raise BadParameter(name, f"expected a whole number, got {text!r}") from None
+    value = options.whole_number(text)
+    if value is None:
+        raise BadParameter(name, f"expected a whole number, got {text!r}")
+    return value
 
 
 def _parse_collapse(spec):
     field, colon, length = spec.partition(":")
-    if not field or (colon and not length.isdigit()) or (colon and int(length) < 1):
+    if not field or (colon and not (options.whole_number(length) or 0) >= 1):
         raise BadParameter("collapse", f"expected FIELD or FIELD:N (collapse=digest, "
                                        f"collapse=timestamp:8), got {spec!r}")
-    return ALIASES.get(field, field), int(length) if colon else None
+    return _known_field("collapse", field), int(length) if colon else None
+
+
+def known_field(name, where=""):
+    """The field ``name`` names (``s`` is ``status``); ValueError naming the known ones
+    if it names none."""
+    name = ALIASES.get(name, name)
+    if name not in KNOWN_FIELDS and not name.startswith("req.http:"):
+        raise ValueError(f"unknown field {name!r}{where}: expected one of {', '.join(KNOWN_FIELDS)}, "
+                         f"req.http:HEADER, or {', '.join(ALIASES)}")
+    return name
+
+
+def _known_field(param, name):
+    try:
+        return known_field(name)
+    except ValueError as exc:
+        raise BadParameter(param, str(exc)) from None
 
 
 class Capture:
@@ -282,7 +322,7 @@ class _Filter:
         self.mode = text[0] if text[:1] in ("=", "~") else "contains"
         text = text[self.mode != "contains":]
         field, colon, value = text.partition(":")
-        self.field, self.value = (ALIASES.get(field, field), value) if colon else ("", text)
+        self.field, self.value = (known_field(field, f" in {spec!r}") if field else "", value) if colon else ("", text)
         if self.mode == "~":
             # the regex module: Python's re, with a time limit on a match
             import regex
@@ -315,7 +355,7 @@ def parse_filter(spec: str):
 
 def check_timestamp(text, name):
     """``text`` if it is a timestamp prefix (1-14 digits of yyyyMMddhhmmss), else ValueError."""
-    if text is not None and not re.fullmatch(r"\d{1,14}", text):
+    if text is not None and not re.fullmatch(r"[0-9]{1,14}", text):
         raise ValueError(f"{name} must be a timestamp of 1 to 14 digits (yyyyMMddhhmmss, "
                          f"e.g. 2024 or 20240131), got {text!r}")
     return text

@@ -388,8 +388,8 @@ def _query(args):
         sys.stdout.buffer.writelines(query(args.location, request))
     except BrokenPipeError:
         raise
-    except BadParameter as exc:  # a page that is not there
-        sys.stderr.write(f"webarchive-index query: {exc.message}\n")
+    except BadParameter as exc:  # a page that is not there, too many lines to sort
+        sys.stderr.write(f"webarchive-index query: {exc.in_options()}\n")
         return EXIT_FAILED
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"webarchive-index query: {exc}\n")

@@ -21,8 +21,8 @@ import time
 
 from warcio.timeutils import sec_to_timestamp, timestamp_to_sec
 
-from .cdxapi import (CONTENT_TYPES, BadParameter, Capture, RequestTimeout, collapsed, formatter,
-                     resume_key, selected, timemap)
+from .cdxapi import (CONTENT_TYPES, HELD_LINES, BadParameter, Capture, RequestTimeout, collapsed,
+                     formatter, resume_key, selected, timemap)
 from .query import DEFAULT_PAGE_SIZE, open_cluster
 
 __all__ = ["Collection", "query"]
@@ -91,8 +91,8 @@ class Collection:
                 continue
             yield Capture(line, copy)
 
-    def _selected(self, request, reverse=False, deadline=None):
-        captures = selected(self.lines(request.start, request.end, reverse, request.resume, deadline),
+    def _selected(self, request, reverse=False, deadline=None, resume=None):
+        captures = selected(self.lines(request.start, request.end, reverse, resume or request.resume, deadline),
                             request.predicates, request.from_ts, request.to_ts)
         if request.collapse:
             after = Capture(request.resume[0]) if request.resume and not reverse else None
@@ -111,10 +111,7 @@ class Collection:
             return
         limit = request.limit
         if limit is not None and limit < 0:
-            # the last N in index order: read backwards; or, reversed, the first N
-            backwards = request.sort != "reverse"
-            last = list(itertools.islice(self._selected(request, backwards, deadline), -limit))
-            yield from map(write, reversed(last))
+            yield from map(write, self._last(request, -limit, deadline))
             return
         captures = iter(self._selected(request, request.sort == "reverse", deadline))
         last = None
@@ -126,17 +123,33 @@ class Collection:
             yield (json.dumps({"resumeKey": key}) + "\n").encode() if request.output == "json" \
                 else b"\n" + key.encode() + b"\n"
 
+    def _last(self, request, count, deadline):
+        """The last ``count`` captures in index order (with sort=reverse the first
+        ``count``, last first), holding none: read from the end to the ``count``th,
+        then from it back to the end."""
+        backwards = request.sort != "reverse"
+        nth = None
+        for nth in itertools.islice(self._selected(request, backwards, deadline), count):
+            pass
+        if nth is None:
+            return iter(())
+        # resumed just before it going the other way: the lines equal to it that come
+        # first that way are skipped (its copy counts them from this side)
+        equal = sum(1 for _ in self.lines(nth.line, nth.line + b"\x00", deadline=deadline))
+        return itertools.islice(self._selected(request, not backwards, deadline, (nth.line, equal - nth.copy)), count)
+
     def _closest(self, request, deadline):
         """Captures nearest ``closest`` first (ties in index order), as pywb sorts them.
         An exact URL's captures are in time order: read outwards from ``closest`` in
-        both directions, holding nothing; others are sorted, holding ``limit`` lines."""
+        both directions, holding at most ``HELD_LINES`` of one second; others are
+        sorted, holding ``limit`` lines (at most ``HELD_LINES``)."""
         target = timestamp_to_sec(request.closest)
 
         def distance(capture):
             return abs(timestamp_to_sec(capture.value("timestamp")) - target)
 
         start, end = request.range
-        if end == start + b"!" and not request.collapse:
+        if not request.sorts_held:
             # the target's own timestamp (closest=2015 is the end of 2015, as pywb reads it):
             # captures at or after it sort after it, those before it before
             pivot = start + b" " + sec_to_timestamp(target).encode()
@@ -144,15 +157,33 @@ class Collection:
                              request.from_ts, request.to_ts)
             earlier = selected(self.lines(start, pivot, reverse=True, deadline=deadline),
                                request.predicates, request.from_ts, request.to_ts)
-            # backwards, captures of one second come last first: put them back in order
-            earlier = itertools.chain.from_iterable(
-                reversed(list(same)) for _, same in itertools.groupby(earlier, lambda c: c.value("timestamp")))
+            earlier = self._seconds_in_order(earlier, request, deadline)
             nearest = heapq.merge(((distance(c), 0, c) for c in earlier),
                                   ((distance(c), 1, c) for c in later), key=lambda t: t[:2])
             return (c for _, _, c in itertools.islice(nearest, request.limit))
-        ranked = heapq.nsmallest(request.held, enumerate(self._selected(request, deadline=deadline)),
-                                 key=lambda item: (distance(item[1]), item[0]))
-        return (capture for _, capture in ranked)
+        # the lines alone are held (not their parsed fields); one more than asked tells
+        # whether a request without limit got them all
+        held = request.limit or HELD_LINES
+        ranked = heapq.nsmallest(held + 1, ((distance(c), n, c.line) for n, c in
+                                            enumerate(self._selected(request, deadline=deadline))))
+        if len(ranked) > held and request.limit is None:
+            raise BadParameter("limit", f"sort=closest over more than {HELD_LINES} captures of several "
+                                        "URLs (or with collapse) holds them all to sort them: give "
+                                        f"limit=N (at most {HELD_LINES}) for the nearest N, or an exact url")
+        return (Capture(line) for _, _, line in ranked[:held])
+
+    def _seconds_in_order(self, earlier, request, deadline):
+        """``earlier`` (an exact URL's captures read backwards) with those of each second
+        put back in index order: held, up to ``HELD_LINES`` of them, else read again."""
+        for stamp, same in itertools.groupby(earlier, lambda c: c.value("timestamp")):
+            group = [Capture(c.line, c.copy) for c in itertools.islice(same, HELD_LINES)]  # not their fields
+            if len(group) < HELD_LINES:
+                yield from reversed(group)
+                continue
+            del group[:]
+            second = request.start + b" " + stamp.encode()
+            yield from selected(self.lines(second + b" ", second + b"!", deadline=deadline),
+                                request.predicates, request.from_ts, request.to_ts)
 
     def _count(self, request, deadline):
         if request.predicates or request.from_ts or request.to_ts or request.collapse:

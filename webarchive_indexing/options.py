@@ -68,12 +68,18 @@ class UsageError(ValueError):
 
 # -- validators ----------------------------------------------------------------------------
 
+# int() also takes other scripts' digits ('٣' is 3), '+3', ' 3 ' and '1_000'
+WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+
+
+def whole_number(text):
+    """``text`` as an int if it is ASCII digits after an optional '-', else None."""
+    return int(text) if WHOLE_NUMBER.fullmatch(text) else None
+
+
 def positive(text):
     """A whole number of at least 1, for argparse's ``type``."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
+    value = whole_number(text) or 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
     return value
@@ -107,10 +113,7 @@ def shard_count(text):
 
 def nonzero(text):
     """A whole number other than 0, for argparse's ``type``."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
+    value = whole_number(text) or 0
     if value == 0:
         raise argparse.ArgumentTypeError(f"expected a whole number other than 0, got {text!r}")
     return value
@@ -118,7 +121,7 @@ def nonzero(text):
 
 def non_negative(text):
     """A whole number of at least 0, for argparse's ``type``."""
-    if not text.isdigit():
+    if whole_number(text) is None or text.startswith("-"):
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {text!r}")
     return int(text)
 
@@ -390,7 +393,7 @@ URL = Option("url", metavar="URL", param="url",
                   "*.example.com (domain)")
 MATCH_TYPE = Option("--match-type", choices=MATCH_TYPES, param="matchType",
                     help="how URL matches, unless it has a wildcard (default exact)")
-FROM = Option("--from", dest="from_ts", metavar="TS", param="from",
+FROM = Option("--from", dest="from_ts", metavar="TS", param=("from", "from_ts"),
               help="captures at or after timestamp TS (1-14 digits: 2024, 20240131...)")
 TO = Option("--to", dest="to_ts", metavar="TS", param="to",
             help="captures at or before timestamp TS (2023 means up to 20231231235959)")
