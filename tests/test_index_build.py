@@ -372,7 +372,7 @@ def test_the_commands_of_docs_indexes_md_run_as_written(tmp_path, monkeypatch, c
     from test_legacyindex import sample_items, write_legacy_index
     doc = os.path.join(os.path.dirname(os.path.dirname(__file__)), "docs", "indexes.md")
     commands = [line[2:] for line in open(doc, encoding="utf-8") if line.startswith("$ webarchive-index ")]
-    assert len(commands) == 4
+    assert len(commands) == 7
     (tmp_path / "warcs").mkdir()
     shutil.copy(WARCS[0], tmp_path / "warcs")
     (tmp_path / "old-cdx").mkdir()
@@ -380,6 +380,7 @@ def test_the_commands_of_docs_indexes_md_run_as_written(tmp_path, monkeypatch, c
     (tmp_path / "old-cdx" / "c.cdxj.gz").write_bytes(gzip.compress(pywb_cdx(WARCS[2]).encode()))
     (tmp_path / "more.cdxj.gz").write_bytes(gzip.compress(pywb_cdx(WARCS[4]).encode()))
     write_legacy_index(tmp_path / "url-index.1356128792", sample_items())
+    shutil.copy(os.path.join(REAL, "arquivo+webarchive-indexing__teste.cdx"), tmp_path / "teste.cdx")
     monkeypatch.chdir(tmp_path)
     for command in commands:
         assert cli.main(shlex.split(command)[1:]) == cli.EXIT_OK, (command, capsys.readouterr().err)
@@ -387,3 +388,8 @@ def test_the_commands_of_docs_indexes_md_run_as_written(tmp_path, monkeypatch, c
     assert exported == shard_lines(tmp_path / "out") and len(exported) > 19 + 2
     assert len(shard_lines(tmp_path / "out2")) == len(exported) + 1
     assert len(shard_lines(tmp_path / "cc2012")) == 80
+    # old-cdx/ converted to CDX11: pywb's CDX11 of the same archives
+    assert (tmp_path / "all.cdx").read_text().splitlines(True) == [" CDX N b a m s k r M S V g\n"] + sorted(
+        pywb_cdx(WARCS[1], "cdx11").splitlines(True)[1:] + pywb_cdx(WARCS[2], "cdx11").splitlines(True)[1:])
+    assert len(shard_lines(tmp_path / "arquivo")) == 18 and all(
+        line.startswith(b"pt,") for line in shard_lines(tmp_path / "arquivo"))
