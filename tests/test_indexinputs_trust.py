@@ -17,7 +17,7 @@ from helpers import REAL, pywb_cdx
 from test_indexinputs import common_crawl_lines
 from test_pipeline import cluster_files, cluster_lines
 from webarchive_indexing import cli
-from webarchive_indexing.cdxline import location
+from webarchive_indexing.cdxline import convert, location
 from webarchive_indexing.indexinputs import IndexInputError, open_index
 
 TESTE = os.path.join(REAL, "arquivo+webarchive-indexing__teste.cdx")
@@ -128,6 +128,24 @@ def test_mixed_formats_name_the_command_that_converts_them(tmp_path, capsys):
     out9, _ = build_everywhere(capsys, tmp_path / "to9", "--cdx-format", "cdx9", tmp_path / "a.cdx")
     assert cluster_lines(out9 / "cluster") == sorted(
         line.encode() for line in pywb_cdx(WARC, "cdx9").splitlines(True)[1:])
+
+
+def test_a_value_a_classic_line_cannot_carry_is_escaped_or_a_problem(tmp_path):
+    """A URL with a space goes to CDX11 percent-encoded (as pywb reads a URL there); a
+    filename with one cannot go (pywb would read another format): the line is a problem."""
+    line = (b'com,example)/a%20b 20200101000000 {"url": "http://example.com/a b", "offset": "1", '
+            b'"length": "2", "filename": "x.warc.gz"}')
+    converted = convert(line, "cdxj", "cdx11")
+    assert converted == (b"com,example)/a%20b 20200101000000 http://example.com/a%20b - - - - - 2 1 "
+                         b"x.warc.gz")
+    assert CDXObject(converted)["filename"] == "x.warc.gz"
+    (tmp_path / "a.cdxj").write_bytes(line + b"\n" + line.replace(b"x.warc", b"my x.warc") + b"\n")
+    source = open_index(str(tmp_path / "a.cdxj"))
+    source.target = "cdx11"
+    assert list(source.lines()) == [converted]
+    assert source.problems == [{"file": str(tmp_path / "a.cdxj"), "line": 2, "reason":
+                                "cannot convert it: its filename 'my x.warc.gz' holds white "
+                                "space, which a cdx11 line cannot carry"}]
 
 
 # -- 21.12: malformed CDXJ lines ------------------------------------------------------------

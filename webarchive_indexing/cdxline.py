@@ -169,6 +169,10 @@ def location(line):
 # White space as the readers of a classic line split it: pywb at spaces (and it strips
 # the line's end), Hadoop's and our readers at line ends, str.split at any of it
 _WHITE_SPACE = re.compile(r"[\s\x1c-\x1f]")
+# A URL key that is a URL without its scheme (``mocho.pt/cab/x``, as Wayback's non-SURT
+# canonicalizer writes them), not a SURT key (``pt,mocho)/cab/x``): a host with a dot and
+# no comma or parenthesis, then a port, a path or query, or nothing
+PLAIN_URL_KEY = re.compile(r"[^\s,():/?]+\.[^\s,():/?]+(?::[0-9]+)?(?:[/?]|\Z)")
 
 
 def name_problem(name, fmt):
@@ -179,8 +183,8 @@ def name_problem(name, fmt):
     if fmt == "cdxj" or not _WHITE_SPACE.search(name):
         return None
     return (f"its name {name!r} holds white space, which a {fmt} line cannot carry (its fields "
-            f"are separated by spaces, and pywb does not escape them): rename the file, or "
-            f"index as CDXJ (--cdx-format cdxj)")
+            "are separated by spaces, and pywb does not escape them): rename the file, or "
+            "index as CDXJ (--cdx-format cdxj)")
 
 
 def _surt_key(fields):
@@ -197,12 +201,6 @@ def _surt_key(fields):
     except Exception as exc:  # surt raises assorted errors on malformed URLs
         raise ValueError(f"cannot make a SURT key of {url or key!r}: {exc}") from None
     return key
-
-
-# A URL key that is a URL without its scheme (``mocho.pt/cab/x``, as Wayback's non-SURT
-# canonicalizer writes them), not a SURT key (``pt,mocho)/cab/x``): a host with a dot and
-# no comma or parenthesis, then a port, a path or query, or nothing
-PLAIN_URL_KEY = re.compile(r"[^\s,():/?]+\.[^\s,():/?]+(?::[0-9]+)?(?:[/?]|\Z)")
 
 
 def convert(line, source, target, rekey=False):
