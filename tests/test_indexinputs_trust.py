@@ -19,6 +19,7 @@ from test_pipeline import cluster_files, cluster_lines
 from webarchive_indexing import cli
 from webarchive_indexing.cdxline import convert, location
 from webarchive_indexing.indexinputs import IndexInputError, open_index
+from webarchive_indexing.inputs import kind_of
 
 TESTE = os.path.join(REAL, "arquivo+webarchive-indexing__teste.cdx")
 WARC = os.path.join(REAL, "iipc+webarchive-commons__IAH-urls-wget.warc.gz")
@@ -263,6 +264,9 @@ def test_a_byte_order_mark_is_left_out_and_said_and_the_first_capture_found(tmp_
     source = open_index(str(path))
     assert source.format == "cdx11" and len(list(source.lines())) == len(GOOD)
     assert source.problems == []
+    # and told from its first bytes when its name does not say
+    (tmp_path / "bom-index").write_bytes(path.read_bytes())
+    assert kind_of(str(tmp_path / "bom-index")) == "cdx"
 
 
 # -- 21.14: archive names a line cannot carry -----------------------------------------------

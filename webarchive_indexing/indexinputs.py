@@ -147,7 +147,7 @@ def header_format(line):
 
 def looks_like_cdx(head):
     """Whether ``head`` (the first bytes of a file, inflated) starts with a CDX line or header."""
-    first = head.split(b"\n", 1)[0].rstrip(b"\r")
+    first = head.split(b"\n", 1)[0].rstrip(b"\r").removeprefix(BOM)
     try:
         return header_format(first) is not None or line_format(first) is not None
     except ValueError:
