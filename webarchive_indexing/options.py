@@ -294,7 +294,8 @@ OUTDIR/cdx/<name>.cdx.gz       one sorted CDX per archive (a/b/x.warc.gz -> cdx/
                                (what it was made from) and <name>.cdx.gz.errors.json if it
                                had problems
 OUTDIR/indexes/                index inputs rewritten for the jobs (clusters, legacy indexes,
-                               files of several gzip members or with malformed lines), if any
+                               files of several gzip members, with malformed lines, converted
+                               or re-keyed), if any
 OUTDIR/splits.txt, splits.seq  the shards-1 split points, as text and as a Hadoop SequenceFile
 OUTDIR/partitions.seq          the shard boundaries, for Hadoop's TotalOrderPartitioner
 OUTDIR/cluster/                cluster.idx, cluster.loc, cluster.root, and build-NNNNN/ with the
