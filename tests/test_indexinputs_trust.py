@@ -71,6 +71,11 @@ def test_arquivo_non_surt_keys_are_refused_with_the_fix(tmp_path, capsys):
     path.write_text("".join(pywb_cdx(WARC, "cdx9")) + "dns:example.com 20200101000000 "
                     "dns:example.com text/dns 200 X - 1 a.warc.gz\n")
     assert open_index(str(path)).format == "cdx9"
+    # a legend no command here converts from says so, and which converts between the others
+    (tmp_path / "ia.cdx").write_text(" CDX A b e a m s c k r V v D d g n\n")
+    with pytest.raises(IndexInputError, match=r"with the tool that wrote it \(build --cdx-format "
+                                              r"converts between these three only\)"):
+        open_index(str(tmp_path / "ia.cdx"))
 
 
 def test_arquivo_rekeyed_on_every_engine_then_found(tmp_path, capsys):

@@ -141,7 +141,8 @@ def header_format(line):
     if legend not in LEGEND_FORMATS:
         known = "; ".join(f"{fmt}: {legend}" for fmt, legend in CLASSIC.items())
         raise ValueError(f"its CDX legend {legend!r} is not one of the formats a cluster is "
-                         f"built of ({known}); convert it first")
+                         f"built of ({known}): convert it to one of them with the tool "
+                         "that wrote it (build --cdx-format converts between these three only)")
     return LEGEND_FORMATS[legend]
 
 
