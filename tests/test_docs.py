@@ -91,7 +91,8 @@ COVERED = {
     r"^webarchive-index copy (check|copy) --records-csv records\.csv": (
         "the records.csv that the DuckDB query above it writes from a table of Common Crawl "
         "excerpts", "test_columnar.py::test_doc_copy_from_a_query"),
-    r"^webarchive-index (build (warcs/ old-cdx/|out/ more\.cdxj\.gz|url-index\.)|export out -o all)": (
+    r"^webarchive-index (build (warcs/ old-cdx/|out/ more\.cdxj\.gz|url-index\.|old-cdx/ -o as-cdx11 |"
+    r"teste\.cdx )|export (out|as-cdx11) -o all)": (
         "in a directory with the indexes of every kind they name",
         "test_index_build.py::test_the_commands_of_docs_indexes_md_run_as_written"),
     r"^webarchive-index build (warcs/ (new-warcs/ )?-o (out|other|with-mrjob|again) |"

@@ -119,7 +119,7 @@ def test_every_engine_puts_the_readers_lines_in_the_cluster(tmp_path, runner, re
     a key holding white space, by Unicode's rules too) is rewritten without those."""
     lines = text_lines(pywb_cdx(WARCS[0]))
     odd = (lines[0].replace(b"\n", b"\r\n") + lines[1].replace(b"\n", b"\r\r\n") + b"\n  \n"
-           + 'com,example)/café 20200101000000 {"url": "http://example.com/café"}\n'.encode()
+           + 'com,example)/café 20200101000000 {"url": "http://example.com/café", "offset": "0", "length": "1"}\n'.encode()
            + b"".join(lines[2:]) + lines[5])
     (tmp_path / "odd.cdxj").write_bytes(odd)
     (tmp_path / "bad.cdxj").write_bytes(b"".join(lines[:3]) + b"".join(
@@ -146,12 +146,13 @@ def test_one_cluster_holds_one_format(tmp_path, capsys):
                      str(tmp_path / "out"), "--runner", "inline"])
     assert code == cli.EXIT_USAGE
     assert (f"one cluster holds one CDX format, but the index inputs mix cdxj ({tmp_path}/a.cdxj...), "
-            f"cdx11 ({tmp_path}/b.cdx...)") in capsys.readouterr().err
+            f"cdx11 ({tmp_path}/b.cdx...): convert them to one with --cdx-format") in capsys.readouterr().err
+    assert not (tmp_path / "out" / "cluster").exists()
+    # the command that error names converts (tests/test_indexinputs_trust.py)
     code = cli.main(["build", str(tmp_path / "b.cdx"), "-o", str(tmp_path / "out"),
                      "--cdx-format", "cdxj", "--runner", "inline"])
-    assert code == cli.EXIT_USAGE
-    assert "--cdx-format cdxj, but the index inputs are cdx11" in capsys.readouterr().err
-    assert not (tmp_path / "out" / "cluster").exists()
+    assert code == cli.EXIT_OK
+    assert shard_lines(tmp_path / "out") == sorted(text_lines(pywb_cdx(WARCS[0])))
 
 
 def test_cdx11_inputs_make_a_cdx11_cluster_with_the_archives(tmp_path, capsys):
@@ -256,7 +257,7 @@ def test_export_into_a_pipe_that_closes_early(tmp_path):
     """export | head: the reader stopping is no failure (exit 0, no message)."""
     import subprocess
     import sys
-    lines = [b"com,example)/%06d 20200101000000 {}\n" % i for i in range(20000)]
+    lines = [b'com,example)/%06d 20200101000000 {"offset": "0", "length": "1"}\n' % i for i in range(20000)]
     zipnum.write_cluster(lines, str(tmp_path / "c"), [], 100)
     run = subprocess.run(f"set -o pipefail; {shlex.quote(sys.executable)} -m webarchive_indexing.cli export "
                          f"{shlex.quote(str(tmp_path / 'c'))} --no-progress | head -1",
@@ -371,7 +372,7 @@ def test_the_commands_of_docs_indexes_md_run_as_written(tmp_path, monkeypatch, c
     from test_legacyindex import sample_items, write_legacy_index
     doc = os.path.join(os.path.dirname(os.path.dirname(__file__)), "docs", "indexes.md")
     commands = [line[2:] for line in open(doc, encoding="utf-8") if line.startswith("$ webarchive-index ")]
-    assert len(commands) == 4
+    assert len(commands) == 7
     (tmp_path / "warcs").mkdir()
     shutil.copy(WARCS[0], tmp_path / "warcs")
     (tmp_path / "old-cdx").mkdir()
@@ -379,6 +380,7 @@ def test_the_commands_of_docs_indexes_md_run_as_written(tmp_path, monkeypatch, c
     (tmp_path / "old-cdx" / "c.cdxj.gz").write_bytes(gzip.compress(pywb_cdx(WARCS[2]).encode()))
     (tmp_path / "more.cdxj.gz").write_bytes(gzip.compress(pywb_cdx(WARCS[4]).encode()))
     write_legacy_index(tmp_path / "url-index.1356128792", sample_items())
+    shutil.copy(os.path.join(REAL, "arquivo+webarchive-indexing__teste.cdx"), tmp_path / "teste.cdx")
     monkeypatch.chdir(tmp_path)
     for command in commands:
         assert cli.main(shlex.split(command)[1:]) == cli.EXIT_OK, (command, capsys.readouterr().err)
@@ -386,3 +388,8 @@ def test_the_commands_of_docs_indexes_md_run_as_written(tmp_path, monkeypatch, c
     assert exported == shard_lines(tmp_path / "out") and len(exported) > 19 + 2
     assert len(shard_lines(tmp_path / "out2")) == len(exported) + 1
     assert len(shard_lines(tmp_path / "cc2012")) == 80
+    # old-cdx/ converted to CDX11: pywb's CDX11 of the same archives
+    assert (tmp_path / "all.cdx").read_text().splitlines(True) == [" CDX N b a m s k r M S V g\n"] + sorted(
+        pywb_cdx(WARCS[1], "cdx11").splitlines(True)[1:] + pywb_cdx(WARCS[2], "cdx11").splitlines(True)[1:])
+    assert len(shard_lines(tmp_path / "arquivo")) == 18 and all(
+        line.startswith(b"pt,") for line in shard_lines(tmp_path / "arquivo"))

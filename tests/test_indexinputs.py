@@ -110,7 +110,7 @@ def test_malformed_lines_are_reported_with_file_and_line(tmp_path):
         good[3][:len(good[3]) // 2] + "\n",               # cut short
         "com,example)/ 2014x {}\n",                      # timestamp not digits
         " 20140101000000 {}\n",                          # no key
-        "com,example)/ 20140101000000 {\"a\": \"\xff\"}\n",  # fine: UTF-8
+        "com,example)/ 20140101000000 {\"a\": \"\xff\", \"offset\": \"1\", \"length\": \"2\"}\n",  # fine: UTF-8
     ] + good[4:]
     data = "".join(bad).encode() + b"com,example)/ 20140101000000 {\"a\": \"\xff\xfe\"}\n"
     path = tmp_path / "bad.cdxj"
@@ -135,7 +135,7 @@ def test_malformed_lines_are_reported_with_file_and_line(tmp_path):
 
 def test_problems_listed_are_bounded_but_all_counted(tmp_path):
     path = tmp_path / "junk.cdxj"
-    path.write_bytes(b"a 1 {}\n" + b"a 1 {\n" * (MAX_PROBLEMS + 50))
+    path.write_bytes(b'a 1 {"offset": "0", "length": "1"}\n' + b"a 1 {\n" * (MAX_PROBLEMS + 50))
     source = open_index(str(path))
     assert len(read(source)) == 1
     assert source.malformed == MAX_PROBLEMS + 50 and len(source.problems) == MAX_PROBLEMS
@@ -308,7 +308,7 @@ def test_order_is_that_of_lines_without_their_newline(tmp_path):
 
 
 def test_unsorted_is_known_once_its_chunk_is_read(tmp_path):
-    lines = [b"a%05d 20200101000000 {}" % i for i in range(2000)]
+    lines = [b'a%05d 20200101000000 {"offset": "0", "length": "1"}' % i for i in range(2000)]
     lines[1500], lines[1501] = lines[1501], lines[1500]
     (tmp_path / "a.cdxj").write_bytes(b"\n".join(lines) + b"\n")
     source = open_index(str(tmp_path / "a.cdxj"))

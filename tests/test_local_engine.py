@@ -403,7 +403,7 @@ def test_a_malformed_line_in_an_update_fails_it(cdx_inputs, tmp_path):
     out = tmp_path / "out"
     run([first], out, shards=2, workers=2)
     published = (out / "cluster" / "cluster.idx").read_bytes()
-    (tmp_path / "bad.cdxj").write_bytes(b'com,example)/ 20240101000000 {"url": "x"}\nnot a line\n')
+    (tmp_path / "bad.cdxj").write_bytes(b'com,example)/ 20240101000000 {"url": "x", "offset": "0", "length": "1"}\nnot a line\n')
     with pytest.raises(BuildFailed, match="1 problems in the input"):
         run([tmp_path / "bad.cdxj"], out, update=True, workers=2)
     assert (out / "cluster" / "cluster.idx").read_bytes() == published

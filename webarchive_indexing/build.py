@@ -126,7 +126,8 @@ def build(inputs, out_dir, options=None):
     ``options.root_index`` publishes ``cluster.root`` beside ``cluster.idx`` (see
     ``zipnum.root_index``). Index inputs go into the cluster beside the archives' lines;
     ``options.cdx_format`` (None: the index inputs' format, else cdxj; an update's
-    cluster's) must be theirs, and ``options.legacy_prefix`` restricts legacy URL indexes
+    cluster's) is what those of another format are converted to, ``options.rekey`` makes
+    their URL keys SURT keys, and ``options.legacy_prefix`` restricts legacy URL indexes
     to the keys starting with it.
     """
     options = options or BuildOptions()
@@ -168,7 +169,8 @@ def build(inputs, out_dir, options=None):
                                  "cluster (leave --cdx-format out)")
             requested = record["format"]
         sources, open_errors, cdx_format = open_sources(found.indexes, requested,
-                                                        options.legacy_prefix.encode("utf-8"))
+                                                        options.legacy_prefix.encode("utf-8"),
+                                                        options.rekey)
         check_indexing(options.cdx_fields, cdx_format)
         summary.errors += open_errors
         try:

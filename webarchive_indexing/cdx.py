@@ -76,7 +76,7 @@ with _importing_without("tldextract", "socket"):
     from surt.URLRegexTransformer import stripPathSessionID, stripQuerySessionID
 
 from . import storage  # noqa: E402
-from .cdxline import CDX_FIELDS, FORMATS, format_line, header_line  # noqa: E402, F401  (indexing's formats)
+from .cdxline import CDX_FIELDS, FORMATS, format_line, header_line, name_problem  # noqa: E402, F401  (indexing's formats)
 from .records import ArchiveError, RecordError, Skipped, iter_records  # noqa: E402
 
 # Metadata records whose payload a walk with Common Crawl's fields reads
@@ -406,6 +406,10 @@ def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read, cdx_fi
                          "the CDXJ format: CDX11 and CDX9 have no columns for them")
     keys = CDX_FIELDS[cdx_fields]
     result = IndexResult(path, filename or path.rsplit("/", 1)[-1])
+    unwritable = name_problem(result.filename, fmt)
+    if unwritable:
+        result.errors.append(ArchiveError(path, 0, unwritable))
+        return result
     try:
         fh = opener(path)
     except OSError as exc:

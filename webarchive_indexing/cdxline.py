@@ -12,6 +12,8 @@ apart by their field count; indexing writes CDXJ, CDX11 and CDX9.
     fields_of(line)                # line -> {"urlkey": ..., "timestamp": ..., "url": ...}
     split_cdxj(line)               # CDXJ line -> (urlkey, timestamp, its JSON as written)
     location(line)                 # line -> Location(filename, offset, length)
+    convert(line, "cdx11", "cdxj") # a line in another format, or with its key recomputed
+    name_problem(name, "cdx11")    # why an archive name cannot be a line's filename
 """
 import json
 import re
@@ -162,3 +164,61 @@ def location(line):
         pass
     raise ValueError(f"no filename, offset and length in this CDX line (CDXJ or CDX11 "
                      f"needed; CDX9 has no length): {line[:200]!r}")
+
+
+# White space as the readers of a classic line split it: pywb at spaces (and it strips
+# the line's end), Hadoop's and our readers at line ends, str.split at any of it
+_WHITE_SPACE = re.compile(r"[\s\x1c-\x1f]")
+# A URL key that is a URL without its scheme (``mocho.pt/cab/x``, as Wayback's non-SURT
+# canonicalizer writes them), not a SURT key (``pt,mocho)/cab/x``): a host with a dot and
+# no comma or parenthesis, then a port, a path or query, or nothing
+PLAIN_URL_KEY = re.compile(r"[^\s,():/?]+\.[^\s,():/?]+(?::[0-9]+)?(?:[/?]|\Z)")
+
+
+def name_problem(name, fmt):
+    """Why the archive name ``name`` cannot be the ``filename`` of a ``fmt`` line; None if it
+    can. A classic line separates its fields by spaces, and pywb writes a name as it is
+    (it neither escapes nor reads escapes): a name with white space would come back with
+    another field count, or cut at a line end. CDXJ's JSON escapes any character."""
+    if fmt == "cdxj" or not _WHITE_SPACE.search(name):
+        return None
+    return (f"its name {name!r} holds white space, which a {fmt} line cannot carry (its fields "
+            "are separated by spaces, and pywb does not escape them): rename the file, or "
+            "index as CDXJ (--cdx-format cdxj)")
+
+
+def _surt_key(fields):
+    """The SURT key of a line's fields: of its original URL when that is absolute, else of
+    its key when the key is a URL without scheme (Wayback's non-SURT keys, whose lines may
+    hold only the host as their URL), else its key."""
+    from .cdx import url_key
+    url, key = fields.get("url", ""), fields["urlkey"]
+    try:
+        if "://" in url:
+            return url_key(url)
+        if PLAIN_URL_KEY.match(key):
+            return url_key(key)
+    except Exception as exc:  # surt raises assorted errors on malformed URLs
+        raise ValueError(f"cannot make a SURT key of {url or key!r}: {exc}") from None
+    return key
+
+
+def convert(line, source, target, rekey=False):
+    """``line`` (bytes, a well-formed ``source`` line) as a ``target`` line (bytes, no
+    newline), with its URL key made a SURT key with ``rekey`` (``_surt_key``); ValueError
+    for a line the target cannot carry. To CDXJ go pywb's keys, to CDX9 no length; a
+    line converted to its own format changes its key only."""
+    text = line.decode("utf-8")
+    fields = fields_of(text)
+    key = _surt_key(fields) if rekey else fields["urlkey"]
+    if source == target:
+        return (key + text[len(fields["urlkey"]):]).encode("utf-8")
+    fields = {name: str(value) for name, value in fields.items()}
+    fields["urlkey"] = key
+    if target != "cdxj":
+        fields["url"] = _WHITE_SPACE.sub(lambda m: quote(m.group()), fields.get("url", ""))
+        for name in NAMES[target]:
+            if _WHITE_SPACE.search(fields.get(name) or "-"):
+                raise ValueError(f"its {name} {fields[name][:200]!r} holds white space, which a "
+                                 f"{target} line cannot carry")
+    return format_line(fields, target).rstrip("\n").encode("utf-8")

@@ -128,7 +128,11 @@ def export(options, stdout=None):
         raise UsageError("--format parquet writes a table: give its directory with -o DIR")
     started = time.monotonic()
     progress = Progress(enabled=options.progress)
-    source = ZipNumCluster(cluster_index(options.location))
+    index = cluster_index(options.location)
+    if storage.is_local(index):
+        from .query import _check_not_an_archive
+        _check_not_an_archive(index, "export")
+    source = ZipNumCluster(index)
     progress.step(f"exporting {len(source.shards)} shards of {options.location}",
                   count=lambda: source.lines_read)
     try:

@@ -13,10 +13,15 @@ clusters (``ZipNumCluster``) and the 2012 Common Crawl URL index (``legacyindex`
                                 # the one above it (bytewise, without newlines, as clusters
                                 # sort), set as soon as the chunk holding it is read
     source.lines_read           # lines the last reading yielded
+    source.notes                # what reading changed: [{"file", "line", "message"}, ...]
+                                # (a UTF-8 byte order mark left out)
+    source.target, source.rekey # set to have the lines converted to another format, and
+                                # their URL keys made SURT keys (``cdxline.convert``)
 
 **The lines of a source are what goes into a cluster, whatever engine builds it**: its
-well-formed lines, UTF-8, in file order, without their newline; headers, blank lines
-and malformed lines left out (malformed ones reported). Every engine reads index inputs
+well-formed lines, UTF-8, in file order, without their newline; headers, blank lines,
+a UTF-8 byte order mark at the start of a file and malformed lines left out (malformed
+ones reported), converted where ``target`` or ``rekey`` says. Every engine reads index inputs
 through ``chunks()``, or reads files that ``indexprep`` checked give exactly these lines
 to the jobs' own line readers (else it hands them a rewritten file of these lines).
 
@@ -26,11 +31,17 @@ gzip members, whatever its name). Lines end at ``\\n``; trailing ``\\r`` are dro
 jobs' readers drop them). A line is malformed when it is not UTF-8, has no URL key or
 one holding white space (the jobs' readers would drop it), a timestamp that is not
 digits, too few or too many fields for its format, a carriage return inside (Hadoop's
-line reader would end the line there), or (CDXJ) a JSON block that does not start with
-``{`` and end with ``}``; the JSON is not parsed (that would cost half the time of
-merging the lines). A chunk of well-formed ASCII lines is checked with one regular
-expression match, and its order with one sort of an already sorted list, both in C; a
-chunk with anything else is checked line by line.
+line reader would end the line there), or (CDXJ) a JSON block that is not one JSON
+object with an ``offset`` and a ``length`` that are whole numbers (``copy``, ``query
+--output json`` and the columnar table need them; two lines run together are not one
+object). A chunk of well-formed ASCII lines is checked with one regular expression match
+(for CDXJ, a grammar of flat JSON objects; a line it does not take is parsed), and its
+order with one sort of an already sorted list, both in C; a chunk with anything else is
+checked line by line.
+
+The URL keys of an index must be SURT keys (``pt,mocho)/cab/``) for a query to find its
+captures: ``open_index`` refuses an index whose first lines mostly have URLs without
+scheme as keys (``mocho.pt/cab/``, Wayback's non-SURT form), unless asked to ``rekey``.
 
 ``chunks()`` reads the source anew at each call and fills the counters as it goes; a
 source that cannot be read on (a cut gzip member, a shard not there) raises
@@ -40,14 +51,16 @@ order its index names them, as flat gzipped files; its shards are found where py
 finds them (its ``.loc`` file, relative paths resolved against the index's directory,
 else beside the index), but never outside the index's directory.
 """
+import contextlib
 import itertools
+import json
 import os
 import re
 
 from isal import isal_zlib
 
 from . import storage
-from .cdxline import FORMATS, LEGENDS, is_cdx_line
+from .cdxline import FORMATS, LEGENDS, PLAIN_URL_KEY, convert, is_cdx_line
 
 # The classic formats a cluster is built of, and their legends
 CLASSIC = {fmt: LEGENDS[fmt] for fmt in FORMATS if fmt in LEGENDS}
@@ -57,13 +70,32 @@ LEGEND_FORMATS = {legend: fmt for fmt, legend in CLASSIC.items()}
 # A URL key and a timestamp: the key holds no white space as ``cdxline.is_cdx_line`` sees
 # it in ASCII (str's \s holds \x1c-\x1f too; a non-ASCII line is asked ``is_cdx_line``)
 _HEAD = rb"[^\s\x1c-\x1f]++ [0-9]++"
+# A flat JSON object (string keys; string, number, true, false or null values) that has
+# an "offset" and a "length" of digits, in either order, as a CDXJ line's JSON block must
+# be. Strings are matched as runs of plain characters between escapes, and runs are
+# possessive: so a chunk costs about 3 times what looking for the closing brace alone
+# did (bench/read_indexes.py: 2.5 us a line, not 0.8), less than parsing each line's JSON
+# (measured 7-8 times). A line it refuses is asked ``_json_problem`` (nested values, say), the judge: the
+# grammar takes nothing that refuses
+_STRING = rb'"[^"\\\x00-\x1f]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*+)*+"'
+_VALUE = (rb"(?:" + _STRING + rb"|-?+(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][+-]?+[0-9]++)?+"
+          rb"|true|false|null)")
+_WS = rb"[ \t]*+"
+_MEMBER = _STRING + _WS + b":" + _WS + _VALUE + _WS
+_NEXT = b"," + _WS + _MEMBER
+_OFFSET, _LENGTH = (b'"' + name + b'"' + _WS + b":" + _WS + rb'(?:"[0-9]++"|0|[1-9][0-9]*+)' + _WS
+                    for name in (b"offset", b"length"))
+_JSON = (rb"\{" + _WS + rb"(?:" + _MEMBER + b"," + _WS + rb")*?(?:"
+         + _OFFSET + rb"(?:" + _NEXT + rb")*?," + _WS + _LENGTH + b"|"
+         + _LENGTH + rb"(?:" + _NEXT + rb")*?," + _WS + _OFFSET + rb")(?:" + _NEXT + rb")*+\}")
 # The rest of a well-formed line of each format after its key and timestamp (possessive:
 # nothing is tried again, which saves a tenth of the time of a chunk)
-_REST = {"cdxj": rb" \{[^\n]*+(?<=\})",
+_REST = {"cdxj": b" " + _JSON,
          **{fmt: rb"(?: [^ \n]*+){%d}" % (len(legend.split()) - 2) for fmt, legend in CLASSIC.items()}}
 # One well-formed line (no newline), and a whole chunk of them, each ending in \n
 WELL_FORMED = {fmt: re.compile(_HEAD + rest + rb"\Z") for fmt, rest in _REST.items()}
 ALL_WELL_FORMED = {fmt: re.compile(rb"(?:" + _HEAD + rest + rb"\n)*+") for fmt, rest in _REST.items()}
+LINE_HEAD = re.compile(_HEAD + b" ")
 HEADER = re.compile(rb" ?CDX ([^\r\n]*?)\s*\Z")
 # Malformed lines listed per source (all are counted)
 MAX_PROBLEMS = 100
@@ -73,6 +105,9 @@ DETECT_LINES = 1000
 # split into lines fastest
 CHUNK_BYTES = 1 << 18
 GZIP_MAGIC = b"\x1f\x8b"
+BOM = b"\xef\xbb\xbf"
+# What a second line's start looks like where a line end was lost after a JSON block
+_RUN_TOGETHER = re.compile(rb"\}[^\s\x1c-\x1f{}\"]++ [0-9]++ \{")
 
 
 class IndexInputError(Exception):
@@ -106,13 +141,14 @@ def header_format(line):
     if legend not in LEGEND_FORMATS:
         known = "; ".join(f"{fmt}: {legend}" for fmt, legend in CLASSIC.items())
         raise ValueError(f"its CDX legend {legend!r} is not one of the formats a cluster is "
-                         f"built of ({known}); convert it first")
+                         f"built of ({known}): convert it to one of them with the tool "
+                         "that wrote it (build --cdx-format converts between these three only)")
     return LEGEND_FORMATS[legend]
 
 
 def looks_like_cdx(head):
     """Whether ``head`` (the first bytes of a file, inflated) starts with a CDX line or header."""
-    first = head.split(b"\n", 1)[0].rstrip(b"\r")
+    first = head.split(b"\n", 1)[0].rstrip(b"\r").removeprefix(BOM)
     try:
         return header_format(first) is not None or line_format(first) is not None
     except ValueError:
@@ -138,12 +174,14 @@ def _check(fmt, line):
         return "a carriage return (CR) inside the line: Hadoop's line reader would end it there"
     if WELL_FORMED[fmt].match(line) is not None and (line.isascii() or is_cdx_line(text)):
         return None
+    json_problem = None
     if fmt == "cdxj":
         parts = line.split(b" ", 2)
         if len(parts) < 3:
             return "expected 'urlkey timestamp {json}'"
         if not (parts[2].startswith(b"{") and parts[2].endswith(b"}")):
             return "its JSON block does not start with '{' and end with '}' (cut short?)"
+        json_problem = _json_problem(text.split(" ", 2)[2])
     else:
         parts = line.split(b" ")
         wanted = len(CLASSIC[fmt].split())
@@ -153,7 +191,32 @@ def _check(fmt, line):
         return "no URL key"
     if not parts[1].isdigit():
         return f"timestamp {parts[1][:40].decode('utf-8', 'replace')!r} is not digits"
-    return "white space in its URL key"
+    if LINE_HEAD.match(line) is None or not is_cdx_line(text):
+        return "white space in its URL key"
+    return json_problem
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _json_problem(block):
+    """Why the JSON block of a CDXJ line (text) is not an object with an offset and a
+    length that are whole numbers; None if it is one."""
+    try:
+        record = json.loads(block, parse_constant=_no_constant)
+    except ValueError as exc:
+        if _RUN_TOGETHER.search(block.encode("utf-8")):
+            return "two lines run together (a line end lost?): its JSON block holds another line"
+        return f"its JSON block is not valid JSON: {exc}"
+    for name in ("offset", "length"):
+        value = record.get(name)
+        if value is None:
+            return f"its JSON has no {name!r} (copy and query need where the record is)"
+        if not (type(value) is int and value >= 0
+                or type(value) is str and value.isascii() and value.isdigit()):
+            return f"its {name} {str(value)[:40]!r} is not a whole number"
+    return None
 
 
 class Inflated:
@@ -252,6 +315,7 @@ class IndexSource:
     def __init__(self, path, name=None):
         self.path = path
         self.name = name or path.rsplit("/", 1)[-1]
+        self.target, self.rekey = None, False
         self._reset()
 
     def __repr__(self):
@@ -259,6 +323,7 @@ class IndexSource:
 
     def _reset(self):
         self.problems, self.malformed, self.unsorted, self.lines_read = [], 0, None, 0
+        self.notes = []
         self._last = None
 
     def _problem(self, where, reason):
@@ -283,6 +348,11 @@ class IndexSource:
     def _file_chunks(self, path, pieces, size):
         number = 0  # lines of the file before the chunk
         for data in whole_lines(pieces, size):
+            if not number and data.startswith(BOM):
+                # (else its first line's key would hold it, and sort after every other)
+                data = data[len(BOM):]
+                self.notes.append({"file": path, "line": 1, "message":
+                                   "a UTF-8 byte order mark (BOM) at the start: left out"})
             lines = data.split(b"\n")
             lines.pop()
             chunk = self._checked(data, lines, path, number)
@@ -308,6 +378,9 @@ class IndexSource:
             lines, numbers = self._sifted(lines, path, number)
         else:
             numbers = None
+        if lines and (self.rekey or self.target not in (None, self.format)):
+            numbers = numbers or range(number + 1, number + 1 + len(lines))
+            lines, numbers = self._converted(lines, numbers, path)
         if not lines:
             return lines
         if self.unsorted is None:
@@ -319,6 +392,43 @@ class IndexSource:
         self._last = lines[-1]
         self.lines_read += len(lines)
         return lines
+
+    def _converted(self, lines, numbers, path):
+        """``lines`` (well-formed) converted (``cdxline.convert``) and their numbers; the
+        lines that cannot be reported."""
+        kept, kept_numbers = [], []
+        target = self.target or self.format
+        for line, number in zip(lines, numbers):
+            try:
+                kept.append(convert(line, self.format, target, self.rekey))
+            except ValueError as exc:
+                self._problem({"file": path, "line": number}, f"cannot convert it: {exc}")
+                continue
+            kept_numbers.append(number)
+        return kept, kept_numbers
+
+    def check_keys(self):
+        """IndexInputError if the URL keys of the first lines of the source are mostly URLs
+        without scheme, not SURT keys (``cdxline.PLAIN_URL_KEY``): a query would find none."""
+        first, keys, plain = None, 0, 0
+        with contextlib.closing(self._files(CHUNK_BYTES)) as files:
+            lines = itertools.chain.from_iterable(split_lines(pieces) for _, pieces in files)
+            try:
+                for number, line in enumerate(itertools.islice(lines, DETECT_LINES), 1):
+                    if line_format(line) != self.format:
+                        continue
+                    key = line.split(b" ", 1)[0].removeprefix(BOM).decode("utf-8", "replace")
+                    keys += 1
+                    if PLAIN_URL_KEY.match(key):
+                        plain += 1
+                        first = first or (number, key)
+            except IndexInputError:
+                pass  # what was read tells; reading the source reports the failure
+        if plain * 2 > keys:
+            raise IndexInputError(self.path, f"its URL keys are URLs, not SURT keys "
+                                  f"({first[1][:100]!r} where a SURT key reads like "
+                                  "'pt,mocho)/cab/'): a query would find none of its captures; "
+                                  "use --rekey to compute SURT keys", first[0])
 
     def _unsorted(self, path, line):
         self.unsorted = {"file": path, "line": line}
@@ -359,6 +469,8 @@ def detect_format(raw_lines, path):
     if none of its first ``DETECT_LINES`` lines tells."""
     for number, line in enumerate(raw_lines, 1):
         line = line.rstrip(b"\r")
+        if number == 1:
+            line = line.removeprefix(BOM)
         try:
             declared = header_format(line)
         except ValueError as exc:
@@ -503,20 +615,24 @@ class ZipNumCluster(IndexSource):
                 yield where, Inflated(fh, where, size)
 
 
-def open_index(path, name=None, kind=None):
+def open_index(path, name=None, kind=None, rekey=False):
     """The source for an index input: ``kind`` "cdx", "cluster" or "legacy" (as
-    ``inputs.kind_of`` tells, which is asked when not given). IndexInputError if it
-    cannot be read or is no index; a legacy index's ``format`` is "cdxj" until set."""
+    ``inputs.kind_of`` tells, which is asked when not given); with ``rekey`` its URL keys
+    made SURT keys as it is read. IndexInputError if it cannot be read or is no index, or
+    (without ``rekey``) its keys are not SURT keys (``check_keys``); a legacy index's
+    ``format`` is "cdxj" until set."""
     if kind is None:
         from .inputs import kind_of
         kind = kind_of(path)
     try:
-        if kind == "cluster":
-            return ZipNumCluster(path, name)
         if kind == "legacy":
             from .legacyindex import LegacyIndex
             return LegacyIndex(path, name)
-        return CdxFile(path, name)
+        source = ZipNumCluster(path, name) if kind == "cluster" else CdxFile(path, name)
+        source.rekey = rekey
+        if not rekey:
+            source.check_keys()
+        return source
     except FileNotFoundError:
         raise IndexInputError(path, "no such file") from None
     except OSError as exc:

@@ -11,8 +11,10 @@ with a name ending in ``.gz`` (mrjob's inline and local runners pick decompressi
 the name and read only the first member of a gzip file). Anything else is rewritten
 first, the source's lines in order as one gzip member, into
 ``OUTDIR/indexes/NNNNN-<name>.cdx.gz`` (numbered by input, so names never collide):
-clusters, legacy indexes, files of several gzip members, and, with ``--on-error skip``,
-files with malformed lines. With ``--on-error fail`` a malformed line fails the build
+clusters, legacy indexes, files of several gzip members, files whose lines the source
+changes (a byte order mark left out, converted to the cluster's format, re-keyed with
+``--rekey``) and, with ``--on-error skip``, files with malformed lines. So every engine
+gets the same lines, converted once, here. With ``--on-error fail`` a malformed line fails the build
 before anything is sampled, as an unreadable archive does.
 """
 import gzip
@@ -29,36 +31,40 @@ INDEX_SUFFIX = re.compile(r"(\.cdxj?)?(\.gz)?\Z|\.(idx|summary)\Z")
 
 def cluster_format(sources, requested=None):
     """The format of a cluster of ``sources`` (and of the archives indexed beside them):
-    theirs, which must be one; ``requested`` (``--cdx-format``) if given must be it too.
-    Legacy indexes take the format chosen."""
+    ``requested`` (``--cdx-format``), the sources of other formats converted to it
+    (``target``; CDX9 to nothing else: it has no record length); else theirs, which must
+    be one. Legacy indexes take the format chosen."""
     found = {}
     for source in sources:
         if source.kind != "legacy":
             found.setdefault(source.format, source.path)
-    if len(found) > 1:
+    if len(found) > 1 and not requested:
         raise InputError("one cluster holds one CDX format, but the index inputs mix "
                          + ", ".join(f"{fmt} ({path}...)" for fmt, path in found.items())
-                         + ": build a cluster of each, or convert them to one format first")
-    if requested and found and requested not in found:
-        [(fmt, path)] = found.items()
-        raise InputError(f"--cdx-format {requested}, but the index inputs are {fmt} ({path}...): "
-                         f"one cluster holds one CDX format; leave --cdx-format out to index "
-                         f"the archives as {fmt} too")
+                         + ": convert them to one with --cdx-format (cdxj, cdx11 or cdx9), "
+                         "or build a cluster of each")
     fmt = requested or next(iter(found), "cdxj")
+    if fmt != "cdx9" and "cdx9" in found:
+        raise InputError(f"--cdx-format {fmt}, but the index input {found['cdx9']} is cdx9, which "
+                         f"has no record length for {fmt} lines: build it as cdx9 "
+                         "(--cdx-format cdx9)")
     for source in sources:
         if source.kind == "legacy":
             source.format = fmt
+        elif source.format != fmt:
+            source.target = fmt
     return fmt
 
 
-def open_sources(indexes, requested=None, legacy_prefix=b""):
-    """``(sources, errors, format)`` of ``inputs.Index`` items: the ones that open, the
-    problems of those that do not (dicts: file, line, reason), the cluster's format.
-    InputError when their formats differ (see ``cluster_format``)."""
+def open_sources(indexes, requested=None, legacy_prefix=b"", rekey=False):
+    """``(sources, errors, format)`` of ``inputs.Index`` items: the ones that open (their
+    URL keys made SURT keys with ``rekey``), the problems of those that do not (dicts:
+    file, line, reason), the cluster's format. InputError when their formats differ and
+    none is requested (see ``cluster_format``)."""
     sources, errors = [], []
     for index in indexes:
         try:
-            source = open_index(index.path, index.name, index.kind)
+            source = open_index(index.path, index.name, index.kind, rekey)
         except IndexInputError as exc:
             errors.append(exc.as_dict())
             continue
@@ -72,7 +78,8 @@ def as_is(source):
     """Whether the jobs' line readers get exactly the lines of ``source`` (read once) from
     its file as it is."""
     gzipped = source.path.endswith(".gz")
-    return source.kind == "cdx" and not source.malformed and (
+    return source.kind == "cdx" and not (source.malformed or source.notes or source.rekey
+                                         or source.target) and (
         (source.members == 0 and not gzipped) or (source.members == 1 and gzipped))
 
 
@@ -137,8 +144,8 @@ def report(source, failed=None):
                        f"{source.malformed - len(source.problems)} more malformed lines"})
     if failed is not None:
         errors.append(_problem(source, failed))
-    warnings = []
-    if source.unsorted:
+    warnings = list(source.notes)
+    if source.unsorted and not source.rekey:  # (new keys sort otherwise: no news)
         warnings.append({"file": source.unsorted["file"], "line": source.unsorted["line"],
                          "message": "not sorted: this line sorts before the one above it "
                                     "(the build sorts every line)"})

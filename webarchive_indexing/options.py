@@ -77,6 +77,12 @@ def whole_number(text):
     return int(text) if WHOLE_NUMBER.fullmatch(text) else None
 
 
+def dash_is_stdout(text):
+    """An output path for argparse's ``type``: None (print) for ``-``, as it means to a
+    shell user, not a file named so."""
+    return None if text == "-" else text
+
+
 def positive(text):
     """A whole number of at least 1, for argparse's ``type``."""
     value = whole_number(text) or 0
@@ -245,13 +251,19 @@ CDX_FORMAT = Option("--cdx-format", choices=FORMATS, default="cdxj",
 BUILD_CDX_FORMAT = CDX_FORMAT.but(
     default=None, help="the CDX format of the cluster: CDXJ (as Common Crawl and pywb write it) "
                        "or classic CDX11 or CDX9 (default: the format of the index inputs, else "
-                       "cdxj); archives are indexed in it, and index inputs must be in it (CDX9 "
-                       "has no record length: copy cannot read records through it)")
+                       "cdxj); archives are indexed in it, and index inputs of another format "
+                       "converted to it (CDX9 has no record length: copy cannot read records "
+                       "through it, and it converts to nothing else)")
 LEGACY_PREFIX = Option("--legacy-prefix", default="", metavar="KEY",
                        help="read only the URL keys starting with KEY of 2012 Common Crawl URL "
                             "index inputs (their keys are reversed host names: "
                             "com.example.www/path:http; com.example takes example.com and its "
                             "subdomains); default: every key")
+REKEY = Flag("rekey", False,
+             "make the URL keys of index inputs SURT keys, from each line's original URL "
+             "(from its key where that is a URL without scheme, as Wayback's non-SURT keys "
+             "are): for indexes keyed otherwise, which are refused without it",
+             "keep the URL keys of index inputs as they are (default)")
 INPUT_ROOT = Option("--input-root", action="append", default=[], metavar="DIR",
                     help="make the CDX 'filename' of archives under DIR relative to it "
                          "(directory inputs and manifests are roots already); repeatable")
@@ -273,7 +285,7 @@ ZSTD_DICTIONARY = Option("--zstd-dictionary", metavar="FILE",
                               "there is one); local, s3:// or http(s)://")
 INDEXING = (CDX_FORMAT, CDX_FIELDS, INPUT_ROOT, SKIP_EXISTING, ZSTD_DICTIONARY)
 # what build takes of them, with index inputs
-BUILD_INDEXING = (BUILD_CDX_FORMAT, CDX_FIELDS, INPUT_ROOT, SKIP_EXISTING, LEGACY_PREFIX,
+BUILD_INDEXING = (BUILD_CDX_FORMAT, CDX_FIELDS, INPUT_ROOT, SKIP_EXISTING, LEGACY_PREFIX, REKEY,
                   ZSTD_DICTIONARY)
 
 # What a build writes (build --help, the README)
@@ -285,7 +297,8 @@ OUTDIR/cdx/<name>.cdx.gz       one sorted CDX per archive (a/b/x.warc.gz -> cdx/
                                (what it was made from) and <name>.cdx.gz.errors.json if it
                                had problems
 OUTDIR/indexes/                index inputs rewritten for the jobs (clusters, legacy indexes,
-                               files of several gzip members or with malformed lines), if any
+                               files of several gzip members, with malformed lines, converted
+                               or re-keyed), if any
 OUTDIR/splits.txt, splits.seq  the shards-1 split points, as text and as a Hadoop SequenceFile
 OUTDIR/partitions.seq          the shard boundaries, for Hadoop's TotalOrderPartitioner
 OUTDIR/cluster/                cluster.idx, cluster.loc, cluster.root, and build-NNNNN/ with the
@@ -467,9 +480,10 @@ LOG = Flag("log", True, "write an access log (default)", "write no access log")
 SERVE = (COLLECTIONS, HOST, PORT, SERVE_WORKERS, CACHE_MB, TIMEOUT, MAX_LIMIT, ACCESS_LOG, LOG)
 
 # export
-EXPORT_OUTPUT = Option("-o", "--output", metavar="FILE|DIR",
+EXPORT_OUTPUT = Option("-o", "--output", metavar="FILE|DIR", type=dash_is_stdout,
                        help="cdx: write FILE (local or s3://; gzipped when it ends in .gz), "
-                            "which appears only once complete, instead of printing; parquet "
+                            "which appears only once complete, instead of printing (-: "
+                            "print); parquet "
                             "(needed): the table's directory, local (replaced once the new "
                             "table is complete) or an empty s3://bucket/prefix")
 EXPORT_FORMAT = Option("--format", choices=EXPORT_FORMATS, default="cdx",

@@ -148,9 +148,9 @@ def open_cluster(location, max_blocks_per_read=MAX_BLOCKS_PER_READ, cache=None):
     raise FileNotFoundError(f"no ZipNum index at {' or '.join(candidates)}")
 
 
-def _check_not_an_archive(path):
+def _check_not_an_archive(path, command="query"):
     """``ValueError`` for a file given as a cluster that is an archive or a CDX file, which
-    a user may well give (``query`` would print their bytes as lines)."""
+    a user may well give (``query`` would print their bytes as lines; ``export`` asks too)."""
     with open(path, "rb") as fh:
         head = fh.read(16)
     compressed = compression(head)
@@ -162,7 +162,7 @@ def _check_not_an_archive(path):
         kind = "a WARC or ARC file"
     else:
         return
-    raise ValueError(f"{path} is {kind}, not a ZipNum index (cluster.idx): query reads the "
+    raise ValueError(f"{path} is {kind}, not a ZipNum index (cluster.idx): {command} reads the "
                      "clusters that `webarchive-index build` writes (`webarchive-index cdx` "
                      "indexes an archive)")
 
