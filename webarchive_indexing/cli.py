@@ -314,20 +314,39 @@ def _cdx(args):
               for m in found.missing]
     if args.output:
         return _cdx_files(args, found, errors, zstd_dictionary)
+    import tempfile
     from .cdx import header_line, index_file
-    out = sys.stdout
-    for archive in found.archives:
-        if errors and args.on_error == "fail":
-            break
-        result = index_file(archive.path, archive.name, args.cdx_format,
-                            cdx_fields=args.cdx_fields, zstd_dictionary=zstd_dictionary)
-        errors += [e.as_dict() for e in result.errors]
-        if result.errors and args.on_error == "fail":
-            break
-        out.write(header_line(args.cdx_format))
-        out.writelines(result.lines)
-    print_problems(errors, sys.stderr, found.warnings)
+    from .runs import write_run
+    warnings = list(found.warnings)
+    # each archive's sorted lines, a run on disk, then all merged: one sorted index, as
+    # pywb reads one, in bounded memory
+    with tempfile.TemporaryDirectory(prefix="webarchive-index-cdx-") as work_dir:
+        runs = []
+        for archive in found.archives:
+            if errors and args.on_error == "fail":
+                break
+            result = index_file(archive.path, archive.name, args.cdx_format,
+                                cdx_fields=args.cdx_fields, zstd_dictionary=zstd_dictionary)
+            errors += [e.as_dict() for e in result.errors]
+            warnings += result.warning_dicts()
+            if result.errors and args.on_error == "fail":
+                break
+            runs.append(write_run([[line[:-1].encode() for line in result.lines]],
+                                  os.path.join(work_dir, f"{len(runs)}.run")))
+        sys.stdout.write(header_line(args.cdx_format))
+        _write_merged(runs, work_dir, sys.stdout)
+    print_problems(errors, sys.stderr, warnings)
     return _cdx_status(errors, args.on_error)
+
+
+def _write_merged(runs, work_dir, out):
+    """The lines of sorted ``runs`` (``runs.Run``), merged, to the text stream ``out``."""
+    from .mergebuild import FAN_IN, MEMORY
+    from .runs import chunk_bytes_for, merge, merge_runs
+    runs = merge_runs(runs, work_dir, FAN_IN, MEMORY)
+    size = chunk_bytes_for(len(runs), MEMORY)
+    for chunk in merge([run.chunks(0, size) for run in runs]):
+        out.write(b"\n".join(chunk).decode() + "\n")
 
 
 def _cdx_files(args, found, errors, zstd_dictionary):
