@@ -124,14 +124,26 @@ class PlainStream:
             if not self._more():
                 return True
 
-    def pass_line(self, start):
-        """Pass over the next line (its first HEADER_LINE_MAX bytes at most) and the blank
-        lines after it, as warcio does after a record not followed by a blank line; whether
-        the file ends there or the next line is one the pattern ``start`` (from RECORD_START)
-        takes for a record's start (else the read position is left anywhere)."""
+    def next_record_after(self, start):
+        """Where a record is not followed by a blank line, as warcio expects: what is
+        passed over to reach the next record (a line that ``start``, from RECORD_START,
+        takes for a record's first), said for a warning; None if it is not found so (the
+        read position is then anywhere). The next record may follow at once (the blank
+        lines are missing; warcio would pass over its first line), or after one line, or
+        the file ends there (its Content-Length is wrong: warcio passes over that line,
+        warning, and the blank lines after it)."""
+        if self._starts(start):
+            return f"the next record follows it at once, at offset {self.tell()}"
         line = self.readline(HEADER_LINE_MAX)
-        if line[-1:] != b"\n" or self.next_line() is None:
-            return line[-1:] == b"\n" or self.at_end()
+        if line[-1:] == b"\n" and self.next_line() is not None and not self._starts(start):
+            return None
+        if line[-1:] != b"\n" and not self.at_end():
+            return None
+        return (f"{WRONG_LENGTH}: the line after it, to offset {self.tell()}, is passed over, "
+                "as pywb does")
+
+    def _starts(self, start):
+        """Whether the next line is one ``start`` matches (a record's first line)."""
         while self.buf.find(b"\n", self.pos, self.pos + LINE_MAX) < 0 \
                 and len(self.buf) - self.pos < LINE_MAX and self._more():
             pass
@@ -164,8 +176,8 @@ class PlainStream:
 
 
 CUT_INSIDE = "record is cut short: the file ends inside it"
-NOT_FOLLOWED = ("record is not followed by the blank lines that end a record: its "
-                "Content-Length is wrong")
+NOT_FOLLOWED = "record is not followed by the blank lines that end a record"
+WRONG_LENGTH = "its Content-Length is wrong"
 
 
 def iter_plain(fh, path, wants_payload):
@@ -193,13 +205,13 @@ def iter_plain(fh, path, wants_payload):
             if problem is None:
                 end = stream.tell()
                 if not stream.blank_line_follows():
-                    # pywb indexes such a record, with a warning, if the next record follows
-                    # the line after it: so here
-                    problem = NOT_FOLLOWED
-                    if stream.pass_line(RECORD_START[known_format]):
-                        problem = None
-                        notes = (*notes, f"{NOT_FOLLOWED}: the line after it, to offset "
-                                         f"{stream.tell()}, is passed over, as pywb does")
+                    # pywb indexes such a record, with a warning: so here, where the next
+                    # record is found
+                    passed = stream.next_record_after(RECORD_START[known_format])
+                    if passed is None:
+                        problem = f"{NOT_FOLLOWED}: {WRONG_LENGTH}"
+                    else:
+                        notes = (*notes, f"{NOT_FOLLOWED}: {passed}")
             if problem is None:
                 yield Record(record, offset, end - offset, payload_sha1, notes)
                 continue
