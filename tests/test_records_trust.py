@@ -89,6 +89,17 @@ def test_record_pywb_reads_with_a_warning_is_indexed_as_pywb_indexes_it(tmp_path
     assert all("Content-Length is wrong" in m and "passed over, as pywb does" in m
                for _, m in result.warnings)
     assert f"to offset {starts[2]}," in result.warnings[0][1]
+    # cdxj-indexer finds the same captures at the same places
+    theirs = subprocess.run([os.path.join(os.path.dirname(sys.executable), "cdxj-indexer"), path],
+                            capture_output=True, text=True, check=True).stdout
+    assert sorted(place(line) for line in theirs.splitlines()) == sorted(map(place, result.lines))
+
+
+def place(line):
+    """A CDXJ line's key, timestamp, offset and length."""
+    key, timestamp, fields = line.split(" ", 2)
+    fields = json.loads(fields)
+    return key, timestamp, fields["offset"], fields["length"]
 
 
 def test_a_line_that_does_not_lead_to_a_record_is_still_an_error(tmp_path):
