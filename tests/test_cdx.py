@@ -20,13 +20,23 @@ BAD_SAMPLES = {
     # file: (offset, what the error says)
     "chatnoir-eu+chatnoir-resiliparse__clipped.warc.gz": (0, "gzip member is truncated"),
     "webrecorder+warcio__example-bad-non-chunked.warc.gz": (0, "not compressed record by record"),
-    "webrecorder+warcio__example-trunc.warc": (1197, "Content-Length is wrong"),
-    "iipc+webarchive-commons__link-extraction-test.warc": (2807, "Content-Length is wrong"),
+    # (its record at 2807 has no blank lines after it: a warning, and reading goes on
+    # there, where pywb stops)
+    "iipc+webarchive-commons__link-extraction-test.warc": (10562, "without a WARC-Target-URI"),
     # its one capture's ARC length runs 12 bytes past the end of the file
     "webrecorder+warcio__example-space-in-url.arc": (151, "the file ends 12 bytes before"),
 }
+# Where reading went on after a record not followed by blank lines (a warning)
+WARNED_AT = re.compile(r"^record is not followed by the blank lines.*at offset (\d+)")
+# Real archives with a record whose Content-Length is wrong that pywb reads, warning:
+# (offset, words of the warning)
+WARNED_SAMPLES = {
+    "webrecorder+warcio__example-trunc.warc": (1197, "Content-Length is wrong: the line "
+                                                     "after it, to offset 2566, is passed over"),
+}
 GOOD_SAMPLES = sorted(n for n in os.listdir(REAL)
-                      if not n.endswith((".cdx", ".md", ".jsonl")) and n not in BAD_SAMPLES)
+                      if not n.endswith((".cdx", ".md", ".jsonl")) and n not in BAD_SAMPLES
+                      and n not in WARNED_SAMPLES)
 
 
 def ours(path, fmt="cdxj"):
@@ -41,6 +51,15 @@ def test_real_samples_equal_pywb(name, fmt):
     result, text = ours(os.path.join(REAL, name), fmt)
     assert result.errors == []
     assert text == pywb_cdx(os.path.join(REAL, name), fmt)
+
+
+@pytest.mark.parametrize("name", sorted(WARNED_SAMPLES))
+def test_real_samples_pywb_reads_with_a_warning_equal_pywb(name):
+    path = os.path.join(REAL, name)
+    result, text = ours(path)
+    offset, words = WARNED_SAMPLES[name]
+    assert result.errors == [] and text == pywb_cdx(path) != ""
+    assert [(o, words in w) for o, w in result.warnings] == [(offset, True)]
 
 
 def test_real_samples_are_not_trivial():
@@ -58,8 +77,9 @@ def test_bad_real_samples_are_reported_and_the_rest_kept(name):
     # pywb indexes the broken record silently; everything else it reads is ours too, and so
     # is what pywb reads from where our walk went on past a broken record
     bad = {e.offset for e in result.errors}
-    kept = [line for start in [0] + resumed_at(result.errors) for line in pywb_cdx_from(path, start)
-            if line_offset(line) not in bad]
+    warned = [int(m[1]) for _, w in result.warnings for m in [WARNED_AT.search(w)] if m]
+    kept = [line for start in [0] + resumed_at(result.errors) + warned
+            for line in pywb_cdx_from(path, start) if line_offset(line) not in bad]
     assert text == "".join(sorted(set(kept)))
 
 
@@ -361,6 +381,12 @@ def test_wrong_content_length_in_uncompressed_warc(tmp_path):
     start = data.index(b"Content-Length: %d" % n, fact["offset"])
     bad = tmp_path / "length.warc"
     bad.write_bytes(data[:start] + b"Content-Length: %d" % (n - 7) + data[start + len(b"Content-Length: %d" % n):])
+    result = index_file(str(bad))
+    # pywb reads it, passing over the line after it with a warning: so here
+    assert result.errors == [] and "".join(result.lines) == pywb_cdx(str(bad))
+    assert [o for o, w in result.warnings if "Content-Length is wrong" in w] == [fact["offset"]]
+    # 7 bytes too many reach into the next record: no record follows the line after it
+    bad.write_bytes(data[:start] + b"Content-Length: %d" % (n + 7) + data[start + len(b"Content-Length: %d" % n):])
     result = index_file(str(bad))
     assert result.errors and result.errors[0].offset == fact["offset"]
     assert "Content-Length is wrong" in result.errors[0].reason

@@ -17,6 +17,14 @@
 #define CHUNK (1 << 14)
 #define TRAILER_MAX 256
 #define HEADERS_MAX (1 << 20)
+#define HEADER_LINE_MAX (1 << 22)
+/* gzipmembers.RESERVED_FLAGS, RESERVED_FLAGS_SET */
+#define RESERVED_FLAGS 0xE0
+#define RESERVED_FLAGS_SET "gzip member header has reserved flag bits set: not a gzip member " \
+    "zlib or pywb read"
+/* recordtypes.TOO_LONG_LINE */
+#define TOO_LONG_LINE "not a WARC or ARC record: no end of line in 4194304 bytes (NUL bytes " \
+    "or other data where a record should start)"
 
 typedef struct {
     PyObject_HEAD
@@ -218,7 +226,7 @@ fill(Members *self)
 static int
 start_member(Members *self)
 {
-    if (self->raw_len - self->rpos < 2) {
+    if (self->raw_len - self->rpos < 4) {
         int more = read_raw(self);
         if (more < 0)
             return -1;
@@ -231,6 +239,10 @@ start_member(Members *self)
         archive_error(self, self->start, PyUnicode_FromString(
             "expected a gzip member here, found other data "
             "(garbage between records, or a file that is not gzip)"));
+        return -1;
+    }
+    if (self->raw_len - self->rpos > 3 && self->raw[self->rpos + 3] & RESERVED_FLAGS) {
+        archive_error(self, self->start, PyUnicode_FromString(RESERVED_FLAGS_SET));
         return -1;
     }
     self->end = -1;
@@ -439,6 +451,13 @@ Members_readline(Members *self, PyObject *const *args, Py_ssize_t nargs)
             stop = nl != NULL ? nl - self->out + 1 : self->out_len;
             break;
         }
+        Py_ssize_t held = self->out_len - self->pos;
+        if (held >= size) {
+            stop = self->out_len;
+            break;
+        }
+        if (held > HEADER_LINE_MAX)
+            return archive_error(self, self->start, PyUnicode_FromString(TOO_LONG_LINE));
         if (fill(self) < 0)
             return NULL;
     }

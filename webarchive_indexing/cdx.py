@@ -89,7 +89,8 @@ NOT_IN_URI = re.compile(r'[\x00-\x20"<>\\^`{|}\x7f]')
 
 MIME_SPLIT = re.compile("[; ]")
 WARC_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z?$")
-ARC_DATE = re.compile(r"\d{12,}$")
+# pywb takes an ARC archive-date as it is (its first 14 characters): here, if it is digits
+ARC_DATE = re.compile(r"\d+$")
 # A URL whose SURT ``urlkey`` is put together here, from surt's own result for its origin
 # and its own functions for the rest: http(s), a plain host name and port, and a path and
 # query of printable ASCII (no '#', no space).
@@ -147,7 +148,7 @@ def warc_timestamp(date):
     """The 14-digit timestamp of a WARC-Date, as pywb makes it (warcio's
     ``iso_date_to_timestamp``: fractions of a second dropped); FieldError if it is no date."""
     if not WARC_DATE.match(date):
-        raise FieldError(f"bad WARC-Date {date!r}: expected YYYY-MM-DDThh:mm:ssZ")
+        return _other_warc_timestamp(date)
     hour, minute, second = date[11:13], date[14:16], date[17:19]
     try:
         if hour > "23" or minute > "59" or second > "59":
@@ -155,6 +156,17 @@ def warc_timestamp(date):
         return _day_digits(date[:10]) + hour + minute + second
     except ValueError as exc:
         raise FieldError(f"bad WARC-Date {date!r}: {exc}") from None
+
+
+def _other_warc_timestamp(date):
+    """The timestamp of a WARC-Date in another form than YYYY-MM-DDThh:mm:ss[.f]Z that pywb
+    takes (``2024-01-01``, ``2024-01-01T10:00Z``, 10 fraction digits): warcio's own
+    ``iso_date_to_timestamp``, which pywb's indexer runs; FieldError where that fails."""
+    from warcio.timeutils import iso_date_to_timestamp  # seldom needed
+    try:
+        return iso_date_to_timestamp(date)
+    except (ValueError, TypeError, OverflowError):
+        raise FieldError(f"bad WARC-Date {date!r}: expected YYYY-MM-DDThh:mm:ssZ") from None
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -263,7 +275,7 @@ def _arc_fields(record):
     headers = record.rec_headers
     date = headers.get_header("archive-date") or ""
     if not ARC_DATE.match(date):
-        raise FieldError(f"bad ARC archive-date {date!r}: expected 14 digits")
+        raise FieldError(f"bad ARC archive-date {date!r}: expected 14 digits (YYYYMMDDhhmmss)")
     url = headers.get_header("uri")
     for char, escaped in (("\r", "%0D"), ("\n", "%0A"), ("\x0c", "%0C"), ("\x00", "%00")):
         url = url.replace(char, escaped)
@@ -309,6 +321,10 @@ class IndexResult:
     @property
     def fatal(self):
         return any(type(e) is ArchiveError for e in self.errors)
+
+    def warning_dicts(self):
+        """The warnings as errors.json lists them."""
+        return [{"file": self.path, "offset": o, "message": m} for o, m in self.warnings]
 
 
 class _MetadataReader:

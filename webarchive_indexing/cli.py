@@ -103,8 +103,8 @@ def _cdx_parser(sub, help_line):
     cdx = sub.add_parser(
         "cdx", help=help_line,
         description="Index archives in this process, one after the other: to stdout (one "
-                    "sorted index per archive, in input order) or, with -o, into one .cdx.gz "
-                    "per archive under OUTDIR.")
+                    "sorted index of them all, their sorted lines merged) or, with -o, into "
+                    "one .cdx.gz per archive under OUTDIR.")
     o.add(cdx, o.INPUTS,
           o.OUTDIR.but(required=False,
                        help="write OUTDIR/<name>.cdx.gz per archive instead of printing"),
@@ -314,20 +314,49 @@ def _cdx(args):
               for m in found.missing]
     if args.output:
         return _cdx_files(args, found, errors, zstd_dictionary)
-    from .cdx import header_line, index_file
-    out = sys.stdout
-    for archive in found.archives:
+    from .cdx import header_line
+    warnings = list(found.warnings)
+    sys.stdout.write(header_line(args.cdx_format))
+    if len(found.archives) == 1:
+        for lines in _cdx_indexed(args, found.archives, errors, warnings, zstd_dictionary):
+            sys.stdout.writelines(lines)
+    else:
+        _cdx_merged(args, found.archives, errors, warnings, zstd_dictionary)
+    print_problems(errors, sys.stderr, warnings)
+    return _cdx_status(errors, args.on_error)
+
+
+def _cdx_indexed(args, archives, errors, warnings, zstd_dictionary):
+    """The sorted lines of each archive indexed (up to the first problem, with ``--on-error
+    fail``), one list at a time; its problems added to ``errors`` and ``warnings``."""
+    from .cdx import index_file
+    for archive in archives:
         if errors and args.on_error == "fail":
-            break
+            return
         result = index_file(archive.path, archive.name, args.cdx_format,
                             cdx_fields=args.cdx_fields, zstd_dictionary=zstd_dictionary)
         errors += [e.as_dict() for e in result.errors]
+        warnings += result.warning_dicts()
         if result.errors and args.on_error == "fail":
-            break
-        out.write(header_line(args.cdx_format))
-        out.writelines(result.lines)
-    print_problems(errors, sys.stderr, found.warnings)
-    return _cdx_status(errors, args.on_error)
+            return
+        yield result.lines
+
+
+def _cdx_merged(args, archives, errors, warnings, zstd_dictionary):
+    """Print the lines of several archives as one sorted index, as pywb reads one: each
+    archive's, a sorted run on disk, then all merged, in bounded memory."""
+    import tempfile
+    from .mergebuild import FAN_IN, MEMORY
+    from .runs import chunk_bytes_for, merge, merge_runs, write_run
+    with tempfile.TemporaryDirectory(prefix="webarchive-index-cdx-") as work_dir:
+        runs = [write_run([[line[:-1].encode() for line in lines]],
+                          os.path.join(work_dir, f"{i}.run"))
+                for i, lines in enumerate(_cdx_indexed(args, archives, errors, warnings,
+                                                       zstd_dictionary))]
+        runs = merge_runs(runs, work_dir, FAN_IN, MEMORY)
+        size = chunk_bytes_for(len(runs), MEMORY)
+        for chunk in merge([run.chunks(0, size) for run in runs]):
+            sys.stdout.write(b"\n".join(chunk).decode() + "\n")
 
 
 def _cdx_files(args, found, errors, zstd_dictionary):

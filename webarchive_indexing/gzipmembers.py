@@ -15,7 +15,8 @@ from isal import isal_zlib
 
 from .literecord import SKIM_PATTERNS, header_value, is_plain
 from .magic import GZIP_MAGIC
-from .recordtypes import CHUNK, HEADERS_MAX, READ_SIZE, ArchiveError, RecordError
+from .recordtypes import (CHUNK, HEADER_LINE_MAX, HEADERS_MAX, READ_SIZE, TOO_LONG_LINE,
+                          ArchiveError, RecordError)
 
 try:
     from ._members import Members as CompiledMembers
@@ -24,6 +25,11 @@ except ImportError:  # not built: no C compiler or no ISA-L headers when it was 
 
 # Where a gzip member may start: the magic, deflate, and flags without the reserved bits.
 MEMBER_START = re.compile(rb"\x1f\x8b\x08[\x00-\x1f]")
+# The reserved bits of a member's flags (its 4th byte), which RFC 1952 says must be 0: zlib,
+# and so pywb, refuse a member with any set (ISA-L does not).
+RESERVED_FLAGS = 0xE0
+RESERVED_FLAGS_SET = ("gzip member header has reserved flag bits set: not a gzip member zlib "
+                      "or pywb read")
 # Compressed bytes inflated first in a member: enough for the header blocks of most
 # records, or all of a small one, without copying much unused input past the member's end.
 FIRST_STEP = 1 << 11
@@ -83,13 +89,15 @@ class GzipMembers:
     def next_member(self):
         """Start the next member, inflating its first bytes; return its offset, or None at
         end of file."""
-        if len(self.raw) - self.rpos < 2 and not self._read_raw() and self.rpos == len(self.raw):
+        if len(self.raw) - self.rpos < 4 and not self._read_raw() and self.rpos == len(self.raw):
             return None
         self.start = self.raw_offset + self.rpos
         if self.raw[self.rpos:self.rpos + 2] != GZIP_MAGIC:
             raise ArchiveError(self.path, self.start,
                                "expected a gzip member here, found other data "
                                "(garbage between records, or a file that is not gzip)")
+        if len(self.raw) - self.rpos > 3 and self.raw[self.rpos + 3] & RESERVED_FLAGS:
+            raise ArchiveError(self.path, self.start, RESERVED_FLAGS_SET)
         self.end, self.pos, self.dropped = None, 0, 0
         self.inflater = isal_zlib.decompressobj(31)
         self.out = self._inflate(FIRST_STEP)
@@ -145,14 +153,22 @@ class GzipMembers:
             self.out, self.pos = self._inflate(), 0
 
     def readline(self, size=-1):
+        """The next line of the member, or its first ``size`` bytes; an ArchiveError where no
+        line end comes within HEADER_LINE_MAX bytes and no smaller ``size`` was asked for."""
+        size = 1 << 62 if size is None or size < 0 else size
         while True:
             nl = self.out.find(b"\n", self.pos)
             if nl >= 0 or self.end is not None:
                 stop = nl + 1 if nl >= 0 else len(self.out)
                 break
+            held = len(self.out) - self.pos
+            if held >= size:
+                stop = len(self.out)
+                break
+            if held > HEADER_LINE_MAX:
+                raise ArchiveError(self.path, self.start, TOO_LONG_LINE)
             self._fill()
-        if size is not None and size >= 0:
-            stop = min(stop, self.pos + size)
+        stop = min(stop, self.pos + size)
         line = self.out[self.pos:stop]
         self.pos = stop
         return line

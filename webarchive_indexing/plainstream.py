@@ -5,7 +5,8 @@ bad record, the walk goes on at the next line after its start that starts a reco
 import re
 
 from .recordloader import Loader
-from .recordtypes import READ_SIZE, ArchiveError, Record, RecordError, RecordProblem
+from .recordtypes import (HEADER_LINE_MAX, READ_SIZE, TOO_LONG_LINE, ArchiveError, Record,
+                          RecordError, RecordProblem)
 from .literecord import hash_rest
 
 
@@ -20,6 +21,8 @@ _ARC_LINE = rb"(?i:https?://|ftps?://|dns:|whois:|filedesc://)[^\n]* \S+ \d{12,}
 RECORD_LINE = {"warc": re.compile(rb"\n(?=" + _WARC_LINE + rb")"),
                "arc": re.compile(rb"\n(?=" + _ARC_LINE + rb")"),
                None: re.compile(rb"\n(?=" + _WARC_LINE + rb"|" + _ARC_LINE + rb")")}
+# A line that starts a record, matched at its start
+RECORD_START = {"warc": re.compile(_WARC_LINE), "arc": re.compile(_ARC_LINE)}
 # Bytes of a record an uncompressed stream that cannot seek keeps, to look for the next
 # record in them if it turns out bad; and of a line that may start a record, when looking.
 REWIND_MAX = 1 << 22
@@ -68,6 +71,8 @@ class PlainStream:
         return data
 
     def readline(self, size=-1):
+        """The next line, or its first ``size`` bytes; a RecordProblem (nothing read) where
+        no line end comes within HEADER_LINE_MAX bytes and no smaller ``size`` was asked for."""
         size = 1 << 62 if size is None or size < 0 else min(size, 1 << 62)
         searched = 0
         while True:
@@ -76,6 +81,8 @@ class PlainStream:
                 stop = nl + 1
                 break
             searched = len(self.buf) - self.pos
+            if searched > HEADER_LINE_MAX and size > HEADER_LINE_MAX:
+                raise RecordProblem(TOO_LONG_LINE)
             if searched >= size or not self._more():
                 stop = self.pos + min(size, searched)
                 break
@@ -106,13 +113,41 @@ class PlainStream:
                 return None
 
     def blank_line_follows(self):
-        """Whether the next line is blank, or the file ends, as warcio expects after a record."""
+        """Whether the next line is blank, or the file ends, as warcio expects after a record
+        (not if it is longer than HEADER_LINE_MAX)."""
         while True:
             end = SPACES.match(self.buf, self.pos).end()
             if end < len(self.buf):
                 return self.buf[end] == 10
+            if end - self.pos > HEADER_LINE_MAX:
+                return False
             if not self._more():
                 return True
+
+    def next_record_after(self, start):
+        """Where a record is not followed by a blank line, as warcio expects: what is
+        passed over to reach the next record (a line that ``start``, from RECORD_START,
+        takes for a record's first), said for a warning; None if it is not found so (the
+        read position is then anywhere). The next record may follow at once (the blank
+        lines are missing; warcio would pass over its first line), or after one line, or
+        the file ends there (its Content-Length is wrong: warcio passes over that line,
+        warning, and the blank lines after it)."""
+        if self._starts(start):
+            return f"the next record follows it at once, at offset {self.tell()}"
+        line = self.readline(HEADER_LINE_MAX)
+        if line[-1:] == b"\n" and self.next_line() is not None and not self._starts(start):
+            return None
+        if line[-1:] != b"\n" and not self.at_end():
+            return None
+        return (f"{WRONG_LENGTH}: the line after it, to offset {self.tell()}, is passed over, "
+                "as pywb does")
+
+    def _starts(self, start):
+        """Whether the next line is one ``start`` matches (a record's first line)."""
+        while self.buf.find(b"\n", self.pos, self.pos + LINE_MAX) < 0 \
+                and len(self.buf) - self.pos < LINE_MAX and self._more():
+            pass
+        return start.match(self.buf, self.pos) is not None
 
     def find_record(self, bad, line):
         """Move to the first line after offset ``bad`` (a bad record's start) that the pattern
@@ -141,6 +176,8 @@ class PlainStream:
 
 
 CUT_INSIDE = "record is cut short: the file ends inside it"
+NOT_FOLLOWED = "record is not followed by the blank lines that end a record"
+WRONG_LENGTH = "its Content-Length is wrong"
 
 
 def iter_plain(fh, path, wants_payload):
@@ -166,7 +203,17 @@ def iter_plain(fh, path, wants_payload):
                 problem, payload_sha1 = _plain_record_end(stream, record, wants_payload)
             notes = loader.notes()
             if problem is None:
-                yield Record(record, offset, stream.tell() - offset, payload_sha1, notes)
+                end = stream.tell()
+                if not stream.blank_line_follows():
+                    # pywb indexes such a record, with a warning: so here, where the next
+                    # record is found
+                    passed = stream.next_record_after(RECORD_START[known_format])
+                    if passed is None:
+                        problem = f"{NOT_FOLLOWED}: {WRONG_LENGTH}"
+                    else:
+                        notes = (*notes, f"{NOT_FOLLOWED}: {passed}")
+            if problem is None:
+                yield Record(record, offset, end - offset, payload_sha1, notes)
                 continue
             resumed = stream.find_record(offset, RECORD_LINE[known_format])
             if resumed is None:
@@ -190,7 +237,4 @@ def _plain_record_end(stream, record, wants_payload):
     if short:
         return (f"record is cut short: the file ends {short} bytes before the end its "
                 "Content-Length gives"), None
-    if not stream.blank_line_follows():
-        return ("record is not followed by the blank lines that end a record: its "
-                "Content-Length is wrong"), None
     return None, payload_sha1

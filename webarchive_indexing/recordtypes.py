@@ -10,6 +10,12 @@ READ_SIZE = 1 << 20
 CHUNK = 1 << 14
 # The longest header block looked at as such (warcio's loader reads longer ones).
 HEADERS_MAX = 1 << 20
+# The longest line a walker gives warcio's parsers: what has no newline within it is no
+# header line (e.g. the NUL bytes a crash leaves at a file's end), and reading it whole
+# would hold all of it, many times over, in memory.
+HEADER_LINE_MAX = 1 << 22
+TOO_LONG_LINE = (f"not a WARC or ARC record: no end of line in {HEADER_LINE_MAX} bytes (NUL bytes "
+                 "or other data where a record should start)")
 
 
 class ArchiveError(Exception):

@@ -93,7 +93,9 @@ def print_summary(summary, stream):
         if summary.table is not None:
             print_table(summary.table, stream)
     stream.write(f"errors:   {len(summary.errors)}"
-                 + (f" (see {summary.report})" if summary.errors and summary.report else "")
+                 + (f", warnings: {len(summary.warnings)}" if summary.warnings else "")
+                 + (f" (see {summary.report})" if (summary.errors or summary.warnings)
+                    and summary.report else "")
                  + f"\ntime:     {summary.seconds:.1f} s\n")
 
 

@@ -64,7 +64,7 @@ def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error=
         raise IndexingFailed(result.errors)
     status.update(records=result.records, lines=len(result.lines),
                   bytes=_size(path), errors=[e.as_dict() for e in result.errors],
-                  warnings=[{"file": path, "offset": o, "message": m} for o, m in result.warnings])
+                  warnings=result.warning_dicts())
     if result.errors:
         storage.write_atomic(errors_out, json.dumps(status["errors"], indent=1).encode())
     text = cdx.header_line(fmt) + "".join(result.lines)

@@ -26,10 +26,9 @@ import zstandard
 
 from . import storage
 from .gzipmembers import FIRST_STEP, TRAILER_MAX, GzipMembers
-from .magic import DICT_FRAME_MAGIC, ZSTD_MAGIC
+from .magic import DICT_FRAME_MAGIC, SKIPPABLE_MAGICS, ZSTD_MAGIC
 from .recordtypes import CHUNK, READ_SIZE, ArchiveError
-# Skippable frames have the magic numbers 0x184D2A50 to 0x184D2A5F, then a 4-byte size.
-SKIPPABLE_TAIL = b"\x2a\x4d\x18"
+# A skippable frame's header: its magic (``SKIPPABLE_MAGICS``), then its content's size.
 SKIPPABLE_HEADER = 8
 # Dictionaries (compressed or not) accepted: the format asks decoders for 8 MiB at least.
 DICT_MAX = 1 << 26
@@ -57,10 +56,6 @@ OUTPUT_MAX = 16 << 20
 
 class DictionaryError(ValueError):
     """A zstd dictionary that is missing, wrong, or cannot be used or made."""
-
-
-def _skippable(head):
-    return len(head) == 4 and head[1:] == SKIPPABLE_TAIL and head[0] & 0xF0 == 0x50
 
 
 def dictionary(data, source):
@@ -226,6 +221,9 @@ class ZstdFrames(GzipMembers):
         # dictionary problems (missing, wrong, unusable dictionary) met, and whether any
         # frame decompressed: see ``hopeless``
         self.dictionary_problems = 0
+        # a dictionary frame met after the file's start: not its dictionary (warc-zstd puts
+        # that first; the zstd tool and FastWARC do not use another one either)
+        self.misplaced_dictionary = None
         self.decompressed = False
 
     def next_member(self):
@@ -335,10 +333,12 @@ class ZstdFrames(GzipMembers):
             head = self.raw[self.rpos:self.rpos + 4]
             if head == ZSTD_MAGIC:
                 break
-            if not _skippable(head):
+            if head not in SKIPPABLE_MAGICS:
                 raise ArchiveError(self.path, offset,
                                    "expected a zstd frame here, found other data (garbage "
                                    "between records, or a file that is not zstd)")
+            if head == DICT_FRAME_MAGIC and offset != 0 and self.misplaced_dictionary is None:
+                self.misplaced_dictionary = offset
             self._skip_frame(offset, head == DICT_FRAME_MAGIC and offset == 0)
         if self.decompressor is None:
             if self.dictionary is None and self.dictionary_file:
@@ -495,6 +495,11 @@ class ZstdFrames(GzipMembers):
         have = _dictionary_id(self.dictionary)
         if wanted and wanted != have:
             self._dictionary_problem()
+        if wanted and self.dictionary is None and self.misplaced_dictionary is not None:
+            return (f"zstd frame needs dictionary {wanted} and the file's dictionary frame is "
+                    f"at offset {self.misplaced_dictionary}, not at its start, where warc-zstd "
+                    "puts it (zstd readers do not use it there): give the dictionary with "
+                    "--zstd-dictionary FILE")
         if wanted and self.dictionary is None:
             return (f"zstd frame needs dictionary {wanted} and the file has no dictionary "
                     "frame: give the dictionary with --zstd-dictionary FILE (or the frame is "
