@@ -17,13 +17,12 @@ import sys
 from webarchive_indexing import cli
 from webarchive_indexing.storage import local
 
-when, pattern, argv = sys.argv[1], re.compile(sys.argv[2]), sys.argv[3:]
 publish, rename = local.publish, os.rename
 SIGNALS = {"before": signal.SIGKILL, "stop": signal.SIGSTOP}
 stopped = []
 
 
-def killing(move):
+def killing(move, when, pattern):
     def moving(source, path):
         if when in SIGNALS and pattern.search(path) and not stopped:
             stopped.append(path)
@@ -34,10 +33,12 @@ def killing(move):
     return moving
 
 
-local.publish = killing(publish)
-os.rename = killing(rename)
-status = cli.main(argv)
-if stopped:
-    sys.exit(status)
-sys.stderr.write(f"killpoint: {when} {pattern.pattern} never reached (exit status {status})\n")
-sys.exit(99)
+if __name__ == "__main__":  # (not in the workers of a pool, which import this module again)
+    when, pattern, argv = sys.argv[1], re.compile(sys.argv[2]), sys.argv[3:]
+    local.publish = killing(publish, when, pattern)
+    os.rename = killing(rename, when, pattern)
+    status = cli.main(argv)
+    if stopped:
+        sys.exit(status)
+    sys.stderr.write(f"killpoint: {when} {pattern.pattern} never reached (exit status {status})\n")
+    sys.exit(99)

@@ -42,6 +42,7 @@ from isal import isal_zlib
 
 from . import runs, splits, storage, zipnum
 from .progress import counted
+from .workers import watching
 
 # Most inputs one task merges at once, or runs one piece reads: files open at once.
 FAN_IN = 256
@@ -67,14 +68,15 @@ def run_tasks(pool, function, calls, progress=None, label=None):
     """``function(*args)`` for each ``args`` of ``calls`` on the pool, the results in that
     order; ``progress`` (a ``Progress``) shows ``label: done/total`` meanwhile (if there
     is anything to do)."""
-    futures = [pool.submit(function, *args) for args in calls]
-    if progress is not None and futures:
-        finished = [0]
-        progress.step(label, count=lambda: finished[0], total=len(futures))
-        for _ in concurrent.futures.as_completed(futures):
-            finished[0] += 1
-        progress.done()
-    return [future.result() for future in futures]
+    with watching(pool):
+        futures = [pool.submit(function, *args) for args in calls]
+        if progress is not None and futures:
+            finished = [0]
+            progress.step(label, count=lambda: finished[0], total=len(futures))
+            for _ in concurrent.futures.as_completed(futures):
+                finished[0] += 1
+            progress.done()
+        return [future.result() for future in futures]
 
 
 class RunTask(NamedTuple):

@@ -28,7 +28,6 @@ this process may use), ``fan_in`` (files a task opens at once) and ``work_dir`` 
 the runs go: as much room as the CDX lines uncompressed; deleted when the engine closes).
 """
 import math
-import multiprocessing
 import os
 import re
 import shutil
@@ -37,6 +36,7 @@ import tempfile
 from .. import cdxmeta, mergebuild, splits, steps, storage
 from ..lock import running
 from ..shardrun import ClusterChanged, Removal
+from ..workers import process_pool
 from . import Engine, StepFailed
 
 SCALER = 100
@@ -66,14 +66,6 @@ def remove_abandoned(parent):
 
 def workers_available():
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-
-
-def process_pool(workers):
-    """The engine's pool: ``spawn``ed workers, children of this process, which inherit
-    none of its threads (a progress display) and whose CPU time and memory are counted
-    as its children's (a forkserver's workers would be the server's)."""
-    from concurrent.futures import ProcessPoolExecutor
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
 
 
 def archive_sample_size(shards, archives, scaler=SCALER):
