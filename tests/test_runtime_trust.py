@@ -199,3 +199,74 @@ def test_every_pool_of_the_package_dies_with_its_process(tmp_path):
         left = gone_within(mark, 5)
     assert killed.returncode == -signal.SIGKILL and out == "2\n"
     assert left
+
+
+# -- 21.6: the limit of open files --------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def many_indexes(tmp_path_factory):
+    """500 small CDXJ files of 10 lines each: two groups of 250 (under the fan-in of 256)
+    are more than a limit of 256 open files lets a worker merge at once."""
+    root = tmp_path_factory.mktemp("many") / "indexes"
+    root.mkdir()
+    for number in range(500):
+        (root / f"part-{number:04d}.cdxj").write_text("".join(
+            f'com,example{number:04d})/p{line} 20200101000000 {{"url": '
+            f'"http://example{number:04d}.com/p{line}", "mime": "text/html", "status": "200", '
+            f'"digest": "AAAA", "length": "100", "offset": "{line * 100}", '
+            f'"filename": "x{number}.warc.gz"}}\n' for line in range(10)))
+    return root
+
+
+def limited(open_files):
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+    return limit
+
+
+def test_many_index_inputs_under_macos_limit_of_open_files(many_indexes, tmp_path):
+    """At ``ulimit -n 256`` (macOS's default) every line of 500 index inputs is in the
+    cluster: a task opens no more files than the limit allows (they were problems in the
+    input, which --on-error skip left out)."""
+    out = tmp_path / "out"
+    done = subprocess.run([*CLI, "build", str(many_indexes), "-o", str(out), "--workers", "2",
+                           "--on-error", "skip", "--no-progress"], capture_output=True,
+                          text=True, preexec_fn=limited(256), timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(lines_of(out)) == 5000
+
+
+def test_too_low_a_limit_of_open_files_stops_the_build(many_indexes, tmp_path):
+    out = tmp_path / "out"
+    done = subprocess.run([*CLI, "build", str(many_indexes), "-o", str(out), "--on-error", "skip",
+                           "--no-progress"], capture_output=True, text=True,
+                          preexec_fn=limited(24), timeout=300)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        "webarchive-index build: only 24 files may be open at once: too few to merge sorted "
+        "files (at least 34) (raise the limit of open files of a process, e.g. `ulimit -n 4096`)")
+    assert not (out / "cluster" / "cluster.idx").exists()
+
+
+def test_too_many_open_files_is_no_problem_of_an_input(many_indexes, tmp_path):
+    """Files that cannot be opened for the limit (here: merges told to leave no room for
+    what a worker holds anyway) stop the build, said in one line, even with --on-error
+    skip: they are not problems of the inputs, to leave out of a cluster."""
+    out = tmp_path / "out"
+    script = textwrap.dedent(f"""
+        import sys
+        from webarchive_indexing import cli, mergebuild
+        mergebuild.FD_MARGIN = 0
+        sys.exit(cli.main(["build", {str(many_indexes)!r}, "-o", {str(out)!r}, "--workers", "2",
+                           "--on-error", "skip", "--no-progress"]))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          preexec_fn=limited(64), timeout=300)
+    assert done.returncode == 1
+    assert re.fullmatch(r"webarchive-index build: \S+/part-\d{4}\.cdxj: Too many open files \(raise "
+                        r"the limit of open files of a process, e\.g\. `ulimit -n 4096`\)",
+                        done.stderr.splitlines()[-1])
+    assert "error:" not in done.stderr
+    assert not (out / "cluster" / "cluster.idx").exists()

@@ -100,7 +100,7 @@ class LocalEngine(Engine):
     def __init__(self, name, settings):
         super().__init__(name, settings)
         self.workers = settings.workers or workers_available()
-        self.fan_in, self.work_parent = settings.fan_in, settings.work_dir
+        self.asked_fan_in, self.work_parent = settings.fan_in, settings.work_dir
         # sizes the archives' stored samples; a later build with more shards still gets
         # exact split points, by sampling some CDX files whole
         self.shards = getattr(settings, "shards", None) or 1
@@ -118,6 +118,11 @@ class LocalEngine(Engine):
         if self._pool is None:
             self._pool = process_pool(self.workers)
         return self._pool
+
+    @property
+    def fan_in(self):
+        """Files a task merges at once: as asked, within the limit of open files."""
+        return mergebuild.fan_in_within_limit(self.asked_fan_in)
 
     @property
     def work(self):
