@@ -1,6 +1,7 @@
 """The machine a command runs on (issue 21, items 6, 7, 9 and 10): readers of its output
 that go away, workers that are killed or outlive a killed command, the limit of open files,
 a table replaced while it is read."""
+import errno
 import os
 import re
 import signal
@@ -270,3 +271,71 @@ def test_too_many_open_files_is_no_problem_of_an_input(many_indexes, tmp_path):
                         done.stderr.splitlines()[-1])
     assert "error:" not in done.stderr
     assert not (out / "cluster" / "cluster.idx").exists()
+
+
+# -- 21.10: a table replaced in one step --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def two_clusters(warcs, tmp_path_factory):
+    """Clusters ``old`` (two of the archives) and ``new`` (all four), and the rows of their
+    tables."""
+    root = tmp_path_factory.mktemp("clusters")
+    archives = sorted(str(path) for path in warcs.glob("*.warc.gz"))
+    found = {}
+    for name, given in (("old", archives[:2]), ("new", archives)):
+        done = subprocess.run([*CLI, "build", *given, "-o", str(root / name), "--no-progress"],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        found[name] = (root / name, len(lines_of(root / name)))
+    assert found["new"][1] > found["old"][1]
+    return found
+
+
+def duckdb_rows(table):
+    """The rows DuckDB reads in the table ``table``, as README's query of it reads them."""
+    import duckdb
+    return duckdb.sql(f"SELECT count(*) FROM read_parquet('{table}/*/*/*.parquet', "
+                      "hive_partitioning = true)").fetchall()[0][0]
+
+
+def export_table(cluster, table):
+    return ["export", str(cluster), "--format", "parquet", "-o", str(table), "--no-progress"]
+
+
+@pytest.mark.parametrize("when,prior,seen", [("before", True, "old"), ("after", True, "new"),
+                                             ("before", False, None), ("after", False, "new")])
+def test_a_table_is_replaced_in_one_step(two_clusters, tmp_path, when, prior, seen):
+    """An export killed just before or just after its table takes the old one's place:
+    DuckDB reads the old table or the new one whole, never none (it found none when the
+    export was killed between the two renames that replaced a table)."""
+    table = tmp_path / "t"
+    if prior:
+        done = subprocess.run([*CLI, *export_table(two_clusters["old"][0], table)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert duckdb_rows(table) == two_clusters["old"][1]
+    killed = subprocess.run([sys.executable, str(HERE / "killpoint.py"), when, r"/t$",
+                             *export_table(two_clusters["new"][0], table)],
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    if seen:
+        assert table.is_dir() and not table.is_symlink()
+        assert duckdb_rows(table) == two_clusters[seen][1]
+    else:
+        assert not os.path.lexists(table)
+
+
+def test_a_table_is_replaced_where_paths_cannot_be_exchanged(tmp_path, monkeypatch):
+    """Where the file system cannot exchange paths, the table is replaced by two renames,
+    and nothing of the old one or the new one is left beside it."""
+    from webarchive_indexing.storage import local
+
+    def no_exchange(first, second):
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported", first, None, second)
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "old").write_text("old")
+    (tmp_path / "new").mkdir()
+    (tmp_path / "new" / "new").write_text("new")
+    monkeypatch.setattr(local, "exchange", no_exchange)
+    local.replace_tree(str(tmp_path / "new"), str(tmp_path / "t"), str(tmp_path / "aside"))
+    assert sorted(os.listdir(tmp_path)) == ["t"] and os.listdir(tmp_path / "t") == ["new"]
