@@ -24,7 +24,8 @@ files instead of sorting every line (``--runner local``, the default of ``build`
 
 The cluster is byte-identical to the one mrjob's runners and Spark write from the same
 inputs and split points. Settings (``options.ENGINE``): ``workers`` (default: the cores
-this process may use), ``fan_in`` (files a task opens at once) and ``work_dir`` (where
+this process may use), ``fan_in`` (files a task opens at once; fewer where the limit of
+open files is lower) and ``work_dir`` (where
 the runs go: as much room as the CDX lines uncompressed; deleted when the engine closes).
 """
 import math
