@@ -102,7 +102,10 @@ def died(pool):
     process = ended[0]
     if process.exitcode >= 0:
         return f"a worker process (pid {process.pid}) exited with status {process.exitcode}"
-    name = signal.Signals(-process.exitcode).name
+    try:
+        name = signal.Signals(-process.exitcode).name
+    except ValueError:  # a signal without a name (real-time signals)
+        name = f"signal {-process.exitcode}"
     why = (" (as the out-of-memory killer does: see `dmesg`; run fewer workers (--workers) "
            "or give it more memory)" if process.exitcode == -signal.SIGKILL else "")
     return f"a worker process (pid {process.pid}) was killed by {name}{why}"
