@@ -19,7 +19,7 @@ _HINTS = {
     errno.ENOTDIR: "a file is where a directory must be: remove it, or write elsewhere",
     errno.EMFILE: "raise the limit of open files of a process, e.g. `ulimit -n 4096`",
     errno.ENFILE: "the system has too many files open: close some, or raise its limit",
-    errno.ENOMEM: "free some memory, or run fewer workers: --workers",
+    errno.ENOMEM: "free some memory, or run fewer processes at once",
 }
 # Failures of the machine a command runs on, not of what it reads: never an input's problem
 # (skipped with --on-error skip), always the end of the command
