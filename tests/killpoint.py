@@ -6,9 +6,12 @@
 renamed into place (its temporary file is complete and left behind); ``after PATTERN``:
 just after it was; ``stop PATTERN``: stopped there instead (SIGSTOP), for the test to
 continue it (SIGCONT), and then exits as the command does. Every file a build publishes goes through ``storage.local.publish``,
-and a table's directory through ``os.rename`` (``storage.local.replace_tree``).
+and a table's directory through ``storage.local.exchange`` (with the table it replaces) or
+``os.rename`` (``storage.local.replace_tree``); with ``--no-exchange`` first, as on a file
+system that cannot exchange paths (by two renames).
 Exits 99, saying so, if the command ended without reaching the point.
 """
+import errno
 import os
 import re
 import signal
@@ -17,13 +20,12 @@ import sys
 from webarchive_indexing import cli
 from webarchive_indexing.storage import local
 
-when, pattern, argv = sys.argv[1], re.compile(sys.argv[2]), sys.argv[3:]
 publish, rename = local.publish, os.rename
 SIGNALS = {"before": signal.SIGKILL, "stop": signal.SIGSTOP}
 stopped = []
 
 
-def killing(move):
+def killing(move, when, pattern):
     def moving(source, path):
         if when in SIGNALS and pattern.search(path) and not stopped:
             stopped.append(path)
@@ -34,10 +36,19 @@ def killing(move):
     return moving
 
 
-local.publish = killing(publish)
-os.rename = killing(rename)
-status = cli.main(argv)
-if stopped:
-    sys.exit(status)
-sys.stderr.write(f"killpoint: {when} {pattern.pattern} never reached (exit status {status})\n")
-sys.exit(99)
+def no_exchange(first, second):
+    raise OSError(errno.EINVAL, "Invalid argument", first, None, second)
+
+
+if __name__ == "__main__":  # (not in the workers of a pool, which import this module again)
+    exchanging = sys.argv[1] != "--no-exchange"
+    when, pattern, argv = sys.argv[2 - exchanging], re.compile(sys.argv[3 - exchanging]), \
+        sys.argv[4 - exchanging:]
+    local.publish = killing(publish, when, pattern)
+    os.rename = killing(rename, when, pattern)
+    local.exchange = killing(local.exchange, when, pattern) if exchanging else no_exchange
+    status = cli.main(argv)
+    if stopped:
+        sys.exit(status)
+    sys.stderr.write(f"killpoint: {when} {pattern.pattern} never reached (exit status {status})\n")
+    sys.exit(99)

@@ -72,8 +72,9 @@ def tree(directory):
             if p.is_file()}
 
 
-def run_killed(when, pattern, argv):
-    done = subprocess.run([sys.executable, str(HERE / "killpoint.py"), when, pattern, *argv],
+def run_killed(when, pattern, argv, first=()):
+    done = subprocess.run([sys.executable, str(HERE / "killpoint.py"), *first, when, pattern,
+                           *argv],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
 
@@ -293,27 +294,33 @@ def tables(tmp_path_factory, inputs):
 
 
 TABLE_KILL_POINTS = [
-    ("before", MID_WRITE, True, "old"),
-    ("before", MID_WRITE, False, None),
-    ("before", r"/tables/t$", True, None),   # the old table put aside, the new one not in place
-    ("before", r"/tables/t$", False, None),
-    ("after", r"/tables/t$", True, "new"),   # the new one in place, the old one not yet removed
+    ("before", MID_WRITE, True, "old", True),
+    ("before", MID_WRITE, False, None, True),
+    ("before", r"/tables/t$", True, "old", True),   # about to exchange the new one with the old
+    ("before", r"/tables/t$", False, None, True),
+    ("after", r"/tables/t$", True, "new", True),    # exchanged, the old one not yet removed
+    ("after", r"/tables/t$", False, "new", True),
+    # where paths cannot be exchanged: the old table put aside, the new one not in place
+    ("before", r"/tables/t$", True, None, False),
+    ("after", r"/tables/t$", True, "new", False),
 ]
 
 
-@pytest.mark.parametrize("when,pattern,prior,seen", TABLE_KILL_POINTS, ids=[
+@pytest.mark.parametrize("when,pattern,prior,seen,exchange", TABLE_KILL_POINTS, ids=[
     f"{w}-{'write' if p == MID_WRITE else 'rename'}-{'replacing' if r else 'new'}"
-    for w, p, r, _ in TABLE_KILL_POINTS])
+    f"{'' if x else '-no-exchange'}" for w, p, r, _, x in TABLE_KILL_POINTS])
 def test_an_export_killed_while_writing_its_table(tmp_path, inputs, tables, when, pattern, prior,
-                                                  seen):
+                                                  seen, exchange):
     """A killed export leaves the table as it was (or the new one, once in its place) and
     its directories beside it; the next run clears them and writes what a clean run does.
-    One killed with the old table put aside and the new one not yet in its place: the
-    next run puts the old one back first (a run that then fails leaves it as it was)."""
+    Where paths cannot be exchanged, one killed with the old table put aside and the new
+    one not yet in its place: the next run puts the old one back first (a run that then
+    fails leaves it as it was)."""
     table = tmp_path / "tables" / "t"
     if prior:
         assert cli.main(export_args(inputs["clean"]["old"], table)) == cli.EXIT_OK
-    run_killed(when, pattern, export_args(inputs["clean"]["new"], table))
+    run_killed(when, pattern, export_args(inputs["clean"]["new"], table),
+               [] if exchange else ["--no-exchange"])
     if seen:
         assert_same_tables(tables / seen, table)
     else:

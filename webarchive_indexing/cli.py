@@ -714,14 +714,32 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     command = next((arg for arg in argv if not arg.startswith("-")), None)
     args = _parser(command).parse_args(argv)
+    streams = sys.stdout, sys.stderr
+    prints_output = _prints_output(args)
+    # What only tells how a command goes (progress, the summary, problems) goes nowhere
+    # once its reader is gone (build ... 2>&1 | head -1): the command goes on.
+    sys.stderr = _Unbroken(sys.stderr)
+    if not prints_output:
+        sys.stdout = _Unbroken(sys.stdout)
+    try:
+        return _run(args, prints_output)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _run(args, prints_output):
     try:
         return COMMANDS[args.command][2](args)
-    except BrokenPipeError:
-        # the reader went away (query ... | head): done. What is still buffered for it
-        # goes nowhere, rather than fail again as Python flushes stdout on its way out.
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
+    except BrokenPipeError as exc:
+        if prints_output and _reader_gone(sys.stdout):
+            # the reader of the output went away (query ... | head): done. What is still
+            # buffered for it goes nowhere, rather than fail again as Python flushes
+            # stdout on its way out.
+            _to_devnull(sys.stdout)
+            return EXIT_OK
+        sys.stderr.write(f"webarchive-index {args.command}: {describe(exc)}: a process it "
+                         "started ended, or could not start (run it again)\n")
+        return EXIT_FAILED
     except OSError as exc:  # of the environment: a full disk, no credentials, another build
         sys.stderr.write(f"webarchive-index {args.command}: "
                          f"{describe(exc, getattr(args, 'output', None))}\n")
@@ -729,6 +747,62 @@ def main(argv=None):
     except TaskFailed as exc:
         sys.stderr.write(f"webarchive-index {args.command}: {exc}\n")
         return EXIT_FAILED
+
+
+def _prints_output(args):
+    """Whether what the command prints on stdout is its output, not an account of it."""
+    if args.command == "copy":
+        return args.copy_command != "copy"
+    return args.command == "query" or (args.command in ("cdx", "export") and not args.output)
+
+
+def _reader_gone(stream):
+    """Whether ``stream`` is a pipe (or socket) that no one reads any more."""
+    import select
+    try:
+        poller = select.poll()
+        poller.register(stream.fileno(), select.POLLOUT)
+    except (AttributeError, OSError, ValueError):
+        return False
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def _to_devnull(stream):
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
+
+
+class _Unbroken:
+    """A text stream (stderr, or the stdout of a command whose output is not printed) whose
+    reader may go away: from then on what is written goes nowhere, instead of raising
+    ``BrokenPipeError`` where the command is at."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            _to_devnull(self._stream)
+            return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            _to_devnull(self._stream)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 if __name__ == "__main__":

@@ -32,9 +32,11 @@ Usage (``pool`` is a ``concurrent.futures`` executor, ``workers`` its processes)
 """
 import bisect
 import concurrent.futures
+import errno
 import heapq
 import math
 import os
+import resource
 import tempfile
 from typing import NamedTuple
 
@@ -42,9 +44,14 @@ from isal import isal_zlib
 
 from . import runs, splits, storage, zipnum
 from .progress import counted
+from .report import of_environment
+from .workers import watching
 
 # Most inputs one task merges at once, or runs one piece reads: files open at once.
 FAN_IN = 256
+# Files a worker holds open besides the inputs of a merge (its interpreter, its pipes to
+# the pool, a task's output, libraries' own), with room to spare
+FD_MARGIN = 32
 # Memory for the lines a task holds at once (read buffers, a chunk being sorted).
 MEMORY = 256 << 20
 # Pieces per worker, for an even load when pieces differ in size.
@@ -53,6 +60,19 @@ PIECES_PER_WORKER = 4
 MIN_PIECE_BLOCKS = 16
 # 1 in SAMPLE_STRIDE lines of each CDX input is offered to its sample.
 SAMPLE_STRIDE = 16
+
+
+def fan_in_within_limit(fan_in):
+    """``fan_in``, or fewer: as many files as a task may open at once, besides those a worker
+    holds anyway (FD_MARGIN), under this process's limit of open files (which its workers
+    inherit; macOS's default is 256). ``OSError`` (EMFILE) if too few are allowed to merge."""
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if limit == resource.RLIM_INFINITY:
+        return fan_in
+    if limit - FD_MARGIN < 2:
+        raise OSError(errno.EMFILE, f"only {limit} files may be open at once: too few to "
+                                    f"merge sorted files (at least {FD_MARGIN + 2})")
+    return min(fan_in, limit - FD_MARGIN)
 
 
 class InputFailed(Exception):
@@ -67,14 +87,15 @@ def run_tasks(pool, function, calls, progress=None, label=None):
     """``function(*args)`` for each ``args`` of ``calls`` on the pool, the results in that
     order; ``progress`` (a ``Progress``) shows ``label: done/total`` meanwhile (if there
     is anything to do)."""
-    futures = [pool.submit(function, *args) for args in calls]
-    if progress is not None and futures:
-        finished = [0]
-        progress.step(label, count=lambda: finished[0], total=len(futures))
-        for _ in concurrent.futures.as_completed(futures):
-            finished[0] += 1
-        progress.done()
-    return [future.result() for future in futures]
+    with watching(pool):
+        futures = [pool.submit(function, *args) for args in calls]
+        if progress is not None and futures:
+            finished = [0]
+            progress.step(label, count=lambda: finished[0], total=len(futures))
+            for _ in concurrent.futures.as_completed(futures):
+                finished[0] += 1
+            progress.done()
+        return [future.result() for future in futures]
 
 
 class RunTask(NamedTuple):
@@ -135,6 +156,8 @@ def _read(path, size):
     try:
         yield from runs.read_chunks(path, size)
     except (OSError, EOFError, ValueError, isal_zlib.error) as exc:
+        if of_environment(exc):
+            raise
         raise InputFailed(path, str(exc) or type(exc).__name__) from exc
 
 
@@ -152,6 +175,8 @@ def _read_source(source, size, ordered, reports):
                 raise runs.NotSorted(source.path, chunk[0])
             yield chunk
     except (IndexInputError, OSError) as exc:
+        if of_environment(exc):
+            raise
         failed = exc
     reports[source.path] = (*report(source, failed), source.lines_read)
 

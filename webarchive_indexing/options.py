@@ -379,7 +379,8 @@ WORKERS = Option("--workers", type=positive, metavar="N",
 FAN_IN = Option("--fan-in", type=positive, default=FAN_IN_DEFAULT, metavar="N",
                 help="with --runner local: files one task merges at once, at least 2 (default "
                      f"{FAN_IN_DEFAULT}); more inputs are merged in rounds. Open files stay "
-                     "under about N per worker")
+                     "under about N per worker, and fewer where the limit of open files "
+                     "(ulimit -n) is lower")
 WORK_DIR = Option("--work-dir", metavar="DIR",
                   help="with --runner local: where the sorted runs go while a build runs, "
                        "about the size of the CDX lines uncompressed (default: TMPDIR)")

@@ -30,10 +30,12 @@ Locations in ``cluster.loc`` are relative, so a cluster can be moved or copied w
 (pywb and ``query`` resolve them against the directory of the .loc).
 
 A table (``build --parquet``, ``export --format parquet``) is published whole too:
-on a local disk written into a fresh directory beside its place and renamed into it,
-under a lock beside it (one writer of a table at a time; ``staged_table``), and the
-directories of writers that were killed (``.table-build-PID-...``, and a replaced table
-put aside, ``.table-old-PID-...``) are cleared by the next writer; elsewhere written into
+on a local disk written into a fresh directory beside its place and exchanged with the
+table there in one step (``storage.local.replace_tree``: a reader finds the old table or
+the new one, never none), under a lock beside it (one writer of a table at a time;
+``staged_table``), and the directories of writers that were killed (``.table-build-PID-...``,
+and, where paths cannot be exchanged, a replaced table put aside, ``.table-old-PID-...``)
+are cleared by the next writer; elsewhere written into
 a prefix that must hold nothing yet (S3 has no rename with which to replace a table
 whole), which a failure empties again.
 """

@@ -17,7 +17,13 @@ _HINTS = {
     errno.EPERM: "check the permissions, or write elsewhere",
     errno.EEXIST: "a file is where a directory must be: remove it, or write elsewhere",
     errno.ENOTDIR: "a file is where a directory must be: remove it, or write elsewhere",
+    errno.EMFILE: "raise the limit of open files of a process, e.g. `ulimit -n 4096`",
+    errno.ENFILE: "the system has too many files open: close some, or raise its limit",
+    errno.ENOMEM: "free some memory, or run fewer processes at once",
 }
+# Failures of the machine a command runs on, not of what it reads: never an input's problem
+# (skipped with --on-error skip), always the end of the command
+ENVIRONMENT = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOSPC, errno.EDQUOT)
 
 
 # What only writes fail with
@@ -35,6 +41,11 @@ def describe(exc, output=None):
     where = f"{filename}: " if filename else ""
     hint = _HINTS.get(exc.errno)
     return f"{where}{exc.strerror}" + (f" ({hint})" if hint else "")
+
+
+def of_environment(exc):
+    """Whether the ``OSError`` ``exc`` is a failure of the machine (``ENVIRONMENT``)."""
+    return isinstance(exc, OSError) and exc.errno in ENVIRONMENT
 
 
 def log_to_stderr(verbose):

@@ -145,10 +145,8 @@ class Engine:
         workers = min(len(calls), len(os.sched_getaffinity(0)))
         if workers < 2:
             return {shard: write_shard_table(*call) for shard, call in zip(shards, calls)}
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-        # spawned: the driver may have threads (a progress display) that a fork would copy
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        from ..workers import process_pool, watching
+        with process_pool(workers) as pool, watching(pool):
             return dict(zip(shards, pool.map(write_shard_table, *zip(*calls))))
 
     def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None,

@@ -24,11 +24,11 @@ files instead of sorting every line (``--runner local``, the default of ``build`
 
 The cluster is byte-identical to the one mrjob's runners and Spark write from the same
 inputs and split points. Settings (``options.ENGINE``): ``workers`` (default: the cores
-this process may use), ``fan_in`` (files a task opens at once) and ``work_dir`` (where
+this process may use), ``fan_in`` (files a task opens at once; fewer where the limit of
+open files is lower) and ``work_dir`` (where
 the runs go: as much room as the CDX lines uncompressed; deleted when the engine closes).
 """
 import math
-import multiprocessing
 import os
 import re
 import shutil
@@ -37,6 +37,7 @@ import tempfile
 from .. import cdxmeta, mergebuild, splits, steps, storage
 from ..lock import running
 from ..shardrun import ClusterChanged, Removal
+from ..workers import process_pool
 from . import Engine, StepFailed
 
 SCALER = 100
@@ -66,14 +67,6 @@ def remove_abandoned(parent):
 
 def workers_available():
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-
-
-def process_pool(workers):
-    """The engine's pool: ``spawn``ed workers, children of this process, which inherit
-    none of its threads (a progress display) and whose CPU time and memory are counted
-    as its children's (a forkserver's workers would be the server's)."""
-    from concurrent.futures import ProcessPoolExecutor
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
 
 
 def archive_sample_size(shards, archives, scaler=SCALER):
@@ -108,7 +101,7 @@ class LocalEngine(Engine):
     def __init__(self, name, settings):
         super().__init__(name, settings)
         self.workers = settings.workers or workers_available()
-        self.fan_in, self.work_parent = settings.fan_in, settings.work_dir
+        self.asked_fan_in, self.work_parent = settings.fan_in, settings.work_dir
         # sizes the archives' stored samples; a later build with more shards still gets
         # exact split points, by sampling some CDX files whole
         self.shards = getattr(settings, "shards", None) or 1
@@ -126,6 +119,11 @@ class LocalEngine(Engine):
         if self._pool is None:
             self._pool = process_pool(self.workers)
         return self._pool
+
+    @property
+    def fan_in(self):
+        """Files a task merges at once: as asked, within the limit of open files."""
+        return mergebuild.fan_in_within_limit(self.asked_fan_in)
 
     @property
     def work(self):

@@ -3,13 +3,15 @@ which the functions here then do not find, as ``open`` would not).
 
 A file is published by writing it under a temporary name beside its target and renaming
 it into place once complete, with the permissions the umask gives (temporary files are
-private). A whole directory is replaced by renames too (``replace_tree``: a columnar
-table).
+private). A whole directory is replaced in one step too, exchanged with the new one
+(``replace_tree``: a columnar table).
 """
 import contextlib
+import errno
 import glob
 import os
 import shutil
+import sys
 
 from . import common
 
@@ -124,15 +126,52 @@ def remove_temp_files(directory, recursive=False):
 
 
 def replace_tree(new_dir, final_dir, aside):
-    """Put the directory ``new_dir`` in the place of ``final_dir`` (if any), by renames:
-    the one it replaces goes to the new name ``aside`` first, then is removed."""
+    """Put the directory ``new_dir`` in the place of ``final_dir`` in one step: the two
+    exchanged (``exchange``), then the one replaced (now at ``new_dir``) removed; renamed
+    into place if there is none. Where the system cannot exchange paths, by two renames:
+    the one it replaces goes to the new name ``aside`` first (for a moment there is no
+    ``final_dir``: what the next writer finds so, it puts back)."""
     try:
-        os.rename(final_dir, aside)
+        exchange(new_dir, final_dir)
     except FileNotFoundError:
-        aside = None
-    os.rename(new_dir, final_dir)
-    if aside:
-        shutil.rmtree(aside)
+        os.rename(new_dir, final_dir)
+        return
+    except OSError as exc:
+        if exc.errno not in _NO_EXCHANGE:
+            raise
+        try:
+            os.rename(final_dir, aside)
+        except FileNotFoundError:
+            aside = None
+        os.rename(new_dir, final_dir)
+        if aside:
+            shutil.rmtree(aside)
+        return
+    shutil.rmtree(new_dir)
+
+
+# What says that this system or file system exchanges no paths
+_NO_EXCHANGE = (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP)
+# renameat2's flag (<linux/fs.h>), renamex_np's (macOS <stdio.h>); AT_FDCWD on Linux
+_RENAME_EXCHANGE, _RENAME_SWAP, _AT_FDCWD = 2, 2, -100
+
+
+def exchange(first, second):
+    """Swap the paths ``first`` and ``second`` (both must exist) atomically: a reader
+    finds each at one or the other, never neither. ``OSError`` (ENOTSUP, EINVAL) where
+    the system or the file system cannot."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    names = os.fsencode(first), os.fsencode(second)
+    if sys.platform.startswith("linux") and hasattr(libc, "renameat2"):
+        failed = libc.renameat2(_AT_FDCWD, names[0], _AT_FDCWD, names[1], _RENAME_EXCHANGE)
+    elif sys.platform == "darwin" and hasattr(libc, "renamex_np"):
+        failed = libc.renamex_np(names[0], names[1], _RENAME_SWAP)
+    else:
+        raise OSError(errno.ENOTSUP, "this system exchanges no paths", first, None, second)
+    if failed:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), first, None, second)
 
 
 def _umask():
