@@ -407,7 +407,9 @@ def _update(engine, record, archives, sources, cdx_dir, options, summary, progre
     removed_by = _removed_by(options.remove, removed)
     update = summary.update = Update(added=len(new), replaced=len(replaced), held=len(held),
                                      removed=len(removed), indexes_added=len(sources),
-                                     indexes_held=len(held_indexes))
+                                     indexes_held=len(held_indexes),
+                                     removed_by={glob: (names, 0)
+                                                 for glob, names in removed_by.items()})
     if not (new or replaced or sources or removed or (options.remove and record["indexes"])):
         # the cluster would be published again as it is, as a new build under its readers
         update.published = False
