@@ -282,3 +282,15 @@ def test_the_query_hint_finds_what_it_names(tmp_path, capsys, key, url):
     assert [line.split(" ", 1)[0] for line in found] == [key], (hint[2], found)
     if key.startswith("org,"):
         assert hint[2] == "*.example.org"
+
+
+def test_a_removal_deletes_no_file_outside_the_cdx_directory_whatever_the_record_says(crawls):
+    out = crawls / "out"
+    assert build(crawls / "crawl-1", "-o", out) == cli.EXIT_OK
+    record_path = out / "cluster" / "build-00001" / "contents.json"
+    record = json.loads(record_path.read_text())
+    record["archives"]["CORPUS-001-00000.warc.gz"]["cdx"] = "../../victim.cdx.gz"
+    record_path.write_text(json.dumps(record))
+    (crawls / "victim.cdx.gz").write_text("the user's\n")
+    assert build("-o", out, "--update", "--remove", "CORPUS-001-00000*") == cli.EXIT_OK
+    assert (crawls / "victim.cdx.gz").read_text() == "the user's\n"
