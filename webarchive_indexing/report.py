@@ -151,10 +151,10 @@ def report_build(run, output):
 
 
 def _example_pattern(summary):
-    """A query that finds something in the new cluster: of the host of its first key, a
-    domain query; a URL prefix query for an IP address or a host with a port (which no
-    domain query finds: an IPv4 key is reversed as a name is, ``136,48,187,91)``, and a
-    port follows the host, ``com,example:8080)``)."""
+    """A query that finds something in the new cluster, of the host of its first key: a
+    domain query; a URL prefix query for an IP address (which has no subdomains; its key
+    is reversed as a name is, ``136,48,187,91)``) or a host with a port (which follows it
+    in the key, ``com,example:8080)``, where no domain query finds it)."""
     from . import storage
     try:
         first = storage.read_range(storage.join(summary.cluster_dir, "cluster.idx"), 0, 4096)
