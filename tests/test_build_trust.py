@@ -103,7 +103,8 @@ def test_a_rewrites_directory_without_the_mark_is_not_the_builds(crawls, capsys)
     kept = rewrite.read_bytes()
     capsys.readouterr()
     assert build(rewrite, "-o", out, "--runner", "inline") == cli.EXIT_USAGE
-    assert f"{rewrite} is in {out / INDEXES_DIR}, which the build clears" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{rewrite} is in {out / INDEXES_DIR}, which the build clears" in err
     assert rewrite.read_bytes() == kept
 
 
@@ -152,7 +153,7 @@ def test_an_update_refuses_an_archive_indexed_into_the_cdx_file_of_another(crawl
         shutil.copy(crawls / source, path)
     assert build(first, "-o", out) == cli.EXIT_OK
     before = published_state(out)
-    assert "a%5Cx.cdx.gz" in before["archives.txt"].decode() or (out / "cdx" / "a%5Cx.cdx.gz").exists()
+    assert "cdx/a%5Cx.cdx.gz" in before
     capsys.readouterr()
     assert build(second, "-o", out, "--update") == cli.EXIT_USAGE
     err = capsys.readouterr().err

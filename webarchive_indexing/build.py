@@ -427,7 +427,8 @@ def _update(engine, record, archives, sources, cdx_dir, options, summary, progre
         _check_removal(options, removed_by, lines_by)
         update.removed_by = {glob: (names, lines_by.get(glob, 0))
                              for glob, names in removed_by.items()}
-        update.lines_removed = sum(lines for glob, lines in lines_by.items() if glob is not None)
+        update.lines_removed = sum(lines for glob, lines in lines_by.items()
+                                   if glob is not None)
         contents.write(directory, kept)
         return stats
 
