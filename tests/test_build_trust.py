@@ -95,7 +95,7 @@ def test_a_rewrites_directory_without_the_mark_is_not_the_builds(crawls, capsys)
     err = capsys.readouterr().err
     assert f"{out / INDEXES_DIR} holds files that webarchive-index did not write" in err
     assert "move them, or give another OUTDIR" in err and "Traceback" not in err
-    assert os.listdir(out / INDEXES_DIR) == ["mine.txt"] and not (out / "cluster").exists()
+    assert os.listdir(out / INDEXES_DIR) == ["mine.txt"] and os.listdir(out) == [INDEXES_DIR]
     # the build's own: cleared at each build; an input in it would be deleted before it is read
     os.remove(out / INDEXES_DIR / "mine.txt")
     assert build(crawls / "two-members.cdx.gz", "-o", out, "--runner", "inline") == cli.EXIT_OK
@@ -295,3 +295,28 @@ def test_a_removal_deletes_no_file_outside_the_cdx_directory_whatever_the_record
     (crawls / "victim.cdx.gz").write_text("the user's\n")
     assert build("-o", out, "--update", "--remove", "CORPUS-001-00000*") == cli.EXIT_OK
     assert (crawls / "victim.cdx.gz").read_text() == "the user's\n"
+
+
+def test_on_s3_too_the_users_indexes_stay_and_only_marked_rewrites_go(crawls, capsys):
+    import logging
+
+    import s3server
+    from webarchive_indexing import storage
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    _, members = index_of(crawls)
+    (crawls / "two-members.cdx.gz").write_bytes(members)
+    with s3server.running():
+        out = s3server.new_bucket() + "/out"
+        storage.write_atomic(f"{out}/indexes/index.cdxj", b"the user's\n")
+        for _ in range(2):
+            assert build(crawls / "crawl-1", crawls / "two-members.cdx.gz", "-o", out,
+                         "--runner", "inline") == cli.EXIT_OK
+        assert storage.read_bytes(f"{out}/indexes/index.cdxj") == b"the user's\n"
+        assert sorted(storage.list_files(f"{out}/{INDEXES_DIR}")) == [
+            f"{out}/{INDEXES_DIR}/{WORK_MARK}", f"{out}/{INDEXES_DIR}/00000-two-members.cdx.gz"]
+        other = s3server.new_bucket() + "/out"
+        storage.write_atomic(f"{other}/{INDEXES_DIR}/mine.txt", b"not the build's\n")
+        capsys.readouterr()
+        assert build(crawls / "two-members.cdx.gz", "-o", other, "--runner", "inline") == 2
+        assert "holds files that webarchive-index did not write" in capsys.readouterr().err
+        assert list(storage.list_files(other)) == [f"{other}/{INDEXES_DIR}/mine.txt"]

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from . import cdxmeta, contents, lock, steps, storage
 from .engines import StepFailed, open_engine
-from .indexprep import open_sources
+from .indexprep import check_work, open_sources
 from .inputs import cdx_name, dictionary_file, expand, expand_named
 from .options import (LINES_PER_BLOCK_DEFAULT, BuildOptions, UsageError, check_build,
                       check_indexing, check_table)
@@ -177,6 +177,8 @@ def build(inputs, out_dir, options=None):
             # no line but the archives' can match: a GLOB that names none removes nothing
             _check_removal(options, _removed_by(options.remove, list(record["archives"])
                                                 + [a.name for a in found.archives]))
+        if sources and options.runner != "local":  # (which rewrites none: it reads them)
+            check_work(sources, out_dir)  # before anything is written
         check_indexing(options.cdx_fields, cdx_format)
         summary.errors += open_errors
         try:

@@ -135,25 +135,33 @@ def prepare(sources, out_dir, on_error="fail", done=None):
     return files, errors, warnings, lines
 
 
-def _clear_work(sources, out_dir):
-    """The directory for rewrites of ``sources`` in ``out_dir``, emptied of an earlier
-    build's and marked as the tool's; ``UsageError`` if a directory of that name is not
-    the tool's, or holds one of ``sources``."""
+def check_work(sources, out_dir):
+    """Whether the directory for rewrites of ``sources`` in ``out_dir`` is the tool's
+    (marked, or not there); ``UsageError`` if it is not, or holds one of ``sources``."""
     work = storage.join(out_dir, INDEXES_DIR)
     inside = [s.path for s in sources if s.path.startswith(work.rstrip("/") + "/")]
     if inside:
         raise UsageError(f"{inside[0]} is in {work}, which the build clears for its own "
                          "rewrites of index inputs: give the index it was made from, or "
                          "move it out of there")
-    mark = storage.join(work, WORK_MARK)
-    if storage.exists(mark):
-        storage.remove_tree(work)  # the rewrites of an earlier build
-    elif next(iter(storage.list_files(work)), None) is not None:
+    if storage.exists(storage.join(work, WORK_MARK)):
+        return True
+    if next(iter(storage.list_files(work)), None) is not None:
         raise UsageError(f"{work} holds files that webarchive-index did not write, and a "
                          "build with index inputs writes its rewrites there: move them, or "
                          "give another OUTDIR")
-    storage.write_atomic(mark, b"webarchive-index build: rewrites of index inputs; cleared "
-                               b"at each build\n")
+    return False
+
+
+def _clear_work(sources, out_dir):
+    """The directory for rewrites of ``sources`` in ``out_dir``, emptied of an earlier
+    build's and marked as the tool's (see ``check_work``)."""
+    work = storage.join(out_dir, INDEXES_DIR)
+    if check_work(sources, out_dir):
+        storage.remove_tree(work)  # the rewrites of an earlier build
+    storage.write_atomic(storage.join(work, WORK_MARK),
+                         b"webarchive-index build: rewrites of index inputs; cleared at each "
+                         b"build\n")
     return work
 
 
