@@ -35,9 +35,22 @@ source "$INDEX_ENV"
 # The helpers are defined after the settings are sourced, so that a function of the same
 # name in index_env.sh cannot replace them.
 
-# MRJOB_CONF must name a file (mrjob would fail with a traceback)
+# CONF_ARGS: how a job gets MRJOB_CONF. The emr and hadoop runners need it, naming a file
+# (mrjob would fail with a traceback); local and inline need none (mrjob.conf.sample has
+# nothing for them): theirs is used if it is there, else none, not mrjob's default ones.
 check_mrjob_conf() {
-    [ -f "$MRJOB_CONF" ] || fail_usage "MRJOB_CONF is '$MRJOB_CONF': no such file: copy mrjob.conf.sample there and fill it in, or set MRJOB_CONF in $INDEX_ENV"
+    case $RUNNER in
+        emr|hadoop)
+            require MRJOB_CONF
+            [ -f "$MRJOB_CONF" ] || fail_usage "MRJOB_CONF is '$MRJOB_CONF': no such file: copy mrjob.conf.sample there and fill it in, or set MRJOB_CONF in $INDEX_ENV"
+            CONF_ARGS=(--conf-path "$MRJOB_CONF") ;;
+        *)
+            if [ -n "${MRJOB_CONF:-}" ] && [ -f "$MRJOB_CONF" ]; then
+                CONF_ARGS=(--conf-path "$MRJOB_CONF")
+            else
+                CONF_ARGS=(--no-conf)
+            fi ;;
+    esac
 }
 
 # each variable named must be set and not empty

@@ -32,7 +32,8 @@ index_env.sample.sh):
   SHARDS           shards of the cluster (Common Crawl: 300)
   LINES_PER_BLOCK  CDX lines per gzip block (3000)
   RUNNER           emr | hadoop | local | inline
-  MRJOB_CONF       mrjob.conf to use (see mrjob.conf.sample)
+  MRJOB_CONF       mrjob.conf of the emr and hadoop runners (see mrjob.conf.sample);
+                   local and inline use it if it is there
 Optional: INPUT_ROOT, CDX_FORMAT, ON_ERROR, CDX_INPUT, CLUSTER_LOCATION (where
 readers find the shards, for cluster.loc), PYTHON, EXTRA_ARGS, INDEX_ARGS,
 SAMPLE_ARGS, CLUSTER_ARGS, WHEEL_DIR, BUILD_WHEEL; see each step's --help.
@@ -46,7 +47,7 @@ EOF
 source "$(dirname "${BASH_SOURCE[0]}")/launcher-common.sh"
 
 # check everything before the first job starts
-require WARC_MANIFEST CDX_DIR SPLITS_DIR CLUSTER_DIR SHARDS LINES_PER_BLOCK RUNNER MRJOB_CONF
+require WARC_MANIFEST CDX_DIR SPLITS_DIR CLUSTER_DIR SHARDS LINES_PER_BLOCK RUNNER
 check_runner
 check_mrjob_conf
 require_whole_numbers SHARDS LINES_PER_BLOCK

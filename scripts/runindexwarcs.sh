@@ -25,7 +25,8 @@ index_env.sample.sh). Required here:
   WARC_MANIFEST    the list of archives (local file, or a URI the runner reads)
   CDX_DIR          where the CDX files go (local path, or s3://...)
   RUNNER           emr | hadoop | local | inline
-  MRJOB_CONF       mrjob.conf to use (see mrjob.conf.sample)
+  MRJOB_CONF       mrjob.conf of the emr and hadoop runners (see mrjob.conf.sample);
+                   local and inline use it if it is there
 Optional:
   INPUT_ROOT       archive names are relative to it (e.g. s3://commoncrawl/);
                    several roots separated by blanks
@@ -46,11 +47,11 @@ EOF
 source "$(dirname "${BASH_SOURCE[0]}")/launcher-common.sh"
 
 # the settings this step needs, checked before anything runs
-require WARC_MANIFEST CDX_DIR RUNNER MRJOB_CONF
+require WARC_MANIFEST CDX_DIR RUNNER
 check_runner
 check_mrjob_conf
 
-CMD=("${PYTHON:-python3}" "$REPO/jobs/index_warcs.py" -r "$RUNNER" --conf-path "$MRJOB_CONF"
+CMD=("${PYTHON:-python3}" "$REPO/jobs/index_warcs.py" -r "$RUNNER" "${CONF_ARGS[@]}"
      --cdx-dir "$CDX_DIR")
 if [ -n "${INPUT_ROOT:-}" ]; then
     read -r -a ROOTS <<< "${INPUT_ROOT[*]}"

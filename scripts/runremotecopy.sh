@@ -43,7 +43,8 @@ index_env.sample.sh). Required here:
   WARC_PREFIX      where the archives named by the CDX filename are
                    (Common Crawl: s3://commoncrawl/; https://host/ or a directory)
   RUNNER           emr | hadoop | local | inline
-  MRJOB_CONF       mrjob.conf to use (see mrjob.conf.sample)
+  MRJOB_CONF       mrjob.conf of the emr and hadoop runners (see mrjob.conf.sample);
+                   local and inline use it if it is there
 Optional:
   RECORDS_PER_FILE records per output file (default 10000)
   NAME_PREFIX      output names NAME-NNNNN (default extract)
@@ -77,7 +78,7 @@ if [ -n "${COPY_RECORDS_CSV:-}" ]; then
 else
     require COPY_CLUSTER
 fi
-require COPY_OUTPUT WARC_PREFIX RUNNER MRJOB_CONF
+require COPY_OUTPUT WARC_PREFIX RUNNER
 check_runner
 check_mrjob_conf
 if [ -z "${COPY_RECORDS_CSV:-}" ] && [ -z "${COPY_DOMAINS:-}" ] && [ -z "${COPY_DOMAINS_FILE:-}" ]; then
@@ -132,7 +133,7 @@ if { [ "$RUNNER" = local ] || [ "$RUNNER" = inline ]; } && [[ $CHUNKS == *://* ]
     "$PY" -c 'import sys; from webarchive_indexing import storage; storage.download(*sys.argv[1:])' \
         "$CHUNKS" "$INPUT"
 fi
-CMD=("$PY" "$REPO/jobs/remote_copy.py" -r "$RUNNER" --conf-path "$MRJOB_CONF"
+CMD=("$PY" "$REPO/jobs/remote_copy.py" -r "$RUNNER" "${CONF_ARGS[@]}"
      --copy-dir "$COPY_OUTPUT" --warc-prefix "$WARC_PREFIX")
 [ -z "${COPY_THREADS:-}" ] || CMD+=(--threads "$COPY_THREADS")
 [ -z "${COPY_RETRIES:-}" ] || CMD+=(--retries "$COPY_RETRIES")

@@ -26,7 +26,8 @@ index_env.sample.sh). Required here:
   SPLITS_DIR       where the split files go (local path, or s3://...)
   SHARDS           number of shards of the cluster (Common Crawl: 300)
   RUNNER           emr | hadoop | local | inline
-  MRJOB_CONF       mrjob.conf to use (see mrjob.conf.sample)
+  MRJOB_CONF       mrjob.conf of the emr and hadoop runners (see mrjob.conf.sample);
+                   local and inline use it if it is there
 Optional:
   CDX_INPUT        what the job reads instead of CDX_DIR (path, glob or URI; on
                    hadoop, s3:// in CDX_DIR is read as s3a://)
@@ -44,12 +45,12 @@ EOF
 source "$(dirname "${BASH_SOURCE[0]}")/launcher-common.sh"
 
 # the settings this step needs, checked before anything runs
-require CDX_DIR SPLITS_DIR SHARDS RUNNER MRJOB_CONF
+require CDX_DIR SPLITS_DIR SHARDS RUNNER
 check_runner
 check_mrjob_conf
 require_whole_numbers SHARDS
 
-CMD=("${PYTHON:-python3}" "$REPO/jobs/sample_splits.py" -r "$RUNNER" --conf-path "$MRJOB_CONF"
+CMD=("${PYTHON:-python3}" "$REPO/jobs/sample_splits.py" -r "$RUNNER" "${CONF_ARGS[@]}"
      --shards "$SHARDS" --splits-dir "$SPLITS_DIR")
 add_words EXTRA_ARGS
 add_words SAMPLE_ARGS

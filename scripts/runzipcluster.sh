@@ -29,7 +29,8 @@ index_env.sample.sh). Required here:
   SHARDS           number of shards (as given to runsample.sh)
   LINES_PER_BLOCK  CDX lines per gzip block (3000 in production)
   RUNNER           emr | hadoop | local | inline
-  MRJOB_CONF       mrjob.conf to use (see mrjob.conf.sample)
+  MRJOB_CONF       mrjob.conf of the emr and hadoop runners (see mrjob.conf.sample);
+                   local and inline use it if it is there
 Optional:
   CDX_INPUT        what the job reads instead of CDX_DIR (path, glob or URI; on
                    hadoop, s3:// in CDX_DIR is read as s3a://)
@@ -51,14 +52,14 @@ EOF
 source "$(dirname "${BASH_SOURCE[0]}")/launcher-common.sh"
 
 # the settings this step needs, checked before anything runs
-require CDX_DIR SPLITS_DIR CLUSTER_DIR SHARDS LINES_PER_BLOCK RUNNER MRJOB_CONF
+require CDX_DIR SPLITS_DIR CLUSTER_DIR SHARDS LINES_PER_BLOCK RUNNER
 check_runner
 check_mrjob_conf
 require_whole_numbers SHARDS LINES_PER_BLOCK
 
 refuse_published_cluster
 
-CMD=("${PYTHON:-python3}" "$REPO/jobs/zip_cluster.py" -r "$RUNNER" --conf-path "$MRJOB_CONF"
+CMD=("${PYTHON:-python3}" "$REPO/jobs/zip_cluster.py" -r "$RUNNER" "${CONF_ARGS[@]}"
      --splits "$(hadoop_uri "$SPLITS_DIR/splits.txt")" --shards "$SHARDS"
      --lines-per-block "$LINES_PER_BLOCK" --cluster-dir "$CLUSTER_DIR")
 if [ "$RUNNER" = emr ] || [ "$RUNNER" = hadoop ]; then

@@ -701,7 +701,8 @@ def test_launcher_inline_and_settings(collection, domains, tmp_path):
     verify_copy(collection, read_output(tmp_path / "out"), domains, 40, tmp_path)
     assert run_launcher(launcher_env(tmp_path, **settings), cwd=tmp_path).returncode == 0
     for name in ("COPY_CLUSTER", "COPY_OUTPUT", "WARC_PREFIX", "MRJOB_CONF"):
-        broken = dict(settings)
+        # (inline needs no MRJOB_CONF: emr does)
+        broken = dict(settings, **({"RUNNER": "emr"} if name == "MRJOB_CONF" else {}))
         del broken[name]
         result = run_launcher(launcher_env(tmp_path, **broken), cwd=tmp_path)
         assert result.returncode == 2 and f"{name} is not set" in result.stderr, name

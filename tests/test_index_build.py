@@ -72,9 +72,10 @@ def test_archives_and_every_kind_of_index(mixed, tmp_path, runner, capsys):
     # input itself: nothing is rewritten)
     report = json.load(open(out / "errors.json"))
     assert [(os.path.basename(w["file"]), w["line"]) for w in report["warnings"]] == [("unsorted.cdxj", 3)]
-    rewritten = sorted(os.listdir(out / "indexes")) if runner != "local" else []
-    assert rewritten == ([] if runner == "local" else ["00002-cdx-00000.cdx.gz", "00003-cluster.cdx.gz"])
-    assert not (runner == "local" and (out / "indexes").exists())
+    rewritten = sorted(os.listdir(out / "rewritten-indexes")) if runner != "local" else []
+    assert rewritten == ([] if runner == "local" else [
+        ".webarchive-index-work", "00002-cdx-00000.cdx.gz", "00003-cluster.cdx.gz"])
+    assert not (runner == "local" and (out / "rewritten-indexes").exists())
     # pywb reads the cluster
     found = pywb_lookup(out / "cluster" / "cluster.idx", "commoncrawl.org", "domain")
     assert found == [l for l in expected if l.startswith(b"org,commoncrawl")]
@@ -136,7 +137,8 @@ def test_every_engine_puts_the_readers_lines_in_the_cluster(tmp_path, runner, re
     assert summary.index_lines == len(expected) and len(summary.errors) == 5
     assert shard_lines(tmp_path / "out") == expected
     if runner != "local":  # which reads every input itself
-        assert os.listdir(tmp_path / "out" / "indexes") == ["00001-bad.cdx.gz"]
+        assert sorted(os.listdir(tmp_path / "out" / "rewritten-indexes")) == [
+            ".webarchive-index-work", "00001-bad.cdx.gz"]
 
 
 def test_one_cluster_holds_one_format(tmp_path, capsys):
@@ -189,7 +191,8 @@ def test_malformed_lines_fail_or_are_skipped(tmp_path, capsys):
                      "--on-error", "skip"])
     assert code == cli.EXIT_PARTIAL
     assert shard_lines(out) == [l.encode() for l in good]
-    assert os.listdir(out / "indexes") == ["00000-bad.cdx.gz"]
+    assert sorted(os.listdir(out / "rewritten-indexes")) == [".webarchive-index-work",
+                                                             "00000-bad.cdx.gz"]
 
 
 def test_a_cut_index_keeps_what_came_before_with_skip(tmp_path, capsys):

@@ -242,8 +242,8 @@ def test_failed_s3_builds_leave_the_published_cluster(tmp_path, warcs, monkeypat
 def test_s3_rebuilds_keep_the_replaced_build_and_delete_older_ones(tmp_path, warcs):
     out = s3server.new_bucket() + "/out"
     build([warcs], out, BuildOptions(shards=2, lines_per_block=50, runner="inline"))
-    storage.write_atomic(f"{out}/cluster/{BUILD_PREFIX}abandoned/cdx-00000.gz", b"")
-    builds, indexes = [_builds(out) - {BUILD_PREFIX + "abandoned"}], [cluster_objects(out)]
+    storage.write_atomic(f"{out}/cluster/{BUILD_PREFIX}00099/cdx-00000.gz", b"")
+    builds, indexes = [_builds(out) - {BUILD_PREFIX + "00099"}], [cluster_objects(out)]
     for per_block in (20, 30):
         build([warcs], out, BuildOptions(shards=2, lines_per_block=per_block, runner="inline"))
         builds.append(_builds(out) - set().union(*builds))

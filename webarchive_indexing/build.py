@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from . import cdxmeta, contents, lock, steps, storage
 from .engines import StepFailed, open_engine
-from .indexprep import open_sources
+from .indexprep import check_work, open_sources
 from .inputs import cdx_name, dictionary_file, expand, expand_named
 from .options import (LINES_PER_BLOCK_DEFAULT, BuildOptions, UsageError, check_build,
                       check_indexing, check_table)
@@ -93,8 +93,11 @@ class Update:
     indexes_added: int = 0        # index inputs
     indexes_held: int = 0         # index inputs it held: not added again
     removed: int = 0              # archives whose lines --remove took out
-    lines_removed: int = 0
+    lines_removed: int = 0        # lines --remove took out (not those of archives replaced)
     shards_copied: int = 0        # shards that gained and lost nothing
+    # what each --remove GLOB took out: {glob: (names of archives, lines)}
+    removed_by: dict = field(default_factory=dict)
+    published: bool = True        # False: nothing to add, replace or remove
 
 
 class BuildFailed(Exception):
@@ -163,6 +166,7 @@ def build(inputs, out_dir, options=None):
             raise BuildFailed(str(exc), summary) from None
         requested = options.cdx_format
         if record:
+            _check_names(found.archives, record)
             if requested not in (None, record["format"]):
                 raise UsageError(f"--cdx-format {requested}, but the cluster in {out_dir} is "
                                  f"{record['format']}: an update keeps the format of the "
@@ -171,6 +175,12 @@ def build(inputs, out_dir, options=None):
         sources, open_errors, cdx_format = open_sources(found.indexes, requested,
                                                         options.legacy_prefix.encode("utf-8"),
                                                         options.rekey)
+        if record and not (record["indexes"] or sources):
+            # no line but the archives' can match: a GLOB that names none removes nothing
+            _check_removal(options, _removed_by(options.remove, list(record["archives"])
+                                                + [a.name for a in found.archives]))
+        if sources and options.runner != "local":  # (which rewrites none: it reads them)
+            check_work(sources, out_dir)  # before anything is written
         check_indexing(options.cdx_fields, cdx_format)
         summary.errors += open_errors
         try:
@@ -213,6 +223,9 @@ def _build(archives, sources, cdx_format, record, split_lines, options, summary,
                               summary) from exc
         except StepFailed as exc:
             raise BuildFailed(f"nothing was published: {exc}", summary) from exc
+    if record and not summary.update.published:
+        summary.seconds = time.monotonic() - started
+        return summary
     if record:
         # what the published cluster holds now, and the split points it has
         steps.write_splits(kept["splits"], out_dir)
@@ -220,6 +233,50 @@ def _build(archives, sources, cdx_format, record, split_lines, options, summary,
     summary.published = True
     summary.seconds = time.monotonic() - started
     return summary
+
+
+def _check_names(archives, record):
+    """``UsageError`` if an archive to add to the cluster of ``record`` is not the one the
+    cluster holds under its name, or would be indexed into the CDX file of another: an
+    archive in a cluster is the file it was read from (a full build refuses such pairs
+    too, in ``inputs.expand``), and indexing it would replace the other's lines."""
+    held = record["archives"]
+    by_cdx = {entry["cdx"]: name for name, entry in held.items()}
+    for archive in archives:
+        known, target = held.get(archive.name), cdx_name(archive.name)
+        if known is not None and known["path"] != archive.path:
+            raise UsageError(f"{archive.path} and {known['path']} (in the cluster) are both "
+                             f"named {archive.name!r}: give --input-root so that their names "
+                             "differ, or take the one in the cluster out first (--update "
+                             f"--remove '{archive.name}'), then add this one")
+        other = by_cdx.get(target)
+        if other is not None and other != archive.name:
+            raise UsageError(f"{archive.path} and {held[other]['path']} (in the cluster, named "
+                             f"{other!r}) would both be indexed into cdx/{target}: give "
+                             "--input-root so that their names differ, or rename one")
+
+
+def _removed_by(globs, names):
+    """``{glob: [names it matches]}`` for each of ``globs``."""
+    removal = Removal(globs)
+    found = {glob: [] for glob in globs}
+    for name in names:
+        glob = removal.pattern_of(name)
+        if glob is not None:
+            found[glob].append(name)
+    return found
+
+
+def _check_removal(options, removed_by, lines_by=None):
+    """``UsageError`` for a GLOB of ``options.remove`` that removes no archive
+    (``removed_by``) and no line (``lines_by``, ``{glob: lines}``), unless
+    ``options.allow_empty_remove``: a takedown that names nothing is a mistake."""
+    empty = [glob for glob, names in removed_by.items()
+             if not names and not (lines_by or {}).get(glob)]
+    if empty and not options.allow_empty_remove:
+        raise UsageError(f"--remove {' '.join(repr(g) for g in empty)}: matches no archive and "
+                         "no line of the cluster, nothing was published (check the GLOB "
+                         "against archives.txt; give --allow-empty-remove to go on without it)")
 
 
 def _read_indexes(engine, sources, options, summary, progress):
@@ -351,9 +408,16 @@ def _update(engine, record, archives, sources, cdx_dir, options, summary, progre
                if removal.of_globs().matches(name)}
     for name in removed:
         del archives[name]
+    removed_by = _removed_by(options.remove, removed)
     update = summary.update = Update(added=len(new), replaced=len(replaced), held=len(held),
                                      removed=len(removed), indexes_added=len(sources),
-                                     indexes_held=len(held_indexes))
+                                     indexes_held=len(held_indexes),
+                                     removed_by={glob: (names, 0)
+                                                 for glob, names in removed_by.items()})
+    if not (new or replaced or sources or removed or (options.remove and record["indexes"])):
+        # the cluster would be published again as it is, as a new build under its readers
+        update.published = False
+        return None
     progress.step(f"[2/3] the cluster's split points and lines per block: "
                   f"{counted(shards, 'shard')}, {lines_per_block} lines a block")
     progress.done()
@@ -362,8 +426,13 @@ def _update(engine, record, archives, sources, cdx_dir, options, summary, progre
     cdx_files = [s["cdx"] for s in new + replaced] + index_files
 
     def write(directory):
-        stats, update.shards_copied, update.lines_removed = engine.update_cluster(
+        stats, update.shards_copied, lines_by = engine.update_cluster(
             cdx_files, summary.cluster_dir, split_lines, removal, lines_per_block, directory)
+        _check_removal(options, removed_by, lines_by)
+        update.removed_by = {glob: (names, lines_by.get(glob, 0))
+                             for glob, names in removed_by.items()}
+        update.lines_removed = sum(lines for glob, lines in lines_by.items()
+                                   if glob is not None)
         contents.write(directory, kept)
         return stats
 

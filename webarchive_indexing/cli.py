@@ -94,7 +94,8 @@ def _build_parser(sub, help_line):
                     "(docs/local-engine.md).",
         epilog="output:\n" + o.BUILD_OUTPUT)
     o.add(build, o.BUILD_INPUTS.but(nargs="*"), o.OUTDIR, o.BUILD_SHARDS,
-          o.BUILD_LINES_PER_BLOCK, o.SPLITS_FROM, o.UPDATE, o.REMOVE, o.RUNNER, o.WORKERS,
+          o.BUILD_LINES_PER_BLOCK, o.SPLITS_FROM, o.UPDATE, o.REMOVE, o.ALLOW_EMPTY_REMOVE,
+          o.RUNNER, o.WORKERS,
           o.FAN_IN, o.WORK_DIR, o.SPARK_MASTER, o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF,
           o.VERBOSE, o.PROGRESS, *o.BUILD_INDEXING, o.PARQUET, *o.TABLE)
 
@@ -553,7 +554,15 @@ def _print_copy_plan(plan, stream):
                      "WARC files)\n")
 
 
-def _print_copy_survey(found, stream, skipped=None):
+# What retries the outputs missing or failed: the command that copied (``copy copy``), or
+# after ``status``, which copies nothing, the copy itself
+RERUN = "rerun the same command to retry what is missing or failed"
+RERUN_COPY = ("to copy what is missing or failed, run `webarchive-index copy copy` with the "
+              "arguments of the plan (`copy plan`'s) and --warc-prefix, or "
+              "scripts/runremotecopy.sh: complete outputs are kept")
+
+
+def _print_copy_survey(found, stream, skipped=None, rerun=RERUN):
     from .progress import human
     plan = found.plan
     already = f" ({skipped} files were complete already)" if skipped else ""
@@ -573,7 +582,7 @@ def _print_copy_survey(found, stream, skipped=None):
         stream.write(f"missing:  {len(found.missing)} output files were not written "
                      f"({', '.join(found.missing[:5])}{', ...' if len(found.missing) > 5 else ''})\n")
     if found.missing or found.failed > found.failed_for_good:
-        stream.write("rerun the same command to retry what is missing or failed\n")
+        stream.write(rerun + "\n")
 
 
 def _copy_copy(args):
@@ -608,7 +617,7 @@ def _copy_status(args):
         sys.stdout.write("\n")
     else:
         _print_copy_plan(found.plan, sys.stdout)
-        _print_copy_survey(found, sys.stdout)
+        _print_copy_survey(found, sys.stdout, rerun=RERUN_COPY)
     return EXIT_OK if found.done else EXIT_FAILED
 
 

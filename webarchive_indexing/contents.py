@@ -23,6 +23,7 @@ clusters, legacy indexes) whose lines it holds: an update does not read them aga
 import json
 
 from . import storage
+from .inputs import safe_path
 
 RECORD = "contents.json"
 # Bytes read from the start of cluster.idx to find where its shards are (one index line)
@@ -114,9 +115,10 @@ def sort_statuses(record, statuses):
 
 def drop_cdx(cdx_dir, entries, suffixes):
     """Remove the CDX files of ``entries`` (records of archives) from ``cdx_dir``, and the
-    files beside each that end in ``suffixes``."""
+    files beside each that end in ``suffixes``; never outside ``cdx_dir``, whatever the
+    record says (``safe_path``)."""
     for found in entries:
-        path = storage.join(cdx_dir, found["cdx"])
+        path = storage.join(cdx_dir, safe_path(found["cdx"]))
         for suffix in suffixes:
             storage.remove(path + suffix)
         storage.remove(path)

@@ -10,12 +10,17 @@ malformed line (so no line that is not UTF-8), and either plain or one gzip memb
 with a name ending in ``.gz`` (mrjob's inline and local runners pick decompression by
 the name and read only the first member of a gzip file). Anything else is rewritten
 first, the source's lines in order as one gzip member, into
-``OUTDIR/indexes/NNNNN-<name>.cdx.gz`` (numbered by input, so names never collide):
-clusters, legacy indexes, files of several gzip members, files whose lines the source
-changes (a byte order mark left out, converted to the cluster's format, re-keyed with
-``--rekey``) and, with ``--on-error skip``, files with malformed lines. So every engine
-gets the same lines, converted once, here. With ``--on-error fail`` a malformed line fails the build
-before anything is sampled, as an unreadable archive does.
+``OUTDIR/rewritten-indexes/NNNNN-<name>.cdx.gz`` (numbered by input, so names never
+collide): clusters, legacy indexes, files of several gzip members, files whose lines the
+source changes (a byte order mark left out, converted to the cluster's format, re-keyed
+with ``--rekey``) and, with ``--on-error skip``, files with malformed lines. So every
+engine gets the same lines, converted once, here. With ``--on-error fail`` a malformed
+line fails the build before anything is sampled, as an unreadable archive does.
+
+That directory is cleared at each build, so it is marked as the tool's (``WORK_MARK``
+in it): one without the mark (a user's) is never cleared nor written into, and an index
+input inside it is refused (it would be deleted before it is read). ``OUTDIR/indexes/``,
+where pywb's collections keep their indexes, is not touched.
 """
 import gzip
 import re
@@ -23,8 +28,11 @@ import re
 from . import storage
 from .indexinputs import IndexInputError, open_index
 from .inputs import InputError, safe_path
+from .options import UsageError
 
-INDEXES_DIR = "indexes"
+INDEXES_DIR = "rewritten-indexes"
+# The file that marks INDEXES_DIR as made by a build (what it says is for a person)
+WORK_MARK = ".webarchive-index-work"
 # What a rewritten file's name drops of its source's name
 INDEX_SUFFIX = re.compile(r"(\.cdxj?)?(\.gz)?\Z|\.(idx|summary)\Z")
 
@@ -106,8 +114,7 @@ def prepare(sources, out_dir, on_error="fail", done=None):
     (each read once, rewritten where needed), the problems met (malformed lines; a
     source that could not be read on), notes on unsorted sources, and the lines the
     files hold. ``done`` (a list) gets one item per source finished, for progress."""
-    work = storage.join(out_dir, INDEXES_DIR)
-    storage.remove_tree(work)  # the rewrites of an earlier build
+    work = _clear_work(sources, out_dir)
     files, errors, warnings, lines = [], [], [], 0
     for number, source in enumerate(sources):
         stem = INDEX_SUFFIX.sub("", safe_path(source.name.rsplit("/", 1)[-1]))
@@ -133,6 +140,36 @@ def prepare(sources, out_dir, on_error="fail", done=None):
         if done is not None:
             done.append(source.path)
     return files, errors, warnings, lines
+
+
+def check_work(sources, out_dir):
+    """Whether the directory for rewrites of ``sources`` in ``out_dir`` is the tool's
+    (marked, or not there); ``UsageError`` if it is not, or holds one of ``sources``."""
+    work = storage.join(out_dir, INDEXES_DIR)
+    inside = [s.path for s in sources if s.path.startswith(work.rstrip("/") + "/")]
+    if inside:
+        raise UsageError(f"{inside[0]} is in {work}, which the build clears for its own "
+                         "rewrites of index inputs: give the index it was made from, or "
+                         "move it out of there")
+    if storage.exists(storage.join(work, WORK_MARK)):
+        return True
+    if next(iter(storage.list_files(work)), None) is not None:
+        raise UsageError(f"{work} holds files that webarchive-index did not write, and a "
+                         "build with index inputs writes its rewrites there: move them, or "
+                         "give another OUTDIR")
+    return False
+
+
+def _clear_work(sources, out_dir):
+    """The directory for rewrites of ``sources`` in ``out_dir``, emptied of an earlier
+    build's and marked as the tool's (see ``check_work``)."""
+    work = storage.join(out_dir, INDEXES_DIR)
+    if check_work(sources, out_dir):
+        storage.remove_tree(work)  # the rewrites of an earlier build
+    storage.write_atomic(storage.join(work, WORK_MARK),
+                         b"webarchive-index build: rewrites of index inputs; cleared at each "
+                         b"build\n")
+    return work
 
 
 def report(source, failed=None):

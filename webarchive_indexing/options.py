@@ -296,7 +296,7 @@ OUTDIR/cdx/<name>.cdx.gz       one sorted CDX per archive (a/b/x.warc.gz -> cdx/
                                cdx/a/b/x.arc.gz.cdx.gz), and beside it <name>.cdx.gz.meta.json
                                (what it was made from) and <name>.cdx.gz.errors.json if it
                                had problems
-OUTDIR/indexes/                index inputs rewritten for the jobs (clusters, legacy indexes,
+OUTDIR/rewritten-indexes/      index inputs rewritten for the jobs (clusters, legacy indexes,
                                files of several gzip members, with malformed lines, converted
                                or re-keyed), if any
 OUTDIR/splits.txt, splits.seq  the shards-1 split points, as text and as a Hadoop SequenceFile
@@ -340,6 +340,10 @@ REMOVE = Option("--remove", action="append", default=[], metavar="GLOB",
                 help="with --update: leave out every line whose filename matches GLOB (shell "
                      "pattern, * matches / too; quote it), and the CDX files of the archives "
                      "it names; repeatable; INPUT may then be left out")
+ALLOW_EMPTY_REMOVE = Flag("allow-empty-remove", False,
+                          "with --remove: go on when a GLOB matches no archive and no line of the "
+                          "cluster (default: that is an error, as a mistyped takedown would be)",
+                          "a --remove GLOB that removes nothing is an error (default)")
 ROOT_INDEX = Flag("root-index", True,
                   "also write cluster.root, a small index of cluster.idx with which a remote "
                   "lookup needs at most 3 requests (default; pywb and others ignore it)",
@@ -700,6 +704,8 @@ def check_build(options, inputs):
     check_engine(options)
     if options.remove and not options.update:
         raise UsageError("--remove goes with --update: it takes lines out of an existing cluster")
+    if options.allow_empty_remove and not options.remove:
+        raise UsageError("--allow-empty-remove goes with --remove GLOB")
     if options.update:
         if options.runner != "local":
             raise UsageError("--update runs on the local engine: leave out --runner "
@@ -739,7 +745,8 @@ def check_indexing(cdx_fields, cdx_format):
 
 class BuildOptions(Options):
     """What ``build.build(inputs, out_dir, options)`` does, and with which engine."""
-    OPTIONS = (BUILD_SHARDS, BUILD_LINES_PER_BLOCK, SPLITS_FROM, UPDATE, REMOVE, ON_ERROR,
+    OPTIONS = (BUILD_SHARDS, BUILD_LINES_PER_BLOCK, SPLITS_FROM, UPDATE, REMOVE,
+               ALLOW_EMPTY_REMOVE, ON_ERROR,
                ROOT_INDEX, PROGRESS, PARQUET, *TABLE, *BUILD_INDEXING, *ENGINE)
     EXTRA = {"spark_context": None}
 

@@ -45,6 +45,7 @@ import os
 import re
 
 from . import lock, storage
+from .indexprep import INDEXES_DIR
 from .options import UsageError
 from .steps import finalize_cluster
 
@@ -93,16 +94,15 @@ def publish_cluster(out_dir, shards, write, root_index=True):
 
 def remove_leftovers(out_dir):
     """Remove what builds into ``out_dir`` that were killed left on a local disk: the
-    temporary files of writes (``.tmp-*``) in it, under ``cdx/`` and ``indexes/`` and in
-    ``cluster/``,
-    and the directories of earlier versions' swaps (a build's unpublished
+    temporary files of writes (``.tmp-*``) in it, under ``cdx/`` and ``rewritten-indexes/``
+    and in ``cluster/``, and the directories of earlier versions' swaps (a build's unpublished
     ``build-NNNNN/`` goes when the next build starts, on every store). Elsewhere a
     write leaves nothing (S3) or is not looked for (Hadoop file systems)."""
     if not storage.is_local(out_dir):
         return
     for directory in (out_dir, storage.join(out_dir, "cluster")):
         storage.remove_temp_files(directory)
-    for directory in ("cdx", "indexes"):
+    for directory in ("cdx", INDEXES_DIR):
         storage.remove_temp_files(storage.join(out_dir, directory), recursive=True)
     for prefix in _OLD_SWAP_DIRS:
         for path in glob.glob(os.path.join(glob.escape(out_dir), prefix + "*")):
@@ -149,7 +149,7 @@ def _stale(cluster_dir, keep):
         name, slash, _ = path[len(cluster_dir) + 1:].partition("/")
         if slash:
             directory = storage.join(cluster_dir, name)
-            if name.startswith(BUILD_PREFIX) and directory not in keep:
+            if _BUILD.match(name) and directory not in keep:
                 directories.add(directory)
         elif cluster_dir not in keep and _SHARD_FILE.match(name):
             files.append(path)

@@ -96,6 +96,14 @@ def print_summary(summary, stream):
                      f"replaced (indexed again), {update.held} already in the cluster; "
                      f"{update.removed} removed ({counted(update.lines_removed, 'line')} "
                      "taken out)\n")
+        for glob, (names, lines) in update.removed_by.items():
+            shown = ", ".join(names[:5]) + (f", ... ({len(names) - 5} more)" if len(names) > 5
+                                            else "")
+            stream.write(f"removed:  {glob!r}: {counted(len(names), 'archive')}"
+                         + (f" ({shown})" if names else "") + f", {counted(lines, 'line')}\n")
+        if not update.published:
+            stream.write(f"cluster:  unchanged, nothing published: nothing to add, replace or "
+                         f"remove (the cluster in {summary.cluster_dir} is as it was)\n")
     if summary.published:
         copied = f" ({update.shards_copied} copied unchanged)" if update is not None else ""
         stream.write(f"cluster:  {summary.shards} shards{copied}, {summary.cluster_lines} lines, "
@@ -156,7 +164,10 @@ def report_build(run, output):
 
 
 def _example_pattern(summary):
-    """A domain query that finds something in the new cluster: the host of its first key."""
+    """A query that finds something in the new cluster, of the host of its first key: a
+    domain query; a URL prefix query for an IP address (which has no subdomains; its key
+    is reversed as a name is, ``136,48,187,91)``) or a host with a port (which follows it
+    in the key, ``com,example:8080)``, where no domain query finds it)."""
     from . import storage
     try:
         first = storage.read_range(storage.join(summary.cluster_dir, "cluster.idx"), 0, 4096)
@@ -165,4 +176,11 @@ def _example_pattern(summary):
     host, bracket, _ = first.split(b" ", 1)[0].decode("utf-8", "replace").partition(")")
     if not bracket or not host:
         return "example.com/*"
-    return "*." + ".".join(reversed(host.split(",")))
+    if host.count(":") > 1:  # IPv6 (with its port, if any: the query's key is the same)
+        return f"http://[{host}]/*"
+    labels, colon, port = host.partition(":")
+    labels = labels.split(",")
+    name = ".".join(reversed(labels))
+    if colon or all(label.isdigit() for label in labels):
+        return f"http://{name}{colon}{port}/*"
+    return "*." + name

@@ -74,6 +74,10 @@ class Removal:
         """Whether the lines of the archive ``name`` are removed."""
         return self._match is not None and self._match(name) is not None
 
+    def pattern_of(self, name):
+        """The first of ``globs`` that matches ``name``, else None (one of ``names``, or kept)."""
+        return next((glob for glob in self.globs if fnmatch.fnmatchcase(name, glob)), None)
+
     def may_match(self, data):
         return any(needle in data for needle in self._needles)
 
@@ -98,12 +102,14 @@ class Block(NamedTuple):
 class ShardRun:
     """Shard ``shard`` of a cluster as a run: ``blocks`` of ``lines_per_block`` lines but
     the last, which has ``last_lines``; ``removed`` the sorted numbers (in the shard,
-    from 0) of lines left out."""
+    from 0) of lines left out, and ``removed_by`` how many of them each glob of the
+    removal took out."""
 
-    def __init__(self, shard, path, blocks, lines_per_block, last_lines, removed=()):
+    def __init__(self, shard, path, blocks, lines_per_block, last_lines, removed=(),
+                 removed_by=None):
         self.shard, self.path, self.blocks = shard, path, list(blocks)
         self.lines_per_block, self.last_lines = lines_per_block, last_lines
-        self.removed = list(removed)
+        self.removed, self.removed_by = list(removed), dict(removed_by or {})
         self.stored = (len(self.blocks) - 1) * lines_per_block + last_lines if self.blocks else 0
         self.lines = self.stored - len(self.removed)
         self.size = sum(block.length for block in self.blocks)
@@ -187,7 +193,7 @@ def survey(shard, path, blocks, lines_per_block, removal):
     last = len(run._block_lines(len(blocks) - 1))
     if last > lines_per_block or (len(blocks) > 1 and len(run._block_lines(0)) != lines_per_block):
         raise ClusterChanged(f"{path} was not built with {lines_per_block} lines per block")
-    removed = []
+    removed, removed_by = [], {}
     if removal:
         whole = ShardRun(shard, path, blocks, lines_per_block, last)
         for number in range(len(blocks)):
@@ -195,8 +201,12 @@ def survey(shard, path, blocks, lines_per_block, removal):
             joined = b"\n".join(data_lines)
             if removal.may_match(joined):
                 start = number * lines_per_block
-                removed += [start + i for i, line in enumerate(data_lines) if removal.removed(line)]
-    return ShardRun(shard, path, blocks, lines_per_block, last, removed)
+                for i, line in enumerate(data_lines):
+                    if removal.removed(line):
+                        removed.append(start + i)
+                        glob = removal.pattern_of(filename_of(line))
+                        removed_by[glob] = removed_by.get(glob, 0) + 1
+    return ShardRun(shard, path, blocks, lines_per_block, last, removed, removed_by)
 
 
 def read_index(cluster_dir):

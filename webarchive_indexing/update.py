@@ -69,8 +69,9 @@ def copy_shard(run, cluster_dir):
 def update_shards(pool, new_runs, new_sample, old_cluster, split_lines, removal, cluster_dir,
                   work_dir, lines_per_block, workers=1, memory=mergebuild.MEMORY, progress=None):
     """Every shard of the updated cluster, written into ``cluster_dir``: ``{shard: stats}``
-    as ``mergebuild.write_shards`` gives them, the number of shards copied, and the number
-    of the cluster's lines removed."""
+    as ``mergebuild.write_shards`` gives them, the number of shards copied, and the
+    cluster's lines removed, ``{glob: lines}`` by the glob of ``removal`` that removed them
+    (None: the old lines of the archives it names)."""
     shards = len(split_lines) + 1
     bounds = [None] + [line.encode("utf-8") for line in split_lines] + [None]
     located = old_shards(old_cluster, shards)
@@ -99,4 +100,8 @@ def update_shards(pool, new_runs, new_sample, old_cluster, split_lines, removal,
         memory, old={run.shard: run for run in surveyed if run.shard not in unchanged},
         skip=unchanged, progress=progress)
     written.update({stats["shard"]: stats for stats in copies})
-    return written, len(unchanged), sum(len(run.removed) for run in surveyed)
+    removed = {}
+    for run in surveyed:
+        for glob, lines in run.removed_by.items():
+            removed[glob] = removed.get(glob, 0) + lines
+    return written, len(unchanged), removed
