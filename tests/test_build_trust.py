@@ -53,6 +53,31 @@ def index_of(crawls):
 
 # -- 20.4: OUTDIR/indexes/ is the user's --------------------------------------------------------
 
+@pytest.mark.parametrize("command", ["build", "export"])
+def test_a_directory_of_the_users_is_never_replaced_by_a_table(crawls, capsys, command):
+    """--parquet DIR / export -o DIR replace a table's directory whole: only one of the
+    tool's tables (marked), an empty directory or none; a user's files stay."""
+    out, table = crawls / "out", crawls / "mine"
+    table.mkdir()
+    (table / "notes.txt").write_text("my notes")
+    args = (["build", crawls / "crawl-1", "-o", out, "--cdx-fields", "cc", "--parquet", table]
+            if command == "build" else ["export", out, "--format", "parquet", "-o", table])
+    if command == "export":
+        assert build(crawls / "crawl-1", "-o", out, "--cdx-fields", "cc") == 0
+    capsys.readouterr()
+    assert cli.main([*map(str, args), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{table} holds files that webarchive-index did not write" in err, err
+    assert files(table) == {"notes.txt": b"my notes"}
+    (table / "notes.txt").unlink()  # an empty directory is taken, and the table marked
+    assert cli.main([*map(str, args), "--no-progress"]) == 0
+    assert (table / ".webarchive-index-table").is_file()
+    names = set(files(table))
+    assert any(name.endswith(".parquet") for name in names)
+    assert cli.main([*map(str, args), "--no-progress"]) == 0  # its own table is replaced
+    assert set(files(table)) == names
+
+
 @pytest.mark.parametrize("runner", ["inline", "mrjob", "local", "spark"])
 def test_a_users_indexes_directory_survives_also_when_it_is_read(crawls, runner, request):
     out = crawls / "out"

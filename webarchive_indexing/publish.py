@@ -58,6 +58,9 @@ _OLD_SWAP_DIRS = (".cluster-build-", ".cluster-old-")
 # Beside a local table: the tables being written and those being replaced, named after the
 # process (the next writer removes only those of processes gone) and the table
 _TABLE_ASIDE_PREFIX = ".table-"
+# In every local table the tool publishes: a directory without it (and not empty) is not
+# one of its tables, and is never replaced (readers pass over names starting with '.')
+TABLE_MARK = ".webarchive-index-table"
 _TABLE_ASIDE = re.compile(re.escape(_TABLE_ASIDE_PREFIX)
                           + r"(?P<kind>build|old)-(?P<pid>\d+)-[0-9a-f]{8}-(?P<name>.+)", re.S)
 # Bytes read from the start of a published cluster.idx to find the build it names
@@ -187,12 +190,30 @@ def staged_table(table_dir, command):
     # whole (a lock in it would go with it), and is not made before a table is complete.
     with lock.hold(table_dir, command, os.path.join(parent, f".{name}{lock.LOCK_NAME}")):
         _clear_killed_tables(table_dir)
+        _check_ours(table_dir)
         building = os.path.join(parent, _table_aside("build", name))
         os.mkdir(building)
         with _removed_unless_done(building):
+            with open(os.path.join(building, TABLE_MARK), "w", encoding="utf-8") as mark:
+                mark.write(f"a table written by webarchive-index {command}: replaced whole "
+                           "by the next one written here\n")
             yield building
             storage.local.replace_tree(building, table_dir,
                                        os.path.join(parent, _table_aside("old", name)))
+
+
+def _check_ours(table_dir):
+    """``UsageError`` unless ``table_dir`` is a table the tool wrote (it holds the mark),
+    empty, or not there: a table's directory is replaced whole, with all it holds."""
+    if not os.path.lexists(table_dir):
+        return
+    if not os.path.isdir(table_dir) or os.path.islink(table_dir):
+        raise UsageError(f"{table_dir} is not a directory: give the table a directory of "
+                         "its own")
+    if os.listdir(table_dir) and not os.path.isfile(os.path.join(table_dir, TABLE_MARK)):
+        raise UsageError(f"{table_dir} holds files that webarchive-index did not write "
+                         f"(it has no {TABLE_MARK}), and a table's directory is replaced "
+                         "whole: give the table a new directory, or empty this one")
 
 
 @contextlib.contextmanager
