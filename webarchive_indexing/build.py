@@ -141,7 +141,11 @@ def build(inputs, out_dir, options=None):
         check_indexing(options.cdx_fields, options.cdx_format)
     summary = Summary(out_dir)
     # (an update that only removes names no input)
-    found = expand_named(inputs, options.input_root) if inputs else expand([])
+    # (what the build writes is never read back: a rerun into OUTDIR below an INPUT, or
+    # equal to it, reads what it read before)
+    found = (expand_named(inputs, options.input_root,
+                          [storage.join(out_dir, part) for part in ("cdx", "cluster", "indexes")])
+             if inputs else expand([]))
     # made absolute once read and found usable: before anything is written
     options = type(options)(**{**vars(options),
                                "zstd_dictionary": dictionary_file(options.zstd_dictionary)})

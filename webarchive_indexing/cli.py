@@ -298,10 +298,12 @@ def _build(args):
 
 
 def _cdx(args):
-    from .inputs import InputError, dictionary_file, expand_named
+    from .inputs import InputError, check_output, dictionary_file, expand_named
     try:
         o.check_indexing(args.cdx_fields, args.cdx_format)
-        found = expand_named(args.inputs, args.input_root)
+        if args.output:
+            check_output(args.output)
+        found = expand_named(args.inputs, args.input_root, [args.output] if args.output else ())
         zstd_dictionary = dictionary_file(args.zstd_dictionary)
     except (o.UsageError, InputError) as exc:
         sys.stderr.write(f"webarchive-index: {exc}\n")
@@ -403,13 +405,14 @@ def _query(args):
 def _export(args):
     from .export import ExportFailed, export
     from .indexinputs import IndexInputError
+    from .inputs import InputError
     from .lock import Busy
     from .report import print_table, query_table_hint
     try:
         done = export(o.ExportOptions.from_args(args), sys.stdout.buffer)
     except (BrokenPipeError, Busy):  # as every command: a reader that stopped (| head), a
         raise                          # table another process writes
-    except o.UsageError as exc:
+    except (o.UsageError, InputError) as exc:
         sys.stderr.write(f"webarchive-index export: {exc}\n")
         return EXIT_USAGE
     except (ExportFailed, IndexInputError, OSError, ValueError) as exc:
@@ -628,7 +631,9 @@ def _zstd_dict(args):
                                (TrainingFailed, OSError))
     if summary is None:
         return status
-    sys.stderr.write(f"archives: {summary.archives}, {summary.samples} samples "
+    arcs = (f" ({summary.arc_files} ARC files left out: they hold no WARC records)"
+            if summary.arc_files else "")
+    sys.stderr.write(f"archives: {summary.archives}{arcs}, {summary.samples} samples "
                      f"({human(summary.sample_bytes)})\n"
                      f"dictionary: {args.output}, {summary.size} bytes, id {summary.dict_id}\n"
                      f"errors:   {len(summary.errors)}\ntime:     {summary.seconds:.1f} s\n")

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import cdx, storage
-from .inputs import InputError, archive_stem, dictionary_file, expand_all
+from .inputs import InputError, archive_stem, check_output, dictionary_file, expand_all
 from .options import RecompressOptions, compression_level
 from .progress import Progress
 from .records import ArchiveError
@@ -54,8 +54,9 @@ def output_format(name):
 def plan(inputs, output, options):
     """The work: (fmt, level, [(input, output, cdx, name in the CDX)]); InputError (or
     UsageError) for options that cannot work, before anything is written."""
-    archives = expand_all(inputs, options.input_root)
     fmt = output_format(output)
+    # (outputs are named by recompress's own rule, checked below, not by ``cdx_name``)
+    archives = expand_all(inputs, options.input_root, () if fmt else [output], cdx_names=False)
     if fmt and options.output_format and options.output_format != fmt:
         raise InputError(f"--output-format {options.output_format} and the output "
                          f"{output} disagree")
@@ -79,8 +80,11 @@ def plan(inputs, output, options):
             cdx_path = storage.join(options.cdx or output, archive_stem(name) + cdx_ext)
         work.append((archive.path, storage.abspath(target), storage.abspath(cdx_path), name))
     outputs = {}
+    read = [a.path for a in archives] + [d for d in (options.dictionary,
+                                                    options.zstd_dictionary) if d]
     for path, target, cdx_path, _ in work:
         for written in (target, cdx_path):
+            check_output(written, read)
             other = outputs.setdefault(written, path)
             if other != path:
                 raise InputError(f"{other} and {path} would both be recompressed into "
