@@ -270,10 +270,10 @@ def _check_regular(path):
 
 
 # Why a walk left a file out, as its summary line says
-_WHY = {"output": "files of this run's output (it never reads what it writes)",
+_WHY = {"output": "this run's own output (never read back)",
         "being written": "files being written (.open, .tmp-)",
         "wat": "WAT/WET files (made from WARC files: index those)",
-        "compressed": "files compressed so as is not read (read are "
+        "compressed": "archives compressed in a way not read (read are "
                       + " ".join(ARCHIVE_EXTENSIONS) + ")",
         "not regular": "not regular files (a FIFO or device may never end)"}
 
@@ -353,7 +353,7 @@ def _walk(directory, outputs=(), notes=None):
                       "lines that archive gives (name the file itself as an INPUT to read it)"})
     if left_out:
         notes.append({"file": directory, "offset": 0, "message": "left out: " + "; ".join(
-            f"{len(paths)} {_WHY[why]}, e.g. {shown_name(paths[0][len(below):])}"
+            f"{_WHY[why]}: {len(paths)}, e.g. {shown_name(paths[0][len(below):])}"
             for why, paths in left_out.items())})
     return kept
 
