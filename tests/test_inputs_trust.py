@@ -81,6 +81,32 @@ def test_cdx_and_recompress_rerun_into_a_directory_below_the_input(tmp_path, cap
             ["example.cdxj", "example.warc.zst"])
 
 
+def test_recompress_into_one_file_below_the_input_reruns(tmp_path, capsys):
+    shutil.copy(EXAMPLE, tmp_path)
+    output = tmp_path / "x.warc.zst"
+    for _ in range(2):
+        assert cli.main(["recompress", str(tmp_path), "-o", str(output), "--no-progress"]) \
+            == cli.EXIT_OK
+        assert "archives: 1 (0 there already), 6 records" in capsys.readouterr().err
+
+
+def test_a_copy_is_built_from_its_archives_not_its_plan(tmp_path, capsys):
+    assert cli.main(["build", EXAMPLE, "-o", str(tmp_path / "out"), "--no-progress"]) \
+        == cli.EXIT_OK
+    assert cli.main(["copy", "copy", str(tmp_path / "out"), "--domains", "example.com",
+                     "--warc-prefix", SAMPLES, "-o", str(tmp_path / "subset"),
+                     "--no-progress"]) == cli.EXIT_OK
+    assert list((tmp_path / "subset" / "plan").glob("*.cdx"))
+    capsys.readouterr()
+    assert cli.main(["build", str(tmp_path / "subset"), "-o", str(tmp_path / "again"),
+                     "--no-progress"]) == cli.EXIT_OK
+    assert "left out: files of a copy's plan/" in capsys.readouterr().err
+    found = lines_of(tmp_path / "again", capsys)
+    assert len(found) == 2 and all("example.com" in line for line in found)
+    assert {json.loads(line.split(" ", 2)[2])["filename"] for line in found} == {
+        "extract-00000.warc.gz"}
+
+
 def test_a_cluster_found_below_an_input_is_read_once_and_said(tmp_path, capsys):
     top = tmp_path / "top"
     (top / "warcs").mkdir(parents=True)

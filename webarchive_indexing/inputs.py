@@ -48,6 +48,8 @@ INDEX_EXTENSIONS = (".cdx", ".cdxj", ".cdx.gz", ".cdxj.gz")
 CLUSTER_EXTENSIONS = (".idx", ".summary")
 # What marks a directory as a ZipNum cluster when a directory is searched
 CLUSTER_INDEX = "cluster.idx"
+# What marks a copy's plan (its chunks are CDX files of the lines the copies give)
+COPY_PLAN, COPY_PLAN_LIST = "/plan/plan.json", "/plan/chunks.txt"
 # Common Crawl's published shards: read alone, each is a flat gzipped CDXJ file
 SHARD_NAME = re.compile(r"cdx-\d+\.gz\Z")
 # The 2012 Common Crawl URL index was published as url-index.<seconds>
@@ -275,7 +277,9 @@ _WHY = {"output": "this run's own output (never read back)",
         "wat": "WAT/WET files (made from WARC files: index those)",
         "compressed": "archives compressed in a way not read (read are "
                       + " ".join(ARCHIVE_EXTENSIONS) + ")",
-        "not regular": "not regular files (a FIFO or device may never end)"}
+        "not regular": "not regular files (a FIFO or device may never end)",
+        "plan": "files of a copy's plan/ (the lines of what it copied from: the copies' "
+                "own .cdxj are beside them)"}
 
 
 def _left_out(path, candidate):
@@ -296,19 +300,24 @@ def _walk(directory, outputs=(), notes=None):
     """(kind, path) of the archives and indexes under ``directory``; a directory that holds a
     cluster is that cluster alone (with the rest of a build's output directory holding it).
 
-    ``outputs``: directories this run writes, left out when below ``directory``. What is
+    ``outputs``: files and directories this run writes, left out when below ``directory``. What is
     left out of the WARC family, and why, is one warning in ``notes``, and so is each
     cluster found below ``directory`` and each index not read as it is an archive's."""
     notes = [] if notes is None else notes
     below = directory.rstrip("/") + "/"
-    own = [o.rstrip("/") + "/" for o in outputs if o.startswith(below)]
+    own = [o.rstrip("/") for o in outputs if o.startswith(below)]
     listed, left_out = [], {}
     for path in storage.list_files(directory):
-        if any(path.startswith(o) for o in own):
+        if any(path == o or path.startswith(o + "/") for o in own):
             left_out.setdefault("output", []).append(path)
         else:
             listed.append(path)
     names = set(listed)
+    plans = tuple(path[:-len("plan.json")] for path in listed if path.endswith(COPY_PLAN)
+                  and path[:-len(COPY_PLAN)] + COPY_PLAN_LIST in names)
+    if plans:
+        left_out["plan"] = [path for path in listed if path.startswith(plans)]
+        listed = [path for path in listed if not path.startswith(plans)]
     skipped = []
     for path in listed:
         if path.rsplit("/", 1)[-1] == CLUSTER_INDEX:
@@ -425,8 +434,8 @@ def expand(inputs, roots=(), outputs=(), cdx_names=True):
     """A ``Found`` for the INPUT arguments: archives and indexes in a stable order.
 
     ``missing`` lists inputs that name nothing; the caller decides whether that is
-    fatal. ``outputs``: the directories this run writes, which a directory searched never
-    reads. With ``cdx_names``, raises InputError when two archives would be indexed into
+    fatal. ``outputs``: the files and directories this run writes, which a directory
+    searched never reads. With ``cdx_names``, raises InputError when two archives would be indexed into
     one CDX file; also for a name that is not UTF-8, and for an INPUT that is no regular
     file or no manifest.
     """

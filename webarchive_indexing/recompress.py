@@ -56,7 +56,7 @@ def plan(inputs, output, options):
     UsageError) for options that cannot work, before anything is written."""
     fmt = output_format(output)
     # (outputs are named by recompress's own rule, checked below, not by ``cdx_name``)
-    archives = expand_all(inputs, options.input_root, () if fmt else [output], cdx_names=False)
+    archives = expand_all(inputs, options.input_root, [output], cdx_names=False)
     if fmt and options.output_format and options.output_format != fmt:
         raise InputError(f"--output-format {options.output_format} and the output "
                          f"{output} disagree")
