@@ -164,6 +164,10 @@ def test_a_walk_says_what_it_left_out_and_why(tmp_path, capsys):
     err = capsys.readouterr().err
     assert [line for line in err.splitlines() if line.startswith("warning:")] == [
         f"warning: {tmp_path}: offset 0: {note['message']}"]
+    # and so do the commands that read archives alone (zstd-dict prints as recompress)
+    assert cli.main(["recompress", str(tmp_path), "-o", str(tmp_path / "zst"),
+                     "--no-progress"]) == cli.EXIT_OK
+    assert f"warning: {tmp_path}: offset 0: {note['message']}\n" in capsys.readouterr().err
 
 
 def test_the_index_beside_an_archive_is_named_by_the_archive(tmp_path):

@@ -619,7 +619,7 @@ def _summary(command, run, failures=()):
     except failures as exc:
         sys.stderr.write(f"webarchive-index {command}: {exc}\n")
         return None, EXIT_FAILED
-    print_problems(summary.errors, sys.stderr)
+    print_problems(summary.errors, sys.stderr, summary.warnings)
     return summary, None
 
 

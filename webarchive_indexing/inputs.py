@@ -495,7 +495,7 @@ def expand_named(inputs, roots=(), outputs=(), cdx_names=True):
 
 
 def expand_all(inputs, roots=(), outputs=(), cdx_names=True):
-    """The archives of the INPUT arguments (indexes aside), as ``expand_named`` finds them;
+    """``expand_named``'s ``Found``, for the archives of the INPUT arguments (indexes aside);
     InputError also when a manifest lists what is not there, or nothing names an archive."""
     found = expand_named(inputs, roots, outputs, cdx_names)
     if found.missing:
@@ -503,7 +503,7 @@ def expand_all(inputs, roots=(), outputs=(), cdx_names=True):
     if not found.archives:
         raise InputError(f"no WARC/ARC files ({', '.join(ARCHIVE_EXTENSIONS)}) found in "
                          f"{' '.join(inputs)}")
-    return found.archives
+    return found
 
 
 def check_output(output, inputs=()):

@@ -41,6 +41,7 @@ class Summary:
     size: int = 0
     dict_id: int = 0
     errors: list = None
+    warnings: list = ()
     seconds: float = 0.0
 
 
@@ -75,7 +76,8 @@ def train(inputs, output, options=None):
     options = options or ZstdDictOptions()
     started = time.monotonic()
     # (no CDX is written: archives of one name under two roots are sampled both)
-    archives = expand_all(inputs, cdx_names=False)
+    found = expand_all(inputs, cdx_names=False)
+    archives = found.archives
     check_output(output, [a.path for a in archives])
     # a .warc.zst holds WARC records: ARC files have none to sample, and are no error
     arc_files = [a for a in archives if a.path.endswith(ARC_EXTENSIONS)]
@@ -90,7 +92,7 @@ def train(inputs, output, options=None):
     budget = min(max(MIN_PER_FILE, wanted // len(archives)), SAMPLES_MAX // len(archives))
     progress = Progress(enabled=options.progress)
     summary, by_file, done = (Summary(archives=len(archives), arc_files=len(arc_files),
-                                      errors=[]), {}, [0])
+                                      errors=[], warnings=found.warnings), {}, [0])
     progress.step(f"sampling {len(archives)} archives", count=lambda: done[0], total=len(archives))
     try:
         jobs = [(a.path, budget, zstd_dictionary) for a in archives]
