@@ -261,14 +261,16 @@ def _not_regular(path):
     if stat.S_ISREG(mode):
         return None
     return ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else
-            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
+            "a directory" if stat.S_ISDIR(mode) else "not a regular file")
 
 
 def _check_regular(path):
     what = _not_regular(path)
     if what:
-        raise InputError(f"{shown_name(path)} is {what}: only regular files are read (copy "
-                         "what it gives into a file first)")
+        how = ("a manifest lists files: name the directory as an INPUT" if what == "a directory"
+               else "copy what it gives into a file first")
+        raise InputError(f"{shown_name(path)} is {what}: only regular files are read ({how})")
 
 
 # Why a walk left a file out, as its summary line says
