@@ -5,6 +5,7 @@ or inside a published cluster. Run through the command, as a user runs it."""
 import gzip
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -38,10 +39,16 @@ def lines_of(location, capsys, url="example.com/"):
     return capsys.readouterr().out.splitlines()
 
 
-def run(*args, timeout=60, **kwargs):
-    """The command in a process of its own (a test of the old code ends, not hangs)."""
+def limited():
+    """A child's address space bounded (2 GiB): a read without bound fails, not the machine."""
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+def run(*args, timeout=60):
+    """The command in a process of its own, in bounded memory (a test of the old code ends,
+    not hangs)."""
     return subprocess.run([*COMMAND, *map(str, args)], capture_output=True, timeout=timeout,
-                          text=True, errors="backslashreplace", **kwargs)
+                          text=True, errors="backslashreplace", preexec_fn=limited)
 
 
 # -- 20.3: the tool's own output is never an input ----------------------------------------------
@@ -60,7 +67,8 @@ def test_reruns_into_outdir_below_or_equal_to_the_input_give_the_same_lines(
     shutil.copy(IAH, nest)
     assert cli.main(["build", str(nest), "-o", str(out), "--no-progress"]) == cli.EXIT_OK
     err = capsys.readouterr().err
-    assert "left out: this run's own output (never read back): " in err and "archives: 2 (1 already indexed)" in err
+    assert "left out: this run's own output (never read back): " in err
+    assert "archives: 2 (1 already indexed)" in err
     total = count(out, capsys)
     assert total > 2 and count(out, capsys, "example.com/") == 2
     assert cli.main(["build", str(nest), "-o", str(out), "--no-progress"]) == cli.EXIT_OK
@@ -141,7 +149,7 @@ def test_a_cdx_file_named_txt_is_read_as_an_index(tmp_path, capsys):
     assert [a.path for a in expand([str(manifest)]).archives] == [EXAMPLE]
 
 
-# -- 20.12, 20.13: what a walk leaves out is said ---------------------------------------------------
+# -- 20.12, 20.13: what a walk leaves out is said -------------------------------------------------
 
 def test_a_walk_says_what_it_left_out_and_why(tmp_path, capsys):
     shutil.copy(EXAMPLE, tmp_path)
@@ -194,7 +202,7 @@ def test_zstd_dict_takes_same_named_archives_and_leaves_arc_files_out(tmp_path, 
     assert "only ARC files" in capsys.readouterr().err
 
 
-# -- 21.2: manifests are read in bounded lines -----------------------------------------------------
+# -- 21.2: manifests are read in bounded lines ----------------------------------------------------
 
 def peak_rss_kib(*args, timeout=120):
     """(the completed command, the most memory it held, in KiB): measured by a process
@@ -244,7 +252,8 @@ def test_manifest_lines_that_are_no_paths_are_named_with_their_offset(tmp_path):
                                          r"\(byte 3 of the line\): b'bad\\x00path\\n'"):
         expand([str(manifest)])
     manifest.write_bytes(b"x" * (MANIFEST_LINE_MAX + 1) + b"\n")
-    with pytest.raises(InputError, match=r"offset 0: a line longer than 8192 bytes: b'x{40}'\.\.\."):
+    with pytest.raises(InputError,
+                       match=r"offset 0: a line longer than 8192 bytes: b'x{40}'\.\.\."):
         expand([str(manifest)])
     manifest.write_bytes(gzip.compress(b"caf\xe9.warc.gz\n"))
     manifest = manifest.rename(tmp_path / "list.paths.gz")
@@ -252,7 +261,7 @@ def test_manifest_lines_that_are_no_paths_are_named_with_their_offset(tmp_path):
         expand([str(manifest)])
 
 
-# -- 21.5: FIFOs ------------------------------------------------------------------------------------
+# -- 21.5: FIFOs ----------------------------------------------------------------------------------
 
 def test_a_fifo_input_is_refused_not_waited_for(tmp_path):
     fifo = tmp_path / "f.warc.gz"
@@ -272,7 +281,7 @@ def test_a_fifo_input_is_refused_not_waited_for(tmp_path):
     assert "not regular files (a FIFO or device may never end): 1, e.g. f.warc.gz" in done.stderr
 
 
-# -- 21.15: names that are not UTF-8 ------------------------------------------------------------------
+# -- 21.15: names that are not UTF-8 --------------------------------------------------------------
 
 def test_an_archive_name_that_is_not_utf8_is_refused_clearly_then_built(tmp_path, capsys):
     crawl = tmp_path / "crawl"
@@ -295,7 +304,7 @@ def test_an_archive_name_that_is_not_utf8_is_refused_clearly_then_built(tmp_path
     assert {json.loads(line.split(" ", 2)[2])["filename"] for line in found} == {"café.warc.gz"}
 
 
-# -- 21.8: an output that is an input, or inside a published cluster ----------------------------------
+# -- 21.8: an output that is an input, or inside a published cluster ------------------------------
 
 def test_outputs_that_are_inputs_or_in_a_published_cluster_are_refused(tmp_path, capsys):
     archive = tmp_path / "a.warc.gz"

@@ -302,9 +302,10 @@ def _walk(directory, outputs=(), notes=None):
     """(kind, path) of the archives and indexes under ``directory``; a directory that holds a
     cluster is that cluster alone (with the rest of a build's output directory holding it).
 
-    ``outputs``: files and directories this run writes, left out when below ``directory``. What is
-    left out of the WARC family, and why, is one warning in ``notes``, and so is each
-    cluster found below ``directory`` and each index not read as it is an archive's."""
+    ``outputs``: files and directories this run writes, left out when below
+    ``directory``. What is left out of the WARC family, and why, is one warning in
+    ``notes``, and so is each cluster found below ``directory`` and each index not read as
+    it is an archive's."""
     notes = [] if notes is None else notes
     below = directory.rstrip("/") + "/"
     own = [o.rstrip("/") for o in outputs if o.startswith(below)]
@@ -437,9 +438,9 @@ def expand(inputs, roots=(), outputs=(), cdx_names=True):
 
     ``missing`` lists inputs that name nothing; the caller decides whether that is
     fatal. ``outputs``: the files and directories this run writes, which a directory
-    searched never reads. With ``cdx_names``, raises InputError when two archives would be indexed into
-    one CDX file; also for a name that is not UTF-8, and for an INPUT that is no regular
-    file or no manifest.
+    searched never reads. With ``cdx_names`` (for commands that write CDX files), raises
+    InputError when two archives would be indexed into one CDX file; also for a name that
+    is not UTF-8, and for an INPUT that is no regular file or no manifest.
     """
     roots = [storage.abspath(r) for r in roots]
     outputs = [storage.abspath(o) for o in outputs]
@@ -519,8 +520,9 @@ def check_output(output, inputs=()):
     target = os.path.realpath(output)
     for path in inputs:
         if storage.is_local(path) and os.path.realpath(path) == target:
-            raise InputError(f"the output {shown_name(output)} is also an input ({shown_name(path)}):"
-                             " writing it would destroy what is read; give another output")
+            raise InputError(f"the output {shown_name(output)} is also an input "
+                             f"({shown_name(path)}): writing it would destroy what is read; "
+                             "give another output")
     directory = target
     while True:
         if os.path.isfile(os.path.join(directory, CLUSTER_INDEX)):

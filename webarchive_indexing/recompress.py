@@ -54,8 +54,8 @@ def output_format(name):
 
 def plan(inputs, output, options):
     """The work: (fmt, level, [(input, output, cdx, name in the CDX)], warnings of what the
-    inputs left out); InputError (or
-    UsageError) for options that cannot work, before anything is written."""
+    inputs left out); InputError (or UsageError) for options that cannot work, or outputs
+    that are inputs (``check_output``), before anything is written."""
     fmt = output_format(output)
     # (outputs are named by recompress's own rule, checked below, not by ``cdx_name``)
     found = expand_all(inputs, options.input_root, [output], cdx_names=False)
