@@ -261,7 +261,8 @@ def _zstd_dict_parser(sub, help_line):
         description="Train a zstd dictionary on the starts of records (their first 16 KiB) "
                     "from the start of every archive, about 100 times its size in all, at "
                     "least 128 KiB a file; write it as `zstd --train` does (`zstd -D DICT` "
-                    "and `recompress --dictionary DICT` take it).",
+                    "and `recompress --dictionary DICT` take it). ARC files are left out: a "
+                    ".warc.zst holds WARC records.",
         epilog="Exit status: 0 done, 1 no dictionary could be made, 2 bad usage, 3 written, "
                "but some archives could not be read whole (their samples up to the problem "
                "are used).")
