@@ -513,26 +513,46 @@ def check_output(output, inputs=()):
     """InputError, before anything is written, when the file or directory ``output`` a
     command writes is one of the files ``inputs`` it reads, or lies in a published
     cluster (a directory holding cluster.idx), which only a build writes."""
-    if not storage.is_local(output):
-        if storage.abspath(output) in {storage.abspath(p) for p in inputs}:
-            raise InputError(f"the output {output} is also an input: give another output")
-        return
-    target = os.path.realpath(output)
+    check_outputs([output], inputs)
+
+
+def check_outputs(outputs, inputs=()):
+    """``check_output`` for each of ``outputs`` (each input and directory looked at once)."""
+    read = {}
     for path in inputs:
-        if storage.is_local(path) and os.path.realpath(path) == target:
+        read.setdefault(os.path.realpath(path) if storage.is_local(path)
+                        else storage.abspath(path), path)
+    clusters = {}
+    for output in outputs:
+        local = storage.is_local(output)
+        target = os.path.realpath(output) if local else storage.abspath(output)
+        if target in read:
             raise InputError(f"the output {shown_name(output)} is also an input "
-                             f"({shown_name(path)}): writing it would destroy what is read; "
-                             "give another output")
-    directory = target
-    while True:
-        if os.path.isfile(os.path.join(directory, CLUSTER_INDEX)):
+                             f"({shown_name(read[target])}): writing it would destroy what is "
+                             "read; give another output")
+        cluster = _published_cluster(target, clusters) if local else None
+        if cluster:
             raise InputError(f"the output {shown_name(output)} is inside the published cluster "
-                             f"{shown_name(directory)}/, which only a build writes: give "
+                             f"{shown_name(cluster)}/, which only a build writes: give "
                              "another output")
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            return
-        directory = parent
+
+
+def _published_cluster(path, known):
+    """The directory holding ``cluster.idx`` that is ``path`` or above it, or None;
+    ``known``: what was found of directories before."""
+    below = []
+    while path not in known:
+        below.append(path)
+        parent = os.path.dirname(path)
+        if os.path.isfile(os.path.join(path, CLUSTER_INDEX)):
+            known[path] = path
+        elif parent == path:
+            known[path] = None
+        else:
+            path = parent
+    for seen in below:
+        known[seen] = known[path]
+    return known[path]
 
 
 def dictionary_file(path):

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import cdx, storage
-from .inputs import InputError, archive_stem, check_output, dictionary_file, expand_all
+from .inputs import InputError, archive_stem, check_outputs, dictionary_file, expand_all
 from .options import RecompressOptions, compression_level
 from .progress import Progress
 from .records import ArchiveError
@@ -82,12 +82,12 @@ def plan(inputs, output, options):
             target = storage.join(output, name)
             cdx_path = storage.join(options.cdx or output, archive_stem(name) + cdx_ext)
         work.append((archive.path, storage.abspath(target), storage.abspath(cdx_path), name))
+    check_outputs([written for _, target, cdx_path, _ in work for written in (target, cdx_path)],
+                  [a.path for a in archives] + [d for d in (options.dictionary,
+                                                            options.zstd_dictionary) if d])
     outputs = {}
-    read = [a.path for a in archives] + [d for d in (options.dictionary,
-                                                    options.zstd_dictionary) if d]
     for path, target, cdx_path, _ in work:
         for written in (target, cdx_path):
-            check_output(written, read)
             other = outputs.setdefault(written, path)
             if other != path:
                 raise InputError(f"{other} and {path} would both be recompressed into "
