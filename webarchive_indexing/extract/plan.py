@@ -281,7 +281,7 @@ def copy_planner(options):
                                        options.records_per_file, options.name_prefix, warc)
     from ..query import open_cluster
     inputs = read_selection(options.domains, options.domains_file)
-    check_output(options.output, [p for p in (options.location, options.domains_file) if p])
+    check_output(options.output, [p for p in (options.location, *options.domains_file) if p])
     return lambda: ensure_plan(lambda: open_cluster(options.location), options.location,
                                inputs, options.output, options.records_per_file,
                                options.name_prefix, warc)
