@@ -73,6 +73,9 @@ def test_reruns_into_outdir_below_or_equal_to_the_input_give_the_same_lines(
     assert total > 2 and count(out, capsys, "example.com/") == 2
     assert cli.main(["build", str(nest), "-o", str(out), "--no-progress"]) == cli.EXIT_OK
     assert count(out, capsys) == total
+    # a pattern does not match it either
+    assert cli.main(["build", f"{nest}/**/*.gz", "-o", str(out), "--no-progress"]) == cli.EXIT_OK
+    assert count(out, capsys) == total
 
 
 def test_cdx_and_recompress_rerun_into_a_directory_below_the_input(tmp_path, capsys):

@@ -298,6 +298,11 @@ def _left_out(path, candidate):
     return None
 
 
+def _below_any(path, places):
+    """Whether ``path`` is one of ``places`` or below one."""
+    return any(path == p.rstrip("/") or path.startswith(p.rstrip("/") + "/") for p in places)
+
+
 def _walk(directory, outputs=(), notes=None):
     """(kind, path) of the archives and indexes under ``directory``; a directory that holds a
     cluster is that cluster alone (with the rest of a build's output directory holding it).
@@ -308,10 +313,10 @@ def _walk(directory, outputs=(), notes=None):
     it is an archive's."""
     notes = [] if notes is None else notes
     below = directory.rstrip("/") + "/"
-    own = [o.rstrip("/") for o in outputs if o.startswith(below)]
+    own = [o for o in outputs if o.startswith(below)]
     listed, left_out = [], {}
     for path in storage.list_files(directory):
-        if any(path == o or path.startswith(o + "/") for o in own):
+        if _below_any(path, own):
             left_out.setdefault("output", []).append(path)
         else:
             listed.append(path)
@@ -403,6 +408,12 @@ def _expand_local(item, roots, missing, outputs, notes):
     matches = [item] if os.path.exists(item) else sorted(glob.glob(item, recursive=True))
     if not matches:
         missing.append(item)
+    elif matches != [item]:  # a pattern, which may match what this run writes
+        own = [m for m in matches if _below_any(os.path.abspath(m), outputs)]
+        if own:
+            matches = [m for m in matches if m not in own]
+            notes.append({"file": item, "offset": 0, "message": f"left out: {_WHY['output']}: "
+                          f"{len(own)}, e.g. {shown_name(own[0])}"})
     found = []
     for match in matches:
         match = os.path.abspath(match)
