@@ -211,7 +211,9 @@ def peak_rss_kib(*args, timeout=120):
     """(the completed command, the most memory it held, in KiB): measured by a process
     whose only child it is."""
     probe = ("import resource, subprocess, sys; "
-             "done = subprocess.run(sys.argv[1:], capture_output=True, timeout=%d); "
+             "limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)); "
+             "done = subprocess.run(sys.argv[1:], capture_output=True, timeout=%d, "
+             "preexec_fn=limit); "
              "sys.stderr.buffer.write(done.stderr); "
              "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
              % timeout)
