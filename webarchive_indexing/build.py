@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from . import cdxmeta, contents, lock, steps, storage
 from .engines import StepFailed, open_engine
-from .indexprep import check_work, open_sources
+from .indexprep import INDEXES_DIR, check_work, open_sources
 from .inputs import cdx_name, dictionary_file, expand, expand_named
 from .options import (LINES_PER_BLOCK_DEFAULT, BuildOptions, UsageError, check_build,
                       check_indexing, check_table)
@@ -145,7 +145,11 @@ def build(inputs, out_dir, options=None):
         check_indexing(options.cdx_fields, options.cdx_format)
     summary = Summary(out_dir)
     # (an update that only removes names no input)
-    found = expand_named(inputs, options.input_root) if inputs else expand([])
+    # (what the build writes is never read back: a rerun into OUTDIR below an INPUT, or
+    # equal to it, reads what it read before)
+    found = (expand_named(inputs, options.input_root,
+                          [storage.join(out_dir, part) for part in ("cdx", "cluster", INDEXES_DIR)])
+             if inputs else expand([]))
     # made absolute once read and found usable: before anything is written
     options = type(options)(**{**vars(options),
                                "zstd_dictionary": dictionary_file(options.zstd_dictionary)})

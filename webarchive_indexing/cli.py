@@ -262,7 +262,8 @@ def _zstd_dict_parser(sub, help_line):
         description="Train a zstd dictionary on the starts of records (their first 16 KiB) "
                     "from the start of every archive, about 100 times its size in all, at "
                     "least 128 KiB a file; write it as `zstd --train` does (`zstd -D DICT` "
-                    "and `recompress --dictionary DICT` take it).",
+                    "and `recompress --dictionary DICT` take it). ARC files are left out: a "
+                    ".warc.zst holds WARC records.",
         epilog="Exit status: 0 done, 1 no dictionary could be made, 2 bad usage, 3 written, "
                "but some archives could not be read whole (their samples up to the problem "
                "are used).")
@@ -299,10 +300,12 @@ def _build(args):
 
 
 def _cdx(args):
-    from .inputs import InputError, dictionary_file, expand_named
+    from .inputs import InputError, check_output, dictionary_file, expand_named
     try:
         o.check_indexing(args.cdx_fields, args.cdx_format)
-        found = expand_named(args.inputs, args.input_root)
+        if args.output:
+            check_output(args.output)
+        found = expand_named(args.inputs, args.input_root, [args.output] if args.output else ())
         zstd_dictionary = dictionary_file(args.zstd_dictionary)
     except (o.UsageError, InputError) as exc:
         sys.stderr.write(f"webarchive-index: {exc}\n")
@@ -433,13 +436,14 @@ def _query(args):
 def _export(args):
     from .export import ExportFailed, export
     from .indexinputs import IndexInputError
+    from .inputs import InputError
     from .lock import Busy
     from .report import print_table, query_table_hint
     try:
         done = export(o.ExportOptions.from_args(args), sys.stdout.buffer)
     except (BrokenPipeError, Busy):  # as every command: a reader that stopped (| head), a
         raise                          # table another process writes
-    except o.UsageError as exc:
+    except (o.UsageError, InputError) as exc:
         sys.stderr.write(f"webarchive-index export: {exc}\n")
         return EXIT_USAGE
     except (ExportFailed, IndexInputError, OSError, ValueError) as exc:
@@ -654,7 +658,7 @@ def _summary(command, run, failures=()):
     except failures as exc:
         sys.stderr.write(f"webarchive-index {command}: {exc}\n")
         return None, EXIT_FAILED
-    print_problems(summary.errors, sys.stderr)
+    print_problems(summary.errors, sys.stderr, summary.warnings)
     return summary, None
 
 
@@ -666,7 +670,9 @@ def _zstd_dict(args):
                                (TrainingFailed, OSError))
     if summary is None:
         return status
-    sys.stderr.write(f"archives: {summary.archives}, {summary.samples} samples "
+    arcs = (f" ({summary.arc_files} ARC files left out: they hold no WARC records)"
+            if summary.arc_files else "")
+    sys.stderr.write(f"archives: {summary.archives}{arcs}, {summary.samples} samples "
                      f"({human(summary.sample_bytes)})\n"
                      f"dictionary: {args.output}, {summary.size} bytes, id {summary.dict_id}\n"
                      f"errors:   {len(summary.errors)}\ntime:     {summary.seconds:.1f} s\n")

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from . import storage
 from .indexinputs import ZipNumCluster, cluster_index
+from .inputs import check_output
 from .options import UsageError, check_table
 from .progress import Progress
 
@@ -118,7 +119,8 @@ def export(options, stdout=None):
 
     ExportFailed, or the reader's IndexInputError or OSError, when it cannot; nothing is
     then written (``lock.Busy``: another process writes the table). UsageError for options that cannot work (a format not in ``FORMATS``, a
-    table without a directory or in the cluster's).
+    table without a directory or in the cluster's); InputError for a FILE that is the
+    cluster's index or inside the cluster.
     """
     if options.format not in FORMATS:
         raise UsageError(f"unknown export format {options.format!r}: choose one of "
@@ -132,6 +134,8 @@ def export(options, stdout=None):
     if storage.is_local(index):
         from .query import _check_not_an_archive
         _check_not_an_archive(index, "export")
+    if options.output and options.format == "cdx":
+        check_output(options.output, [index])
     source = ZipNumCluster(index)
     progress.step(f"exporting {len(source.shards)} shards of {options.location}",
                   count=lambda: source.lines_read)

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import cdx, storage
-from .inputs import InputError, archive_stem, dictionary_file, expand_all
+from .inputs import InputError, archive_stem, check_outputs, dictionary_file, expand_all
 from .options import RecompressOptions, compression_level
 from .progress import Progress
 from .records import ArchiveError
@@ -40,6 +40,7 @@ class Summary:
     output_bytes: int = 0
     outputs: list = field(default_factory=list)
     errors: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -52,10 +53,13 @@ def output_format(name):
 
 
 def plan(inputs, output, options):
-    """The work: (fmt, level, [(input, output, cdx, name in the CDX)]); InputError (or
-    UsageError) for options that cannot work, before anything is written."""
-    archives = expand_all(inputs, options.input_root)
+    """The work: (fmt, level, [(input, output, cdx, name in the CDX)], warnings of what the
+    inputs left out); InputError (or UsageError) for options that cannot work, or outputs
+    that are inputs (``check_output``), before anything is written."""
     fmt = output_format(output)
+    # (outputs are named by recompress's own rule, checked below, not by ``cdx_name``)
+    found = expand_all(inputs, options.input_root, [output], cdx_names=False)
+    archives = found.archives
     if fmt and options.output_format and options.output_format != fmt:
         raise InputError(f"--output-format {options.output_format} and the output "
                          f"{output} disagree")
@@ -78,6 +82,9 @@ def plan(inputs, output, options):
             target = storage.join(output, name)
             cdx_path = storage.join(options.cdx or output, archive_stem(name) + cdx_ext)
         work.append((archive.path, storage.abspath(target), storage.abspath(cdx_path), name))
+    check_outputs([written for _, target, cdx_path, _ in work for written in (target, cdx_path)],
+                  [a.path for a in archives] + [d for d in (options.dictionary,
+                                                            options.zstd_dictionary) if d])
     outputs = {}
     for path, target, cdx_path, _ in work:
         for written in (target, cdx_path):
@@ -85,7 +92,7 @@ def plan(inputs, output, options):
             if other != path:
                 raise InputError(f"{other} and {path} would both be recompressed into "
                                  f"{written}: rename one, or recompress them apart")
-    return fmt, level, work
+    return fmt, level, work, found.warnings
 
 
 def recompress(inputs, output, options=None):
@@ -95,11 +102,11 @@ def recompress(inputs, output, options=None):
     cannot work (nothing is written then)."""
     options = options or RecompressOptions()
     started = time.monotonic()
-    fmt, level, work = plan(inputs, output, options)
+    fmt, level, work, warnings = plan(inputs, output, options)
     dictionary, zstd_dictionary = (dictionary_file(options.dictionary),
                                    dictionary_file(options.zstd_dictionary))
     progress = Progress(enabled=options.progress)
-    summary, done = Summary(archives=len(work)), [0]
+    summary, done = Summary(archives=len(work), warnings=warnings), [0]
     progress.step(f"recompressing {len(work)} archives", count=lambda: done[0], total=len(work))
     try:
         jobs = [(*job, fmt, level, dictionary, options.cdx_format, zstd_dictionary,

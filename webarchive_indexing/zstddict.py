@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from . import storage
-from .inputs import InputError, dictionary_file, expand_all
+from .inputs import InputError, check_output, dictionary_file, expand_all
 from .options import ZstdDictOptions
 from .progress import Progress
 from .records import ArchiveError
@@ -26,6 +26,8 @@ from .workers import run_each
 # Samples taken in all: SAMPLES_PER_DICT_BYTE times the dictionary's size; and at least this
 # much a file
 MIN_PER_FILE = 128 << 10
+# Archives left out by name: ARC files hold no WARC records
+ARC_EXTENSIONS = (".arc", ".arc.gz")
 # Most sample bytes in all (held in memory, and copied, while training)
 SAMPLES_MAX = 256 << 20
 
@@ -33,11 +35,13 @@ SAMPLES_MAX = 256 << 20
 @dataclass
 class Summary:
     archives: int = 0
+    arc_files: int = 0
     samples: int = 0
     sample_bytes: int = 0
     size: int = 0
     dict_id: int = 0
     errors: list = None
+    warnings: list = ()
     seconds: float = 0.0
 
 
@@ -71,14 +75,24 @@ def train(inputs, output, options=None):
     from .zstdwarc import SAMPLES_PER_DICT_BYTE, DictionaryError, train_dictionary
     options = options or ZstdDictOptions()
     started = time.monotonic()
-    archives = expand_all(inputs)
+    # (no CDX is written: archives of one name under two roots are sampled both)
+    found = expand_all(inputs, cdx_names=False)
+    archives = found.archives
+    check_output(output, [a.path for a in archives])
+    # a .warc.zst holds WARC records: ARC files have none to sample, and are no error
+    arc_files = [a for a in archives if a.path.endswith(ARC_EXTENSIONS)]
+    archives = [a for a in archives if a not in arc_files]
+    if not archives:
+        raise InputError(f"only ARC files in {' '.join(inputs)}: a dictionary is trained on "
+                         "WARC records, for .warc.zst files")
     if options.size < 1024:
         raise InputError(f"--size {options.size}: a dictionary needs 1024 bytes at least")
     zstd_dictionary = dictionary_file(options.zstd_dictionary)
     wanted = min(SAMPLES_MAX, options.size * SAMPLES_PER_DICT_BYTE)
     budget = min(max(MIN_PER_FILE, wanted // len(archives)), SAMPLES_MAX // len(archives))
     progress = Progress(enabled=options.progress)
-    summary, by_file, done = Summary(archives=len(archives), errors=[]), {}, [0]
+    summary, by_file, done = (Summary(archives=len(archives), arc_files=len(arc_files),
+                                      errors=[], warnings=found.warnings), {}, [0])
     progress.step(f"sampling {len(archives)} archives", count=lambda: done[0], total=len(archives))
     try:
         jobs = [(a.path, budget, zstd_dictionary) for a in archives]

@@ -276,12 +276,12 @@ def copy_planner(options):
     check_source(options.location, options.domains, options.domains_file, options.records_csv)
     warc = warc_output(options.output_format, options.level, options.dictionary)
     if options.records_csv:
-        check_output(options.output)
+        check_output(options.output, [options.records_csv])
         return lambda: ensure_csv_plan(options.records_csv, options.output,
                                        options.records_per_file, options.name_prefix, warc)
     from ..query import open_cluster
     inputs = read_selection(options.domains, options.domains_file)
-    check_output(options.output)
+    check_output(options.output, [p for p in (options.location, *options.domains_file) if p])
     return lambda: ensure_plan(lambda: open_cluster(options.location), options.location,
                                inputs, options.output, options.records_per_file,
                                options.name_prefix, warc)
@@ -306,9 +306,16 @@ def plan_of(output):
         return _PLANS[output]
 
 
-def check_output(output):
+def check_output(output, inputs=()):
     """``UsageError`` unless copies can be written to ``output``: a local directory, or a
-    store with ranged reads that tasks write to (S3)."""
+    store with ranged reads that tasks write to (S3); not one of the files ``inputs``,
+    nor inside a published cluster."""
+    from ..inputs import InputError
+    from ..inputs import check_output as check_not_input
     if not storage.is_local(output) and not (storage.is_writable(output)
                                              and storage.reads_ranges(output)):
         raise UsageError(f"-o/--output {output}: expected a local directory or s3://bucket/prefix")
+    try:
+        check_not_input(output, inputs)
+    except InputError as exc:
+        raise UsageError(f"-o/--output: {exc}") from None
