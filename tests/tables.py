@@ -52,7 +52,10 @@ def table_rows(table_dir):
 
 
 def table_files(table_dir):
-    return sorted(str(p.relative_to(table_dir)) for p in table_dir.rglob("*") if p.is_file())
+    """The table's files, as its readers see them: not those whose names start with '.'
+    (a local table's mark, publish.TABLE_MARK, which S3 tables do not have)."""
+    return sorted(str(p.relative_to(table_dir)) for p in table_dir.rglob("*")
+                  if p.is_file() and not p.name.startswith("."))
 
 
 def assert_same_tables(ours, theirs):

@@ -269,6 +269,7 @@ def test_a_failed_build_publishes_no_table(tmp_path, archives, capsys):
     table = tmp_path / "table"
     table.mkdir()
     (table / "old.parquet").write_bytes(b"the table before")
+    (table / ".webarchive-index-table").write_text("")  # a table of an earlier build
     broken = tmp_path / "warcs"
     broken.mkdir()
     data = (archives / CC_LAYOUT["iipc+jwarc__cc.warc.gz"]).read_bytes()
