@@ -68,6 +68,9 @@ DEFAULT_LIMITS = Limits(limit=DEFAULT_MAX_LIMIT, page_size=1000, regex=1000, fil
                         seconds=DEFAULT_TIMEOUT)
 # bytes an answer gathers before it writes a chunk
 CHUNK_BYTES = 64 * 1024
+# answers begun of one request: a build published while one was made is a reason to
+# begin again from it, a few builds in a row are not
+ANSWER_ATTEMPTS = 3
 # rows the search page shows (its JSON link has them all)
 PAGE_ROWS = 500
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -177,7 +180,7 @@ class Handler(BaseHTTPRequestHandler):
     def _send_answer(self, live, params):
         deadline = self.started + self.limits.seconds if self.limits.seconds else None
         collection = live.current()
-        while True:
+        for attempt in range(ANSWER_ATTEMPTS):
             # the start of the answer is made before the status is sent: errors there (most
             # of them: bad parameters, an unreadable index, a damaged first block) get theirs
             pending, size = [], 0
@@ -198,7 +201,7 @@ class Handler(BaseHTTPRequestHandler):
                 # a build published meanwhile (that removed the shards of the one read):
                 # answered again, whole, from the new one
                 newer = live.current(recheck=True) if isinstance(exc, OSError) else collection
-                if newer is not collection:
+                if newer is not collection and attempt + 1 < ANSWER_ATTEMPTS:
                     collection = newer
                     continue
                 return self._send_error(*self._failure(exc, collection))
