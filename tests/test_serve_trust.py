@@ -299,6 +299,41 @@ def test_connection_cap_503_when_all_answer_and_header_timeouts():
         thread.join()
 
 
+class _Endless:
+    """A collection whose answer is larger than any socket buffer."""
+    name = "e"
+    clusters = []
+
+    def current(self, recheck=False):
+        return self
+
+    def answer(self, request, deadline=None):
+        return "text/plain", (b"x" * 65535 + b"\n" for _ in range(4096))
+
+
+def test_a_client_that_stops_reading_is_let_go(caplog):
+    """A client that takes no more of an answer for idle_seconds is disconnected, and
+    that is not taken for a cluster that cannot be read."""
+    log = LogCapture()
+    server = make_server({"e": _Endless()}, port=0, access_log=log,
+                         bounds=Bounds(connections=4, header_seconds=5, idle_seconds=0.5))
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        with caplog.at_level(logging.WARNING), \
+                socket.create_connection(server.server_address[:2], timeout=10) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.sendall(b"GET /e/cdx?url=example.com HTTP/1.1\r\nHost: x\r\n\r\n")
+            deadline = time.monotonic() + 20
+            while "/e/cdx" not in log.text and time.monotonic() < deadline:
+                time.sleep(0.1)
+        assert '"GET /e/cdx?url=example.com HTTP/1.1" 200' in log.text
+        assert "ended early" not in log.text and "collection" not in caplog.text
+    finally:
+        server.stop()
+        thread.join()
+
+
 def test_waiting_clients_make_room_for_new_ones(crawls, tmp_path):
     """At the bound, a new connection closes the one that has waited longest."""
     out = tmp_path / "out"

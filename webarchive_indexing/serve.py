@@ -261,7 +261,11 @@ class Handler(BaseHTTPRequestHandler):
         if compress:
             data = compress.compress(data)
         if data:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            try:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            except TimeoutError:
+                # the client's, not the cluster's: it took nothing for idle_seconds
+                raise ConnectionAbortedError("the client stopped reading the answer") from None
             self.sent += len(data)
 
     def _send_whole(self, status, content_type, data, headers=()):
