@@ -147,6 +147,24 @@ def test_a_request_reads_one_build_whole(crawls, tmp_path):
     assert read == old[:len(read)]
 
 
+def test_an_index_that_cannot_be_opened_leaves_the_one_served(crawls, tmp_path, caplog):
+    """A cluster.idx replaced by something that is not one: the build opened before is
+    answered from (a warning, once), until a good one is published."""
+    out = tmp_path / "out"
+    build([crawls / "crawl-1"], out, "--shards", "2", "--lines-per-block", "4")
+    old = every_line(out)
+    live = Reloading("c", [str(out)])
+    bad = tmp_path / "bad.idx"
+    bad.write_bytes(b"not an index\n")
+    os.replace(bad, out / "cluster" / "cluster.idx")
+    with caplog.at_level(logging.WARNING):
+        for _ in range(3):
+            assert [c.line for c in live.current().lines(b"", b"~")] == old
+    assert caplog.text.count("cannot open the new index of collection c") == 1
+    build([crawls / "crawl-2"], out, "--shards", "2", "--lines-per-block", "4")
+    assert [c.line for c in live.current().lines(b"", b"~")] == every_line(out) != old
+
+
 def test_serve_retries_a_request_whose_build_went(crawls, tmp_path):
     """A request answered from a build whose shards were removed since (two updates) is
     answered again from the new build, not 502."""

@@ -250,13 +250,17 @@ class Reloading:
         self._state = (Collection(name, clusters), versions)
         self._checked = time.monotonic()
         self._reopening = threading.Lock()
-        self._failed = None
+        # {cluster's number: the version of its index that could not be opened}: tried
+        # again only once the index changes again
+        self._failed = {}
 
     @property
     def clusters(self):
         return self._state[0].clusters
 
     def current(self, recheck=False):
+        """The ``Collection`` to answer a request from (see the class); ``recheck``: look
+        at every cluster now, waiting for a request already looking."""
         collection, versions = self._state
         due = recheck or time.monotonic() - self._checked >= self.every
         look = [i for i, cluster in enumerate(collection.clusters)
@@ -276,17 +280,19 @@ class Reloading:
         changed = False
         for i in look:
             path = clusters[i].idx.path
+            version = None
             try:
                 version = idxfile.version(path)
-                if version == versions[i]:
+                if version in (versions[i], self._failed.get(i)):
                     continue
                 cluster = open_cluster(path, cache=self.cache)
+                cluster.idx.check()  # a new index that is not one is not switched to
                 warn_remote_loc(cluster)
             except (OSError, ValueError) as exc:
-                if str(exc) != self._failed:
+                if version is not None or i not in self._failed:
                     log.warning("%s: cannot open the new index of collection %s (answering from "
                                 "the one opened before): %s", path, self.name, exc)
-                    self._failed = str(exc)
+                self._failed[i] = version
                 continue
             # a local index: what was opened (a build may have come since the stat)
             clusters[i], versions[i], changed = cluster, cluster.idx.version or version, True

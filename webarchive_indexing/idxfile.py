@@ -85,8 +85,13 @@ class IdxFile:
             root = None
         idx._use_root(root)
         if root is None:
-            idx._page(0)  # the index must be there and look like one; learns its size
+            idx.check()  # the index must be there and look like one; learns its size
         return idx
+
+    def check(self):
+        """Read the start of the index: DamagedCluster (or OSError) unless it looks like
+        one (``open`` does not, with a root, until a lookup)."""
+        self._page(0)
 
     def check_line(self, line, where):
         """``line`` parsed as an index line: ``(key, shard, offset, length, lineno or None)``."""
