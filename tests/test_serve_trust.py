@@ -109,6 +109,27 @@ def test_serve_follows_builds_and_updates(where, crawls, tmp_path, request):
                 assert served(stale, tld) == truth(location, tld), tld
 
 
+def test_a_remote_rebuild_of_the_same_size_is_noticed(crawls, tmp_path):
+    """Rebuilds of the same inputs publish an index of the same size (only its build
+    number differs): a worker still tells it from the one it read, and answers once the
+    build it read is gone."""
+    site = tmp_path / "site"
+    build([crawls / "crawl-1"], site / "out", "--shards", "2", "--lines-per-block", "4")
+    idx = site / "out" / "cluster" / "cluster.idx"
+    size = idx.stat().st_size
+    first, *others = tlds(every_line(site / "out"))
+    with rangeserver.serving(site) as remote:
+        location = f"{remote.url}/out"
+        with servers.command([f"c={location}", "--workers", "1", "--no-log",
+                              "--reload-seconds", "3600"]) as (stale, _):
+            assert served(stale, first) == truth(location, first)
+            for _ in range(2):  # the second removes the build the worker read
+                build([crawls / "crawl-1"], site / "out", "--shards", "2", "--lines-per-block", "4")
+            assert idx.stat().st_size == size and b"build-00003/" in idx.read_bytes()
+            for tld in others:
+                assert served(stale, tld) == truth(location, tld)
+
+
 class _nothing:
     def __enter__(self):
         return None

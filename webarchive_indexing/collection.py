@@ -232,7 +232,7 @@ class Reloading:
     request answered from one such snapshot whole (never lines of two builds).
 
     A local cluster's ``cluster.idx`` is looked at (a stat) at every ``current()``, a
-    remote one's (a request: ``storage.version``) at most every ``every`` seconds, and
+    remote one's (a request: ``idxfile.version``) at most every ``every`` seconds, and
     with ``recheck`` (a request that failed: retried on the new build if there is one).
     A replaced index is opened anew; the snapshot a request holds reads on from what it
     opened (a local index through its open file; its shards stay until the build after

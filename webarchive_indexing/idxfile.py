@@ -35,6 +35,9 @@ SLICE_OVERLAP = 4096
 # What an IdxFile keeps of what it read (pages, slices and their lines): a server answers
 # most lookups of a cluster from the slices it read last
 CACHE_BYTES = 16 * 1024 * 1024
+# What ``version`` reads of a remote index: its first line (a URL key, a timestamp and the
+# shard, whose build-NNNNN/ changes with every build published)
+VERSION_BYTES = 4096
 
 
 class DamagedCluster(OSError):
@@ -382,8 +385,12 @@ class IdxFile:
 def version(path):
     """What tells the index now at ``path`` from another (compared whole with
     ``IdxFile.version``): locally its file's identity, size and time (a stat); elsewhere
-    ``storage.version`` (a request)."""
-    return _local_version(os.stat(path)) if storage.is_local(path) else storage.version(path)
+    its size and first line, which names the build (one request: over HTTP the size
+    alone would not tell a rebuild of the same inputs)."""
+    if storage.is_local(path):
+        return _local_version(os.stat(path))
+    head, size = storage.fetch_range(path, 0, VERSION_BYTES)
+    return {"size": size, "first": head.split(b"\n", 1)[0]}
 
 
 def _local_version(stat):
