@@ -2,6 +2,7 @@
 answers (locally, over HTTP and on S3), slow and idle clients, requests with control
 bytes, clusters that cannot be read or point elsewhere; and the one rule of where a
 cluster's shards may be read (query, copy check, serve, export)."""
+import contextlib
 import json
 import logging
 import os
@@ -88,7 +89,7 @@ def test_serve_follows_builds_and_updates(where, crawls, tmp_path, request):
     else:
         out = tmp_path / "site" / "out"
     build([crawls / "crawl-1"], out, "--shards", "2", "--lines-per-block", "4")
-    with rangeserver.serving(tmp_path / "site") if where == "http" else _nothing() as remote:
+    with rangeserver.serving(tmp_path / "site") if where == "http" else contextlib.nullcontext() as remote:
         location = f"{remote.url}/out" if where == "http" else str(out)
         common = [f"c={location}", "--workers", "2", "--no-log"]
         # the stale one opens the first build (and reads nothing of it yet)
@@ -128,14 +129,6 @@ def test_a_remote_rebuild_of_the_same_size_is_noticed(crawls, tmp_path):
             assert idx.stat().st_size == size and b"build-00003/" in idx.read_bytes()
             for tld in others:
                 assert served(stale, tld) == truth(location, tld)
-
-
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
 
 
 def test_a_request_reads_one_build_whole(crawls, tmp_path):
