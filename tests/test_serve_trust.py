@@ -8,6 +8,7 @@ import logging
 import os
 import resource
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -129,6 +130,46 @@ def test_a_remote_rebuild_of_the_same_size_is_noticed(crawls, tmp_path):
             assert idx.stat().st_size == size and b"build-00003/" in idx.read_bytes()
             for tld in others:
                 assert served(stale, tld) == truth(location, tld)
+
+
+def _children(pid):
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                if entry.isdigit() and int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_workers_started_again_start_from_the_newest_build(crawls, tmp_path):
+    """Workers that died are replaced by ones opened on the build published last: the
+    server lets go of the index it opened first (a replaced cluster.idx, deleted, would
+    otherwise stay on the disk while the server runs)."""
+    out = tmp_path / "out"
+    build([crawls / "crawl-1"], out, "--shards", "2", "--lines-per-block", "4")
+
+    def replaced_indexes(pid):
+        links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        return [link for link in links if link.endswith("cluster.idx (deleted)")]
+
+    with servers.command([f"c={out}", "--workers", "2", "--no-log"]) as (base, process):
+        build([crawls / "crawl-2"], out, "--update")
+        assert replaced_indexes(process.pid)  # opened before the update
+        workers = _children(process.pid)
+        assert len(workers) == 2
+        for worker in workers:
+            os.kill(worker, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while len(set(_children(process.pid)) - set(workers)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert replaced_indexes(process.pid) == []
+        for worker in _children(process.pid):
+            assert replaced_indexes(worker) == []
+        for tld in tlds(every_line(out)):
+            assert served(base, tld) == truth(str(out), tld), tld
 
 
 def test_a_request_reads_one_build_whole(crawls, tmp_path):

@@ -529,6 +529,8 @@ def _serve(options, limits, access_log, ready):
     stopping = threading.Event()
 
     def start_worker():
+        for collection in collections.values():
+            collection.current(recheck=True)  # a worker started later starts from the newest
         pid = os.fork()
         if pid == 0:
             try:
