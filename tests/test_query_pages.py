@@ -109,13 +109,12 @@ def test_modes_read_what_they_promise(tmp_path, monkeypatch):
     O(log n) pages; both only what the scan reaches."""
     write_cluster(LINES, tmp_path, [], lines_per_block=2, root_slice_bytes=2000)
     reads = []
-    real = query.storage.fetch_range
+    real = IdxFile._read
 
-    def fetch_range(path, offset, length):
-        if path.endswith("cluster.idx"):
-            reads.append((offset, length))
-        return real(path, offset, length)
-    monkeypatch.setattr(query.storage, "fetch_range", fetch_range)
+    def read(idx, offset, length):  # every read of cluster.idx (a local one through its open file)
+        reads.append((offset, length))
+        return real(idx, offset, length)
+    monkeypatch.setattr(IdxFile, "_read", read)
     _, entries = parse_root((tmp_path / "cluster.root").read_bytes())
     assert len(entries) > 20
     start, end = key_range("example.org/", "exact")

@@ -17,15 +17,21 @@ first cluster, then those of the next: each line is on exactly one page.
 import heapq
 import itertools
 import json
+import logging
+import threading
 import time
 
 from warcio.timeutils import sec_to_timestamp, timestamp_to_sec
 
 from .cdxapi import (CONTENT_TYPES, HELD_LINES, BadParameter, Capture, RequestTimeout, collapsed,
                      formatter, resume_key, selected, timemap)
-from .query import DEFAULT_PAGE_SIZE, open_cluster
+from . import idxfile, storage
+from .options import DEFAULT_RELOAD_SECONDS
+from .query import DEFAULT_PAGE_SIZE, open_cluster, warn_remote_loc
 
-__all__ = ["Collection", "query"]
+__all__ = ["Collection", "Reloading", "query"]
+
+log = logging.getLogger(__name__)
 
 JSON = "application/json"
 # lines between two looks at the clock of a request with a deadline
@@ -52,6 +58,10 @@ class Collection:
         """The collection of the clusters at ``locations`` (as ``query.open_cluster``
         takes them); each cluster's index is opened now, so a bad one is named at once."""
         return cls(name, [open_cluster(location, cache=cache) for location in locations])
+
+    def current(self, recheck=False):
+        """This collection: what a server answers from (as ``Reloading.current``)."""
+        return self
 
     def answer(self, request, deadline=None):
         """``(content type, body)`` for ``request``: body yields bytes, lazily. Errors in
@@ -245,3 +255,79 @@ class Collection:
     @staticmethod
     def _json(make):
         yield (json.dumps(make()) + "\n").encode()
+
+
+class Reloading:
+    """A collection that follows its clusters as builds publish them (what ``serve``
+    answers from): ``current()`` is a ``Collection`` of the clusters published last, each
+    request answered from one such snapshot whole (never lines of two builds).
+
+    A local cluster's ``cluster.idx`` is looked at (a stat) at every ``current()``, a
+    remote one's (a request: ``idxfile.version``) at most every ``every`` seconds, and
+    with ``recheck`` (a request that failed: retried on the new build if there is one).
+    A replaced index is opened anew; the snapshot a request holds reads on from what it
+    opened (a local index through its open file; its shards stay until the build after
+    next, see ``publish``). A cluster that cannot be reopened keeps being served as it
+    was (a warning says why).
+    """
+
+    def __init__(self, name, locations, cache=None, every=DEFAULT_RELOAD_SECONDS):
+        self.name, self.cache, self.every = name, cache, every
+        clusters = [open_cluster(location, cache=cache) for location in locations]
+        versions = []
+        for cluster in clusters:
+            warn_remote_loc(cluster)
+            versions.append(cluster.idx.version or idxfile.version(cluster.idx.path))
+        self._state = (Collection(name, clusters), versions)
+        self._checked = time.monotonic()
+        self._reopening = threading.Lock()
+        # {cluster's number: the version of its index that could not be opened}: tried
+        # again only once the index changes again
+        self._failed = {}
+
+    @property
+    def clusters(self):
+        return self._state[0].clusters
+
+    def current(self, recheck=False):
+        """The ``Collection`` to answer a request from (see the class); ``recheck``: look
+        at every cluster now, waiting for a request already looking."""
+        collection, versions = self._state
+        due = recheck or time.monotonic() - self._checked >= self.every
+        look = [i for i, cluster in enumerate(collection.clusters)
+                if due or storage.is_local(cluster.idx.path)]
+        if not look or not self._reopening.acquire(blocking=recheck):
+            return collection  # another request is looking: this one answers from what is
+        try:
+            return self._reopened(look)
+        finally:
+            self._reopening.release()
+
+    def _reopened(self, look):
+        collection, versions = self._state
+        clusters, versions = list(collection.clusters), list(versions)
+        if any(not storage.is_local(clusters[i].idx.path) for i in look):
+            self._checked = time.monotonic()
+        changed = False
+        for i in look:
+            path = clusters[i].idx.path
+            version = None
+            try:
+                version = idxfile.version(path)
+                if version in (versions[i], self._failed.get(i)):
+                    continue
+                cluster = open_cluster(path, cache=self.cache)
+                cluster.idx.check()  # a new index that is not one is not switched to
+                warn_remote_loc(cluster)
+            except (OSError, ValueError) as exc:
+                if version is not None or i not in self._failed:
+                    log.warning("%s: cannot open the new index of collection %s (answering from "
+                                "the one opened before): %s", path, self.name, exc)
+                self._failed[i] = version
+                continue
+            # a local index: what was opened (a build may have come since the stat)
+            clusters[i], versions[i], changed = cluster, cluster.idx.version or version, True
+            log.info("%s: a new build published: collection %s answers from it", path, self.name)
+        if changed:
+            self._state = (Collection(self.name, clusters), versions)
+        return self._state[0]

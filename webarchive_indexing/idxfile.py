@@ -19,11 +19,12 @@ import itertools
 import logging
 import os
 import threading
+import weakref
 
 from . import storage
 from .zipnum import parse_root
 
-__all__ = ["IdxFile", "DamagedCluster", "PAGE_BYTES", "SLICE_OVERLAP", "CACHE_BYTES"]
+__all__ = ["IdxFile", "DamagedCluster", "PAGE_BYTES", "SLICE_OVERLAP", "CACHE_BYTES", "version"]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,9 @@ SLICE_OVERLAP = 4096
 # What an IdxFile keeps of what it read (pages, slices and their lines): a server answers
 # most lookups of a cluster from the slices it read last
 CACHE_BYTES = 16 * 1024 * 1024
+# What ``version`` reads of a remote index: its first line (a URL key, a timestamp and the
+# shard, whose build-NNNNN/ changes with every build published)
+VERSION_BYTES = 4096
 
 
 class DamagedCluster(OSError):
@@ -48,8 +52,17 @@ class IdxFile:
     def __init__(self, path, root=None, cache_bytes=CACHE_BYTES):
         self.path = path
         self.size = None
-        self._root = root
-        self._root_keys = [key for key, _, _ in root[1]] if root else None
+        # a local index is read through the file opened here: a build published meanwhile
+        # (a rename over the path) does not change what this object reads
+        self._fd = None
+        # what this index is (``version``): local, the file opened; else None until a
+        # caller that can afford the request notes it (``serve``)
+        self.version = None
+        if storage.is_local(path):
+            self._fd = os.open(path, os.O_RDONLY)
+            weakref.finalize(self, os.close, self._fd)
+            self.version = _local_version(os.fstat(self._fd))
+        self._use_root(root)
         self._cache = collections.OrderedDict()
         self._cached_bytes = 0
         self._cache_bytes = cache_bytes
@@ -60,6 +73,9 @@ class IdxFile:
         """The index at ``path`` with its root, if it has one; FileNotFoundError if neither
         is there (the root answers first: one request for a cold remote lookup)."""
         root_path = os.path.splitext(path)[0] + ".root"
+        # a local index is opened before its root is read: a root newer than the index is
+        # noticed (and ignored), one older is not published after it
+        idx = cls(path, None, cache_bytes)
         try:
             root = parse_root(storage.read_bytes(root_path))
             keys = [key for key, _, _ in root[1]]
@@ -70,10 +86,15 @@ class IdxFile:
         except ValueError as exc:
             log.warning("ignoring %s: %s", root_path, exc)
             root = None
-        idx = cls(path, root, cache_bytes)
+        idx._use_root(root)
         if root is None:
-            idx._page(0)  # the index must be there and look like one; learns its size
+            idx.check()  # the index must be there and look like one; learns its size
         return idx
+
+    def check(self):
+        """Read the start of the index: DamagedCluster (or OSError) unless it looks like
+        one (``open`` does not, with a root, until a lookup)."""
+        self._page(0)
 
     def check_line(self, line, where):
         """``line`` parsed as an index line: ``(key, shard, offset, length, lineno or None)``."""
@@ -157,9 +178,13 @@ class IdxFile:
                 self._drop_root(exc)
         return self._paged_lines(key)
 
+    def _use_root(self, root):
+        self._root = root
+        self._root_keys = [key for key, _, _ in root[1]] if root else None
+
     def _drop_root(self, exc):
         log.warning("ignoring the root index of %s: %s", self.path, exc)
-        self._root = self._root_keys = None
+        self._use_root(None)
 
     def _root_lines(self, first, stop):
         """Lines of the slices from ``first`` on, stopping before a slice whose key is
@@ -321,7 +346,10 @@ class IdxFile:
         return cached
 
     def _read(self, offset, length):
-        data, size = storage.fetch_range(self.path, offset, length)
+        if self._fd is not None:
+            data, size = os.pread(self._fd, length, offset), os.fstat(self._fd).st_size
+        else:
+            data, size = storage.fetch_range(self.path, offset, length)
         if size is None:
             raise OSError(f"{self.path}: the server does not say how large the file is "
                           "(Content-Range: .../*), which a binary search needs")
@@ -352,6 +380,22 @@ class IdxFile:
             while self._cached_bytes > self._cache_bytes and len(self._cache) > 1:
                 _, (_, freed) = self._cache.popitem(last=False)
                 self._cached_bytes -= freed
+
+
+def version(path):
+    """What tells the index now at ``path`` from another (compared whole with
+    ``IdxFile.version``): locally its file's identity, size and time (a stat); elsewhere
+    its size and first line, which names the build (one request: over HTTP the size
+    alone would not tell a rebuild of the same inputs)."""
+    if storage.is_local(path):
+        return _local_version(os.stat(path))
+    head, size = storage.fetch_range(path, 0, VERSION_BYTES)
+    return {"size": size, "first": head.split(b"\n", 1)[0]}
+
+
+def _local_version(stat):
+    # the inode: a build renames a new file over the old one, maybe within a clock tick
+    return {"inode": (stat.st_dev, stat.st_ino), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 
 
 class _StaleRoot(Exception):

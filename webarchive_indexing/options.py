@@ -51,6 +51,11 @@ QUERY_OUTPUTS = ("cdxj", "json", "cdx11", "text", "link")
 # What serve allows a request by default
 DEFAULT_MAX_LIMIT = 1_000_000
 DEFAULT_TIMEOUT = 120
+# and how it follows rebuilds and bounds its clients (serve.Bounds)
+DEFAULT_RELOAD_SECONDS = 5
+DEFAULT_MAX_CONNECTIONS = 256
+DEFAULT_HEADER_TIMEOUT = 10
+DEFAULT_IDLE_TIMEOUT = 30
 # The columnar table's (columnar.py). Rows per row group: ~5-10 MB of Common Crawl's rows
 # compressed, a unit a remote reader (Athena, DuckDB over HTTP) fetches in one request, and
 # fine enough that a one-host query reads a few row groups of a file, not the file (Spark
@@ -122,6 +127,17 @@ def nonzero(text):
     value = whole_number(text) or 0
     if value == 0:
         raise argparse.ArgumentTypeError(f"expected a whole number other than 0, got {text!r}")
+    return value
+
+
+def seconds(text):
+    """A number of seconds above 0 (``0.5`` too), for argparse's ``type``."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
     return value
 
 
@@ -479,10 +495,29 @@ TIMEOUT = Option("--timeout", type=positive, default=DEFAULT_TIMEOUT, metavar="S
 MAX_LIMIT = Option("--max-limit", type=positive, default=DEFAULT_MAX_LIMIT, metavar="N",
                    help="largest limit (or -limit) a request may ask (default "
                         f"{DEFAULT_MAX_LIMIT})")
+RELOAD_SECONDS = Option("--reload-seconds", type=non_negative, default=DEFAULT_RELOAD_SECONDS,
+                        metavar="SECONDS",
+                        help="how often a worker asks whether a remote cluster was rebuilt (a "
+                             f"request for its cluster.idx; default {DEFAULT_RELOAD_SECONDS}; 0: "
+                             "at every request); a local one is looked at (a stat) at every request")
+MAX_CONNECTIONS = Option("--max-connections", type=positive, default=DEFAULT_MAX_CONNECTIONS,
+                         metavar="N",
+                         help="connections a worker holds (default "
+                              f"{DEFAULT_MAX_CONNECTIONS}, within ulimit -n); one more closes "
+                              "the one that has waited longest for a request, or gets 503 if "
+                              "all are answering")
+HEADER_TIMEOUT = Option("--header-timeout", type=seconds, default=DEFAULT_HEADER_TIMEOUT,
+                        metavar="SECONDS",
+                        help="longest a client may take to send a request's line and headers "
+                             f"(the first from its connection; default {DEFAULT_HEADER_TIMEOUT})")
+IDLE_TIMEOUT = Option("--idle-timeout", type=seconds, default=DEFAULT_IDLE_TIMEOUT, metavar="SECONDS",
+                      help="longest a connection waits for the client's next request, or for it "
+                           f"to take more of an answer (default {DEFAULT_IDLE_TIMEOUT})")
 ACCESS_LOG = Option("--access-log", metavar="PATH",
                     help="append the access log to PATH (default: stderr)")
 LOG = Flag("log", True, "write an access log (default)", "write no access log")
-SERVE = (COLLECTIONS, HOST, PORT, SERVE_WORKERS, CACHE_MB, TIMEOUT, MAX_LIMIT, ACCESS_LOG, LOG)
+SERVE = (COLLECTIONS, HOST, PORT, SERVE_WORKERS, CACHE_MB, TIMEOUT, MAX_LIMIT, RELOAD_SECONDS,
+         MAX_CONNECTIONS, HEADER_TIMEOUT, IDLE_TIMEOUT, ACCESS_LOG, LOG)
 
 # export
 EXPORT_OUTPUT = Option("-o", "--output", metavar="FILE|DIR", type=dash_is_stdout,

@@ -61,6 +61,8 @@ __all__ = ["MATCH_TYPES", "search_range", "open_cluster", "Cluster", "IdxFile", 
            "DamagedCluster"]
 
 log = logging.getLogger(__name__)
+# numbers the clusters opened, whose blocks a shared BlockCache tells apart
+_GENERATIONS = itertools.count()
 
 MATCH_TYPES = ("exact", "prefix", "host", "domain")
 
@@ -217,7 +219,9 @@ class Cluster:
 
     A shard is only ever read below the cluster's own directory, whoever wrote the
     index: a shard name with ``..``, a scheme or an absolute path is refused
-    (``DamagedCluster``); a ``.loc`` location outside that directory is ignored.
+    (``DamagedCluster``), so is a shard whose symbolic link leads out of it (the rule of
+    ``export`` and ``build``: ``storage.inside``); a ``.loc`` location outside that
+    directory is ignored.
 
     ``cache``, a ``BlockCache`` (a server shares one), keeps inflated blocks for the
     next lookups; without one every lookup reads and inflates its blocks.
@@ -229,6 +233,8 @@ class Cluster:
         self.idx = idx
         self.max_blocks_per_read = max_blocks_per_read
         self.cache = cache
+        # blocks in a shared cache are this cluster's only: a rebuild may name its shards alike
+        self._generation = next(_GENERATIONS)
         self.shard_dir = storage.dirname(idx.path)
         loc_path = os.path.splitext(idx.path)[0] + ".loc"
         is_local_loc = storage.is_local(idx.path) and os.path.isfile(loc_path)
@@ -409,7 +415,7 @@ class Cluster:
         yield from self._read_run(run)
 
     def _cache_key(self, entry):
-        return self.idx.path, entry.shard, entry.offset, entry.length
+        return self._generation, entry.shard, entry.offset, entry.length
 
     def _read_run(self, run):
         if not run:
@@ -443,6 +449,10 @@ class Cluster:
     def _read(self, shard, offset, length):
         errors = []
         for path in self.shard_paths(shard):
+            if not storage.inside(path, self.shard_dir):
+                errors.append(f"{path} leads out of the cluster's directory {self.shard_dir} "
+                              "(a symbolic link?): shards are read only there")
+                continue
             try:
                 data = storage.read_range(path, offset, length)
             except OSError as exc:
@@ -479,13 +489,35 @@ def _shard_name(name, where):
     return name
 
 
+def warn_remote_loc(cluster):
+    """Warn (once, with a count) when the ``.loc`` of a remote cluster names shards other
+    than those beside its index: they are not read (a request a lookup would cost, and
+    often the builder's local paths), as a local ``.loc`` location elsewhere is not. One
+    request; nothing when there is no ``.loc``."""
+    if storage.is_local(cluster.idx.path):
+        return
+    path = os.path.splitext(cluster.idx.path)[0] + ".loc"
+    try:
+        text = storage.read_bytes(path).decode("utf-8", "replace")
+    except OSError:
+        return  # none (or not readable): nothing a reader would miss
+    elsewhere = []
+    for line in text.splitlines():
+        shard, *places = line.split("\t")
+        beside = storage.join(cluster.shard_dir, shard)
+        elsewhere += [p for p in places if p and storage.resolve(cluster.shard_dir, p) != beside]
+    if elsewhere:
+        log.warning("%s: ignoring %d location(s) that are not the shard beside the index "
+                    "(e.g. %r): a remote cluster's shards are read only beside its index, in %s",
+                    path, len(elsewhere), elsewhere[0], cluster.shard_dir)
+
+
 def _read_loc(path, base):
     """``{shard: [paths]}`` of a local ``.loc`` file, locations absolute, ``file://`` or
     relative to ``base`` (as pywb resolves them). A location outside ``base`` is left
     out, with a warning (a cluster copied elsewhere lists its old place): its shard is
     then looked for beside the index."""
     locations = {}
-    inside = os.path.join(os.path.realpath(base), "")
     with open(path, encoding="utf-8") as loc:
         for number, line in enumerate(loc, 1):
             fields = line.rstrip("\r\n").split("\t")
@@ -496,7 +528,7 @@ def _read_loc(path, base):
             for location in fields[1:]:
                 local = storage.local_path(location)  # None for a URI
                 resolved = local and os.path.realpath(os.path.join(base, local))
-                if not resolved or not resolved.startswith(inside):
+                if not resolved or not storage.inside(resolved, base):
                     log.warning("%s line %d: ignoring %r, which is not below the cluster's "
                                 "directory %s (shards are read only there); looking for %s "
                                 "beside the index", path, number, location, base, fields[0])

@@ -22,6 +22,19 @@ answering with threads, each with its own bounded caches (``cache_mb`` MiB of in
 blocks, plus ``idxfile.CACHE_BYTES`` of index per cluster). SIGTERM (or Ctrl-C) stops
 taking connections and lets the requests in flight finish (each bounded by
 ``limits.seconds``) before exiting.
+
+Rebuilds: every worker follows the clusters as ``build`` (and ``build --update``)
+publishes them (``collection.Reloading``): a local ``cluster.idx`` is looked at on every
+request, a remote one every ``reload_seconds``; each request is answered from one build
+whole, and one that fails before its answer began is answered again from a newer build
+if there is one.
+
+Clients (``Bounds``): a worker holds at most ``connections`` connections; a client has
+``header_seconds`` to send a request's line and headers (the first one counted from its
+connection), ``idle_seconds`` for its next request or to take the next bytes of an answer.
+A connection beyond the bound closes the one that has waited longest for a request, or,
+all of them answering, is answered ``503`` at once: slow or idle clients never keep a new
+one out.
 """
 import gzip
 import html
@@ -37,15 +50,17 @@ import time
 import traceback
 import urllib.parse
 import zlib
+from collections import namedtuple
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .cdxapi import BadParameter, CdxRequest, Limits, RequestTimeout
-from .collection import Collection
+from .collection import Reloading
 from .idxfile import DamagedCluster
-from .options import DEFAULT_MAX_LIMIT, DEFAULT_TIMEOUT, MATCH_TYPES
+from .options import (DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+                      DEFAULT_MAX_LIMIT, DEFAULT_RELOAD_SECONDS, DEFAULT_TIMEOUT, MATCH_TYPES)
 from .query import BlockCache
 
-__all__ = ["open_collections", "make_server", "serve", "DEFAULT_LIMITS"]
+__all__ = ["open_collections", "make_server", "serve", "Bounds", "DEFAULT_BOUNDS", "DEFAULT_LIMITS"]
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +68,30 @@ DEFAULT_LIMITS = Limits(limit=DEFAULT_MAX_LIMIT, page_size=1000, regex=1000, fil
                         seconds=DEFAULT_TIMEOUT)
 # bytes an answer gathers before it writes a chunk
 CHUNK_BYTES = 64 * 1024
+# answers begun of one request: a build published while one was made is a reason to
+# begin again from it, a few builds in a row are not
+ANSWER_ATTEMPTS = 3
 # rows the search page shows (its JSON link has them all)
 PAGE_ROWS = 500
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*$")
+# What a worker allows its clients (see the module's docstring)
+Bounds = namedtuple("Bounds", "connections header_seconds idle_seconds")
+DEFAULT_BOUNDS = Bounds(DEFAULT_MAX_CONNECTIONS, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT)
+# File descriptors a worker keeps beside its connections' (clusters, shards, logs)
+SPARE_FILES = 64
+# A connection's states: no request yet (since the last answer), a request being read
+# (since its first byte, or since the connection for the first), answering
+WAITING, READING, BUSY = "waiting", "reading", "busy"
+BUSY_ANSWER = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+               b"Connection: close\r\nContent-Length: 62\r\n\r\n"
+               b'{"message": "too many connections answering: try again soon"}\n')
+# control characters (C0, DEL, C1); and what quotes a request line in the access log
+UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+UNPRINTABLE_QUOTED = re.compile(r'[\x00-\x1f\x7f-\x9f"\\]')
 
 
-def open_collections(specs, cache=None):
-    """``{name: Collection}`` of ``NAME=CLUSTER[,CLUSTER...]`` specs; ValueError for a bad
+def open_collections(specs, cache=None, reload_seconds=DEFAULT_RELOAD_SECONDS):
+    """``{name: Reloading}`` of ``NAME=CLUSTER[,CLUSTER...]`` specs; ValueError for a bad
     spec, OSError for a cluster that cannot be opened."""
     collections = {}
     for spec in specs:
@@ -71,8 +103,16 @@ def open_collections(specs, cache=None):
             raise ValueError(f"collection {name!r} is named twice")
         if name == "collinfo.json" or name.endswith("-index") and name[:-6] in collections:
             raise ValueError(f"{name!r}: a name its paths would clash with")
-        collections[name] = Collection.open(name, [p for p in locations.split(",") if p], cache)
+        collections[name] = Reloading(name, [p for p in locations.split(",") if p], cache, reload_seconds)
     return collections
+
+
+def printable(text, quoted=False):
+    """``text`` with control characters as ``\\xNN`` (and, ``quoted``, ``"`` and ``\\``
+    escaped, as Apache logs a request line): what a client sent cannot forge log lines or
+    drive a terminal."""
+    return (UNPRINTABLE_QUOTED if quoted else UNPRINTABLE).sub(
+        lambda m: "\\" + m[0] if m[0] in '"\\' else "\\x%02x" % ord(m[0]), text)
 
 
 def redact(text):
@@ -88,21 +128,25 @@ class Handler(BaseHTTPRequestHandler):
     # headers and body go out in separate writes: without this a keep-alive client waits
     # for the delayed ACK (40 ms) before the body
     disable_nagle_algorithm = True
-    # set on the subclass make_server makes
+    # set on the subclass make_server makes: collections ({name: Collection or
+    # Reloading}), and the socket's timeout (``Bounds.idle_seconds``) as ``timeout``
     collections = {}
     limits = DEFAULT_LIMITS
     access_log = sys.stderr
     log_lock = threading.Lock()
+    timeout = DEFAULT_BOUNDS.idle_seconds
 
-    def setup(self):
-        super().setup()
-        self.server.mark(self.connection, idle=True)
-
-    def finish(self):
+    def handle_one_request(self):
         try:
-            super().finish()
-        finally:
-            self.server.mark(self.connection, idle=None)
+            # the next request's first byte, within the socket's timeout (idle_seconds)
+            waiting = not self.rfile.peek(1)
+        except OSError:
+            waiting = True
+        if waiting:
+            self.close_connection = True
+            return
+        self.server.mark(self.connection, READING)
+        super().handle_one_request()
 
     def log_request(self, code="-", size="-"):
         pass  # _log_access writes one line a request, with its time
@@ -110,7 +154,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         self.started = time.monotonic()
         self.sent = 0
-        self.server.mark(self.connection, idle=False)
+        self.server.mark(self.connection, BUSY)
         parts = urllib.parse.urlsplit(self.path)
         params = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
         path = urllib.parse.unquote(parts.path)
@@ -130,46 +174,58 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         finally:
             self._log_access()
-            if not self.server.mark(self.connection, idle=True):
+            if not self.server.mark(self.connection, WAITING):
                 self.close_connection = True  # the server is stopping
 
-    def _send_answer(self, collection, params):
+    def _send_answer(self, live, params):
         deadline = self.started + self.limits.seconds if self.limits.seconds else None
-        # the start of the answer is made before the status is sent: errors there (most
-        # of them: bad parameters, an unreadable index, a damaged first block) get theirs
-        pending, size = [], 0
-        try:
-            request = CdxRequest.from_query(params, self.limits)
-            content_type, body = collection.answer(request, deadline)
-            body = iter(body)
-            for chunk in body:
-                pending.append(chunk)
-                size += len(chunk)
-                if size >= CHUNK_BYTES:
-                    break
-            else:
-                body = None
-        except BadParameter as exc:
-            return self._send_error(400, str(exc))
-        except Exception as exc:
-            return self._send_error(*self._failure(exc))
+        collection = live.current()
+        for attempt in range(ANSWER_ATTEMPTS):
+            # the start of the answer is made before the status is sent: errors there (most
+            # of them: bad parameters, an unreadable index, a damaged first block) get theirs
+            pending, size = [], 0
+            try:
+                request = CdxRequest.from_query(params, self.limits)
+                content_type, body = collection.answer(request, deadline)
+                body = iter(body)
+                for chunk in body:
+                    pending.append(chunk)
+                    size += len(chunk)
+                    if size >= CHUNK_BYTES:
+                        break
+                else:
+                    body = None
+            except BadParameter as exc:
+                return self._send_error(400, str(exc))
+            except Exception as exc:
+                # a build published meanwhile (that removed the shards of the one read):
+                # answered again, whole, from the new one
+                newer = live.current(recheck=True) if isinstance(exc, OSError) else collection
+                if newer is not collection and attempt + 1 < ANSWER_ATTEMPTS:
+                    collection = newer
+                    continue
+                return self._send_error(*self._failure(exc, collection))
+            break
         if body is None:
             return self._send_whole(200, content_type, b"".join(pending))
-        self._send_stream(content_type, pending, body)
+        self._send_stream(content_type, pending, body, collection)
 
-    def _failure(self, exc):
-        """The status and message of an error met while answering."""
+    def _failure(self, exc, collection):
+        """The status and message of an error met while answering from ``collection``:
+        the message names the collection and its files, not where they are on the server
+        (the log has that)."""
         if isinstance(exc, RequestTimeout):
             return 503, (f"the request took longer than {self.limits.seconds} s: narrow it "
                          "(limit, from/to, a page, or a resumeKey)")
-        if isinstance(exc, DamagedCluster):
-            return 500, f"the index is damaged: {exc}"
         if isinstance(exc, OSError):
-            return 502, f"cannot read the index: {exc}"
-        log.error("%s failed:\n%s", self.path, redact(traceback.format_exc()))
-        return 500, f"Internal Error: {exc}"
+            log.warning("collection %s: %s", collection.name, printable(redact(str(exc))))
+            what = "the index is damaged" if isinstance(exc, DamagedCluster) else "cannot read the index"
+            return 500 if isinstance(exc, DamagedCluster) else 502, \
+                f"collection {collection.name}: {what}: {_without_places(str(exc), collection)}"
+        log.error("%s failed:\n%s", printable(self.path), redact(traceback.format_exc()))
+        return 500, f"Internal Error: {_without_places(str(exc), collection)}"
 
-    def _send_stream(self, content_type, pending, body):
+    def _send_stream(self, content_type, pending, body, collection):
         gzipped = "gzip" in self.headers.get("Accept-Encoding", "")
         self.send_response(200)
         self.send_header("Content-Type", _with_charset(content_type))
@@ -192,7 +248,7 @@ class Handler(BaseHTTPRequestHandler):
         except ConnectionError:
             raise
         except Exception as exc:
-            status, message = self._failure(exc)
+            status, message = self._failure(exc, collection)
             self.failed = f"{status} after {self.sent} bytes: {redact(message)}"
             self.close_connection = True
             return
@@ -205,7 +261,11 @@ class Handler(BaseHTTPRequestHandler):
         if compress:
             data = compress.compress(data)
         if data:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            try:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            except TimeoutError:
+                # the client's, not the cluster's: it took nothing for idle_seconds
+                raise ConnectionAbortedError("the client stopped reading the answer") from None
             self.sent += len(data)
 
     def _send_whole(self, status, content_type, data, headers=()):
@@ -254,14 +314,15 @@ class Handler(BaseHTTPRequestHandler):
         link = f"/{urllib.parse.quote(coll)}/cdx?{query}"
         if coll not in self.collections:
             return f'<p class="error">No collection {html.escape(coll)}.</p>'
+        collection = self.collections[coll].current()
         try:
             request = CdxRequest(url, match_type=match_type, limit=PAGE_ROWS + 1, output="json", limits=self.limits)
-            _, body = self.collections[coll].answer(request, time.monotonic() + (self.limits.seconds or 60))
+            _, body = collection.answer(request, time.monotonic() + (self.limits.seconds or 60))
             rows = [json.loads(line) for line in body]
         except BadParameter as exc:
             return f'<p class="error">{html.escape(exc.message)}</p>'
         except Exception as exc:
-            return f'<p class="error">{html.escape(self._failure(exc)[1])}</p>'
+            return f'<p class="error">{html.escape(self._failure(exc, collection)[1])}</p>'
         more = len(rows) > PAGE_ROWS
         out = [f'<p id="summary">{min(len(rows), PAGE_ROWS)}{"+" if more else ""} captures of '
                f'<b>{html.escape(url)}</b> ({html.escape(match_type)}) in {html.escape(coll)}: '
@@ -280,7 +341,7 @@ class Handler(BaseHTTPRequestHandler):
         took = (time.monotonic() - self.started) * 1000
         failed = getattr(self, "failed", None)
         line = (f'{self.client_address[0]} - - [{time.strftime("%d/%b/%Y:%H:%M:%S %z")}] '
-                f'"{redact(self.requestline)}" {status} {self.sent} {took:.1f}ms'
+                f'"{printable(redact(self.requestline), quoted=True)}" {status} {self.sent} {took:.1f}ms'
                 + (f" ended early: {failed}" if failed else "") + "\n")
         if self.access_log is not None:
             with self.log_lock:
@@ -291,7 +352,16 @@ class Handler(BaseHTTPRequestHandler):
         # http.server's own messages (malformed requests): into the access log too
         if self.access_log is not None:
             with self.log_lock:
-                self.access_log.write(f"{self.client_address[0]} - - {redact(format % args)}\n")
+                self.access_log.write(f"{self.client_address[0]} - - {printable(redact(format % args))}\n")
+
+
+def _without_places(message, collection):
+    """``message`` without the directories of ``collection``'s clusters (on this server,
+    or the URLs it reads): their files named as the index names them."""
+    for cluster in collection.clusters:
+        for place in {cluster.shard_dir, os.path.realpath(cluster.shard_dir)}:
+            message = message.replace(place.rstrip("/") + "/", "")
+    return message
 
 
 def _with_charset(content_type):
@@ -310,35 +380,85 @@ th{background:#eee}.error{color:#a00}input,select,button{font-size:100%}</style>
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = False  # server_close waits for the requests in flight
-    request_queue_size = 128
+    request_queue_size = 1024
+    bounds = DEFAULT_BOUNDS  # set by make_server
 
     def __init__(self, *args, **kwargs):
+        # connection: [state, since (monotonic)]
         self._connections = {}
         self._lock = threading.Lock()
         self._stopping = False
+        self._next_sweep = 0
         super().__init__(*args, **kwargs)
 
-    def mark(self, connection, idle):
-        """Note a connection idle (between requests), busy, or gone (None); False once
-        the server is stopping."""
+    def process_request(self, request, client_address):
+        if self._admit(request):
+            super().process_request(request, client_address)  # a thread answers it
+            return
+        try:
+            # sent without waiting, and the request read if it came: closing with it unread
+            # would reset the connection before the client reads the answer
+            request.setblocking(False)
+            request.send(BUSY_ANSWER)
+            request.recv(65536)
+        except OSError:
+            pass
+        self.shutdown_request(request)
+
+    def _admit(self, connection):
+        """Whether to answer ``connection``: below the bound, or after closing the
+        connection that has waited longest for a request; not if all are answering."""
+        now = time.monotonic()
         with self._lock:
-            if idle is None:
-                self._connections.pop(connection, None)
-            else:
-                self._connections[connection] = idle
+            oldest = None
+            if len(self._connections) >= self.bounds.connections:
+                waiting = [(since, c) for c, (state, since) in self._connections.items() if state != BUSY]
+                if not waiting:
+                    return False
+                oldest = min(waiting, key=lambda item: item[0])[1]
+                del self._connections[oldest]
+            # the first request is counted from the connection
+            self._connections[connection] = [READING, now]
+        if oldest is not None:
+            _close(oldest)
+        return True
+
+    def shutdown_request(self, request):
+        with self._lock:
+            self._connections.pop(request, None)
+        super().shutdown_request(request)
+
+    def mark(self, connection, state):
+        """Note a connection ``WAITING`` (between requests), ``READING`` a request or
+        ``BUSY`` answering; False once the server is stopping."""
+        with self._lock:
+            known = self._connections.get(connection)
+            # a request read is counted from its first byte, or from the connection
+            if known is not None and not (state == READING and known[0] == READING):
+                known[:] = [state, time.monotonic()]
             return not self._stopping
 
+    def service_actions(self):
+        """Close the connections whose request has taken longer than ``header_seconds``
+        to come (the socket's timeout bounds each read, not a request sent byte by byte)."""
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + min(1.0, self.bounds.header_seconds / 4)
+        with self._lock:
+            late = [c for c, (state, since) in self._connections.items()
+                    if state == READING and now - since > self.bounds.header_seconds]
+        for connection in late:
+            _close(connection)
+
     def stop(self):
-        """Take no more connections, close the idle ones, let the busy ones finish."""
+        """Take no more connections, close those not answering, let the others finish."""
         self.shutdown()
         with self._lock:
             self._stopping = True
-            idle = [c for c, is_idle in self._connections.items() if is_idle]
+            idle = [c for c, (state, _) in self._connections.items() if state != BUSY]
         for connection in idle:
-            try:
-                connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            _close(connection)
         self.server_close()  # waits for the request threads
 
     def handle_error(self, request, client_address):
@@ -346,17 +466,28 @@ class _Server(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
+def _close(connection):
+    """End ``connection`` from here: the thread reading or writing it sees it end."""
+    try:
+        connection.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
 def make_server(collections, host="127.0.0.1", port=8080, limits=DEFAULT_LIMITS, access_log=sys.stderr,
-                sock=None):
-    """A threading HTTP server of ``collections`` (not yet serving): on ``sock`` if given
-    (a listening socket shared by workers), else bound to ``host:port``."""
+                sock=None, bounds=DEFAULT_BOUNDS):
+    """A threading HTTP server of ``collections`` (``{name: Collection or Reloading}``, not
+    yet serving) within ``bounds``: on ``sock`` if given (a listening socket shared by
+    workers), else bound to ``host:port``."""
     handler = type("BoundHandler", (Handler,), {"collections": collections, "limits": limits,
-                                                "access_log": access_log})
+                                                "access_log": access_log, "timeout": bounds.idle_seconds})
     if sock is None:
-        return _Server((host, port), handler)
-    server = _Server(sock.getsockname()[:2], handler, bind_and_activate=False)
-    server.socket.close()
-    server.socket = sock
+        server = _Server((host, port), handler)
+    else:
+        server = _Server(sock.getsockname()[:2], handler, bind_and_activate=False)
+        server.socket.close()
+        server.socket = sock
+    server.bounds = bounds
     return server
 
 
@@ -378,12 +509,13 @@ def serve(options, ready=None):
 def _serve(options, limits, access_log, ready):
     host, workers = options.host, options.workers or os.cpu_count() or 1
     cache = BlockCache(options.cache_mb * 1024 * 1024)
-    collections = open_collections(options.collections, cache)
+    bounds = _bounds(options)
+    collections = open_collections(options.collections, cache, options.reload_seconds)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, options.port))
-    sock.listen(128)
+    sock.listen(_Server.request_queue_size)
     # workers wake together when a connection comes: those that lose the race to accept
     # it must not wait in accept() (where a stop would never reach them)
     sock.setblocking(False)
@@ -392,15 +524,17 @@ def _serve(options, limits, access_log, ready):
     if ready:
         ready(url, collections)
     if workers == 1:
-        return _serve_here(collections, limits, access_log, sock)
+        return _serve_here(collections, limits, access_log, sock, bounds)
     children = {}
     stopping = threading.Event()
 
     def start_worker():
+        for collection in collections.values():
+            collection.current(recheck=True)  # a worker started later starts from the newest
         pid = os.fork()
         if pid == 0:
             try:
-                code = _serve_here(collections, limits, access_log, sock)
+                code = _serve_here(collections, limits, access_log, sock, bounds)
             except BaseException:
                 traceback.print_exc()
                 code = 1
@@ -434,9 +568,21 @@ def _serve(options, limits, access_log, ready):
     return 0
 
 
-def _serve_here(collections, limits, access_log, sock):
+def _bounds(options):
+    """The ``Bounds`` of ``options``, its connections within what a process may open."""
+    import resource
+    connections = options.max_connections
+    files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if files != resource.RLIM_INFINITY and connections > files - SPARE_FILES:
+        connections = max(files - SPARE_FILES, 1)
+        log.warning("--max-connections %d: a worker may open %d files (ulimit -n), so it holds "
+                    "%d connections; raise ulimit -n for more", options.max_connections, files, connections)
+    return Bounds(connections, options.header_timeout, options.idle_timeout)
+
+
+def _serve_here(collections, limits, access_log, sock, bounds):
     """Serve on ``sock`` in this process until SIGTERM or SIGINT; requests in flight finish."""
-    server = make_server(collections, limits=limits, access_log=access_log, sock=sock)
+    server = make_server(collections, limits=limits, access_log=access_log, sock=sock, bounds=bounds)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

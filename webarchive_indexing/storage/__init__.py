@@ -39,7 +39,7 @@ from . import local
 from .common import READ_BUFFER, RESUMES, add_request_listener, join, remove_request_listener
 
 __all__ = ["READ_BUFFER", "RESUMES", "abspath", "add_request_listener", "backend_name",
-           "basename", "dirname", "download", "exists", "fetch_range", "is_local",
+           "basename", "dirname", "download", "exists", "fetch_range", "inside", "is_local",
            "is_supported", "is_writable", "join", "list_files", "local_path",
            "makedirs", "open_atomic", "open_read", "publish", "read_bytes", "read_range",
            "reads_ranges", "remove", "remove_leftovers", "remove_request_listener",
@@ -129,6 +129,16 @@ def resolve(base, name):
     """``name`` in the directory ``base``: as ``os.path.join`` does for a local ``base``
     (an absolute ``name`` stays as it is), else ``join``."""
     return os.path.join(base, name) if _backend(base) is local else join(base, name)
+
+
+def inside(path, directory):
+    """Whether ``path`` is a file below ``directory``: a local one where it leads once its
+    symbolic links are followed (a link out of ``directory`` is outside it), a URI by its
+    name (no ``..`` segment). The one rule of what a name from data may reach."""
+    if _backend(path) is local:
+        return os.path.realpath(path).startswith(os.path.join(os.path.realpath(directory), ""))
+    return (path.startswith(directory.rstrip("/") + "/")
+            and ".." not in path[len(directory):].split("/"))
 
 
 # -- reading -------------------------------------------------------------------------------
