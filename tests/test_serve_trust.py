@@ -180,6 +180,7 @@ def test_a_request_reads_one_build_whole(crawls, tmp_path):
     big = tmp_path / "big"
     make_corpus(big / "a", files=1, captures=900, seed=7, hosts=40, mean_kb=1)
     make_corpus(big / "b", files=1, captures=900, seed=8, hosts=40, mean_kb=1)
+    make_corpus(big / "c", files=1, captures=9, seed=9, hosts=4, mean_kb=1)
     build([big / "a"], out, "--shards", "3", "--lines-per-block", "1")
     old = every_line(out)
     assert os.path.getsize(out / "cluster" / "cluster.idx") > 64 * 1024
@@ -194,7 +195,7 @@ def test_a_request_reads_one_build_whole(crawls, tmp_path):
     assert newer is not snapshot
     assert [c.line for c in newer.lines(b"", b"~")] == every_line(out) != old
     # the build after next removes its shards: an error, never another build's lines
-    build([big / "a"], out, "--update")
+    build([big / "c"], out, "--update")
     read = []
     with pytest.raises(OSError, match="cannot read build-00001/"):
         for capture in snapshot.lines(b"", b"~"):
