@@ -121,15 +121,27 @@ def test_a_copy_is_built_from_its_archives_not_its_plan(tmp_path, capsys):
 def test_a_cluster_found_below_an_input_is_read_once_and_said(tmp_path, capsys):
     top = tmp_path / "top"
     (top / "warcs").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
     shutil.copy(EXAMPLE, top / "warcs")
+    shutil.copy(EXAMPLE, tmp_path / "elsewhere")
+    # a build of top's own archives, below top: its lines are the archives' lines
     assert cli.main(["build", str(top / "warcs"), "-o", str(top / "old"), "--no-progress"]) \
         == cli.EXIT_OK
     assert cli.main(["build", str(top), "-o", str(tmp_path / "out"), "--no-progress"]) \
         == cli.EXIT_OK
     err = capsys.readouterr().err
-    assert f"warning: {top / 'old'}: offset 0: read as a build's output directory" in err
-    # the archive's 2 lines and the old cluster's 2, once each
-    assert count(tmp_path / "out", capsys, "example.com/") == 4
+    assert (f"warning: {top}: offset 0: left out: builds of archives this walk finds too "
+            "(their lines would be there twice") in err, err
+    assert count(tmp_path / "out", capsys, "example.com/") == 2
+    # a build of other archives, below top: read once, as a cluster, and said
+    assert cli.main(["build", str(tmp_path / "elsewhere"), "-o", str(top / "other"),
+                     "--no-progress"]) == cli.EXIT_OK
+    assert cli.main(["build", str(top), "-o", str(tmp_path / "out2"), "--no-progress"]) \
+        == cli.EXIT_OK
+    err = capsys.readouterr().err
+    assert f"warning: {top / 'other'}: offset 0: read as a build's output directory" in err
+    # the archive's 2 lines and the other cluster's 2, once each
+    assert count(tmp_path / "out2", capsys, "example.com/") == 4
 
 
 # -- 20.10: a CDX file named .txt is an index -----------------------------------------------------

@@ -281,7 +281,9 @@ _WHY = {"output": "this run's own output (never read back)",
                       + " ".join(ARCHIVE_EXTENSIONS) + ")",
         "not regular": "not regular files (a FIFO or device may never end)",
         "plan": "files of a copy's plan/ (the lines of what it copied from: the copies' "
-                "own .cdxj are beside them)"}
+                "own .cdxj are beside them)",
+        "own build": "builds of archives this walk finds too (their lines would be there "
+                     "twice: name a build's directory as an INPUT to read its cluster)"}
 
 
 def _left_out(path, candidate):
@@ -326,7 +328,7 @@ def _walk(directory, outputs=(), notes=None):
     if plans:
         left_out["plan"] = [path for path in listed if path.startswith(plans)]
         listed = [path for path in listed if not path.startswith(plans)]
-    skipped = []
+    skipped, builds = [], {}
     for path in listed:
         if path.rsplit("/", 1)[-1] == CLUSTER_INDEX:
             cluster_dir = path.rsplit("/", 1)[0]
@@ -334,11 +336,8 @@ def _walk(directory, outputs=(), notes=None):
             build_output = last == "cluster" and parent + "/archives.txt" in names
             cluster_dir = parent if build_output else cluster_dir
             skipped.append((cluster_dir + "/", path))
-            if cluster_dir + "/" != below:
-                what = "a build's output directory" if build_output else "a cluster"
-                notes.append({"file": cluster_dir, "offset": 0, "message":
-                              f"read as {what} (its {CLUSTER_INDEX}), once: nothing else below "
-                              "it is read; name the directories beside it to leave it out"})
+            if build_output:
+                builds[path] = parent
     found = []
     for path in listed:
         if any(path.startswith(prefix) for prefix, _ in skipped):
@@ -353,6 +352,7 @@ def _walk(directory, outputs=(), notes=None):
             left_out.setdefault(why, []).append(path)
         elif kind:
             found.append((kind, path))
+    found = _clusters_once(found, builds, below, left_out, notes)
     # copy and recompress write each output's index beside it (x.cdxj), a CDX directory
     # may hold an archive's x.cdx.gz: that archive's lines, which the build makes itself
     stems = {}
@@ -372,6 +372,30 @@ def _walk(directory, outputs=(), notes=None):
         notes.append({"file": directory, "offset": 0, "message": "left out: " + "; ".join(
             f"{_WHY[why]}: {len(paths)}, e.g. {shown_name(paths[0][len(below):])}"
             for why, paths in left_out.items())})
+    return kept
+
+
+def _clusters_once(found, builds, below, left_out, notes):
+    """``found`` without the build outputs (``builds``: cluster.idx -> its directory) that
+    hold an archive the walk found too, whose lines would be there twice (the walk of a
+    directory holding a build of itself): left out, in ``left_out``; each other cluster
+    read once, said in ``notes``."""
+    archives = {path for kind, path in found if kind == "archive"}
+    kept = []
+    for kind, path in found:
+        place = path[:-len(CLUSTER_INDEX) - 1] if kind == "cluster" else None
+        if place is not None and path in builds:
+            place = builds[path]
+            listed = storage.read_bytes(place + "/archives.txt").decode("utf-8", "replace")
+            if archives.intersection(listed.splitlines()):
+                left_out.setdefault("own build", []).append(place)
+                continue
+        if place is not None and place + "/" != below:
+            what = "a build's output directory" if path in builds else "a cluster"
+            notes.append({"file": place, "offset": 0, "message":
+                          f"read as {what} (its {CLUSTER_INDEX}), once: nothing else below "
+                          "it is read; name the directories beside it to leave it out"})
+        kept.append((kind, path))
     return kept
 
 
