@@ -273,6 +273,32 @@ def test_too_many_open_files_is_no_problem_of_an_input(many_indexes, tmp_path):
     assert not (out / "cluster" / "cluster.idx").exists()
 
 
+@pytest.mark.parametrize("kind", ["cdx", "cluster"])
+def test_too_many_open_files_is_no_problem_of_an_input_for_the_jobs_either(tmp_path, monkeypatch,
+                                                                          kind):
+    """The mrjob and Spark engines' index inputs are read (and rewritten) by
+    ``indexprep.prepare``: there too a failure of the machine ends the build, never counted
+    as the input's problem to skip."""
+    import errno
+    from webarchive_indexing import indexprep
+
+    class Source:  # an index input whose reading meets the limit of open files
+        path, name, malformed, lines_read, unsorted, rekey = "in.cdxj", "in.cdxj", 0, 0, None, False
+        problems, notes = [], []
+
+        def __init__(self):
+            self.kind = kind
+
+        def chunks(self, size=None):
+            raise OSError(errno.EMFILE, "Too many open files", self.path)
+
+        write = chunks
+
+    with pytest.raises(OSError) as raised:
+        indexprep.prepare([Source()], str(tmp_path), on_error="skip")
+    assert raised.value.errno == errno.EMFILE
+
+
 # -- 21.10: a table replaced in one step --------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -99,6 +99,8 @@ def _rewrite(source, target):
             try:
                 source.write(out)
             except (IndexInputError, OSError) as exc:
+                if storage.of_environment(exc):
+                    raise
                 return exc
     return None
 
@@ -125,6 +127,8 @@ def prepare(sources, out_dir, on_error="fail", done=None):
                 for _ in source.chunks():
                     pass
             except (IndexInputError, OSError) as exc:
+                if storage.of_environment(exc):
+                    raise  # the machine's failure (too many open files...), no input's
                 failed = exc
         if failed is None and as_is(source):
             files.append(source.path)

@@ -44,7 +44,6 @@ from isal import isal_zlib
 
 from . import runs, splits, storage, zipnum
 from .progress import counted
-from .report import of_environment
 from .workers import watching
 
 # Most inputs one task merges at once, or runs one piece reads: files open at once.
@@ -156,7 +155,7 @@ def _read(path, size):
     try:
         yield from runs.read_chunks(path, size)
     except (OSError, EOFError, ValueError, isal_zlib.error) as exc:
-        if of_environment(exc):
+        if storage.of_environment(exc):
             raise
         raise InputFailed(path, str(exc) or type(exc).__name__) from exc
 
@@ -175,7 +174,7 @@ def _read_source(source, size, ordered, reports):
                 raise runs.NotSorted(source.path, chunk[0])
             yield chunk
     except (IndexInputError, OSError) as exc:
-        if of_environment(exc):
+        if storage.of_environment(exc):
             raise
         failed = exc
     reports[source.path] = (*report(source, failed), source.lines_read)

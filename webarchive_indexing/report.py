@@ -21,9 +21,6 @@ _HINTS = {
     errno.ENFILE: "the system has too many files open: close some, or raise its limit",
     errno.ENOMEM: "free some memory, or run fewer processes at once",
 }
-# Failures of the machine a command runs on, not of what it reads: never an input's problem
-# (skipped with --on-error skip), always the end of the command
-ENVIRONMENT = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOSPC, errno.EDQUOT)
 
 
 # What only writes fail with
@@ -41,11 +38,6 @@ def describe(exc, output=None):
     where = f"{filename}: " if filename else ""
     hint = _HINTS.get(exc.errno)
     return f"{where}{exc.strerror}" + (f" ({hint})" if hint else "")
-
-
-def of_environment(exc):
-    """Whether the ``OSError`` ``exc`` is a failure of the machine (``ENVIRONMENT``)."""
-    return isinstance(exc, OSError) and exc.errno in ENVIRONMENT
 
 
 def log_to_stderr(verbose):

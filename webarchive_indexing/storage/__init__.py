@@ -31,6 +31,7 @@ imported when first needed, not with this package: importing urllib3 (through bo
 alone takes longer than indexing a small local archive, and most runs never leave the
 local disk.
 """
+import errno
 import importlib
 import os
 import shutil
@@ -40,11 +41,22 @@ from .common import READ_BUFFER, RESUMES, add_request_listener, join, remove_req
 
 __all__ = ["READ_BUFFER", "RESUMES", "abspath", "add_request_listener", "backend_name",
            "basename", "dirname", "download", "exists", "fetch_range", "inside", "is_local",
+           "of_environment",
            "is_supported", "is_writable", "join", "list_files", "local_path",
            "makedirs", "open_atomic", "open_read", "publish", "read_bytes", "read_range",
            "reads_ranges", "remove", "remove_leftovers", "remove_request_listener",
            "remove_temp_files", "remove_tree", "resolve", "size",
            "staging_path", "version", "write_atomic"]
+
+# Failures of the machine a command runs on, not of what it reads: never an input's problem
+# (skipped with --on-error skip), always the end of the command
+ENVIRONMENT = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOSPC, errno.EDQUOT)
+
+
+def of_environment(exc):
+    """Whether ``exc`` is an ``OSError`` of the machine (``ENVIRONMENT``), not of a file."""
+    return isinstance(exc, OSError) and exc.errno in ENVIRONMENT
+
 
 # The modules of this package that read and write URIs, and the schemes each owns; local
 # owns the paths without one
