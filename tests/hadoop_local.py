@@ -2,9 +2,11 @@
 Central (fetch.sh, once; later runs reuse them), its ``hadoop`` command, and a
 pseudo-distributed cluster (HDFS + YARN on 127.0.0.1, pseudo-cluster.sh) for a module."""
 import glob
+import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -37,6 +39,26 @@ def hadoop_env(base_env, conf_dir=None):
     if conf_dir:
         env["HADOOP_CONF_DIR"] = str(conf_dir)
     return env
+
+
+def recording(directory, log):
+    """``directory/hadoop``: the real ``hadoop`` command, which first appends its argv (a
+    JSON list) to ``log``; put ``directory`` first on PATH to see what mrjob ran."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    script = directory / "hadoop"
+    script.write_text(f"""#!/bin/sh
+"{sys.executable}" -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "$@" >> "{log}"
+exec "{HADOOP}" "$@"
+""")
+    script.chmod(0o755)
+    return directory
+
+
+def calls(log):
+    """The argv of every recorded ``hadoop`` call."""
+    log = Path(log)
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
 class PseudoCluster:
