@@ -1,10 +1,11 @@
 # make demo: a fresh machine to a queried cluster, from the sample archives in samples/
 # make test: the whole test suite, in the same virtual environment
+# make test-quick: the suite without the tests that start real Hadoop or a Spark cluster
 PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: demo test bench bench-zstd bench-serve clean clean-venv
+.PHONY: demo test test-quick bench bench-zstd bench-serve clean clean-venv
 
 $(BIN)/webarchive-index: setup.py webarchive_indexing/_members.c
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +29,9 @@ demo: $(BIN)/webarchive-index
 
 test: $(BIN)/webarchive-index
 	$(BIN)/python -m pytest -q
+
+test-quick: $(BIN)/webarchive-index
+	$(BIN)/python -m pytest -q -m "not cluster"
 
 bench: $(BIN)/webarchive-index
 	$(BIN)/pip install --quiet -e '.[test,bench]'

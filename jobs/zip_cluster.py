@@ -34,6 +34,12 @@ from webarchive_indexing.steps import read_splits, shard_key, write_shard
 
 TOTAL_ORDER = "org.apache.hadoop.mapred.lib.TotalOrderPartitioner"
 PARTITION_FILE = "_partition.lst"
+# TotalOrderPartitioner opens its path with SequenceFile.Reader.file(path), which resolves
+# a relative path (its default, _partition.lst) against the default file system
+# (hdfs://.../user/$USER/ on a cluster), not the task's working directory where -files put
+# it. So it is named by its absolute local path: Hadoop expands ${user.dir} (the task
+# JVM's working directory) from the system properties when the task reads the setting.
+PARTITION_PATH = ("mapreduce.totalorderpartitioner.path", "file://${user.dir}/" + PARTITION_FILE)
 
 
 class ZipClusterJob(options.AbsolutePaths, MRJob):
@@ -68,15 +74,16 @@ class ZipClusterJob(options.AbsolutePaths, MRJob):
     def partitioner(self):
         if not self.options.partitions:
             return None
-        # TotalOrderPartitioner reads its default path, _partition.lst, from the task's
-        # working directory (any other path from the cluster's default file system)
         if not self.options.partitions.endswith("#" + PARTITION_FILE):
             raise ValueError(f"ship the partitions file under the name TotalOrderPartitioner "
                              f"reads: --partitions {self.options.partitions}#{PARTITION_FILE}")
         return TOTAL_ORDER
 
     def jobconf(self):
-        return dict(super().jobconf(), **{"mapreduce.job.reduces": str(self.options.shards)})
+        conf = dict(super().jobconf(), **{"mapreduce.job.reduces": str(self.options.shards)})
+        if self.options.partitions:
+            conf.update([PARTITION_PATH])
+        return conf
 
     def mapper_init(self):
         self.splits = read_splits(self.options.splits)

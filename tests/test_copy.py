@@ -36,8 +36,8 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-import fake_hadoop
 import faultproxy
+import hadoop_local
 import rangeserver
 import s3server
 from helpers import REAL, pywb_cdx
@@ -683,7 +683,7 @@ def launcher_env(tmp_path, path_dirs=(), **settings):
 
 def run_launcher(env, *args, cwd=None):
     return subprocess.run([str(REPO / "scripts" / "runremotecopy.sh"), *args], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=600)
 
 
 def test_launcher_inline_and_settings(collection, domains, tmp_path):
@@ -724,25 +724,27 @@ def test_launcher_inline_and_settings(collection, domains, tmp_path):
         assert name in result.stdout
 
 
+@pytest.mark.cluster
 def test_launcher_on_hadoop(collection, domains, tmp_path):
-    """A stand-in hadoop: one chunk per map task (NLineInputFormat), tasks read their chunk
-    and write their outputs themselves."""
-    fake_hadoop.install(tmp_path / "bin", tmp_path / "state")
-    jar = tmp_path / "hadoop-streaming.jar"
-    jar.write_bytes(b"not really a jar")
+    """Real Hadoop's local job runner (tests/hadoop_local.py): one chunk per map task
+    (NLineInputFormat), tasks read their chunk and write their outputs themselves."""
+    lib = hadoop_local.fetch()
+    recorder = hadoop_local.recording(tmp_path / "bin", tmp_path / "calls.jsonl")
     python_bin = tmp_path / "python"
     python_bin.mkdir()
     for name in ("python3", "python3.11"):  # the sample mrjob.conf's python_bin
         (python_bin / name).write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
         (python_bin / name).chmod(0o755)
-    env = launcher_env(tmp_path, [tmp_path / "bin", python_bin], RUNNER="hadoop",
+    env = launcher_env(tmp_path, [recorder, hadoop_local.BIN, python_bin], RUNNER="hadoop",
                        MRJOB_CONF=REPO / "mrjob.conf.sample", COPY_CLUSTER=collection["index"],
                        COPY_DOMAINS=",".join(domains), COPY_OUTPUT=tmp_path / "out",
                        WARC_PREFIX=collection["crawl"], RECORDS_PER_FILE=50,
-                       PYTHON=sys.executable, EXTRA_ARGS=f"--hadoop-streaming-jar {jar}")
+                       PYTHON=sys.executable,
+                       EXTRA_ARGS=f"--hadoop-streaming-jar {hadoop_local.streaming_jar(lib)} "
+                                  f"--hadoop-tmp-dir file://{tmp_path}/mrjob-tmp")
     result = run_launcher(env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-5000:]
-    [argv] = fake_hadoop.streaming_calls(tmp_path / "state")
+    [argv] = [a for a in hadoop_local.calls(tmp_path / "calls.jsonl") if a[:1] == ["jar"]]
     conf = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv[:-1]) if a == "-D")
     assert argv[argv.index("-inputformat") + 1] == "org.apache.hadoop.mapred.lib.NLineInputFormat"
     assert conf["mapreduce.input.lineinputformat.linespermap"] == "1"

@@ -63,8 +63,8 @@ COVERED = {
     r"^aws ": ("AWS itself (no network here): the listing it makes is made by the fixtures",
                "test_docs.py::world"),
     r"^hadoop jar \.\.\./hadoop-streaming\.jar": (
-        "what mrjob runs on Hadoop, checked against a stand-in hadoop",
-        "test_launchers.py::test_hadoop_cluster_job_command_line"),
+        "what mrjob runs on Hadoop, recorded from a run on real Hadoop's local job runner",
+        "test_real_hadoop.py::test_cluster_job_command_line"),
     r"^WEBARCHIVE_INDEXING_PURE=1 \.venv/bin/python -m pip wheel ": (
         "the wheel the EMR launchers build the same way",
         "test_launchers.py::test_emr_cluster_is_launched_as_the_sample_conf_says"),
@@ -75,10 +75,20 @@ COVERED = {
         "test_spark.py::test_spark_submit_entry_script"),
     r"^PYSPARK_PYTHON=/usr/bin/python3\.11 spark-submit --master yarn": (
         "YARN: not here", "test_spark.py::test_spark_submit_entry_script"),
-    r"^python jobs/zip_cluster\.py -r hadoop ": ("Hadoop: a stand-in hadoop runs it",
-                                                 "test_launchers.py::test_hadoop_cluster_job_command_line"),
+    r"^python jobs/zip_cluster\.py -r hadoop ": ("Hadoop: runall.sh runs it on real Hadoop",
+                                                 "test_real_hadoop.py::test_cluster_job_command_line"),
     r"^python jobs/remote_copy\.py -r emr ": ("EMR: not here; the job runs on a stand-in Hadoop",
                                               "test_copy.py::test_launcher_on_hadoop"),
+    r"^scripts/hadoop-local/fetch\.sh$": (
+        "fetches real Hadoop once, then its hadoop command runs",
+        "test_real_hadoop.py::test_hadoop_command_runs_hadoops_main_classes"),
+    r"^(scripts/hadoop-local/pseudo-cluster\.sh /tmp/rehearsal |hadoop fs -put warcs /warcs$|"
+    r"scripts/runall\.sh -r hadoop$)": (
+        "a pseudo-distributed Hadoop started by the same script, the same launcher on it "
+        "(minutes: marked `cluster`)",
+        "test_real_hadoop.py::test_pseudo_cluster_builds_what_build_builds"),
+    r"^webarchive-index query \"\$FS/idx/cluster\" ": (
+        "query on that cluster's hdfs://", "test_real_hadoop.py::test_query_answers_from_the_hdfs_cluster"),
     r"^webarchive-index (zstd-dict crawl/ |recompress |cdx a\.warc\.zst$)|^zstd -d -D ": (
         "in a directory with the crawl/ they name, the zstd tool decoding what recompress wrote",
         "test_recompress.py::test_readme_zstd_commands_as_written"),

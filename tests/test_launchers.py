@@ -2,14 +2,11 @@
 
 * settings: a missing or bad variable stops a script with exit status 2, naming it;
 * inline: runall.sh builds the same cluster as ``webarchive-index build``, byte for byte;
-* hadoop: mrjob's hadoop runner against a stand-in ``hadoop`` (tests/fake_hadoop.py)
-  that records every call and runs streaming jobs with Hadoop's semantics: the streaming
-  command lines, and the cluster that comes out;
+* hadoop: in tests/test_real_hadoop.py, on real Hadoop;
 * emr: mrjob's EMR runner against moto on 127.0.0.1 (tests/emr_moto.py), a whole cluster
   lifecycle per job: what is uploaded to S3 and what RunJobFlow/AddJobFlowSteps carry.
 """
 import atexit
-import gzip
 import io
 import os
 import shlex
@@ -24,7 +21,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-import fake_hadoop
 from emr_moto import MotoEMR, Requests, client_env, network_guard
 from webarchive_indexing.corpus import make_corpus
 from webarchive_indexing.build import build
@@ -261,138 +257,6 @@ def test_runall_local_writes_the_shards_that_got_no_lines(tmp_path, corpus):
     assert cluster == cluster_of_build(out)
 
 
-# -- hadoop: a stand-in `hadoop` that records and runs streaming jobs ------------------------
-
-@pytest.fixture(scope="module")
-def hadoop_run(tmp_path_factory, corpus):
-    """runall.sh -r hadoop, with the fake hadoop first on PATH and a dummy streaming jar."""
-    base = tmp_path_factory.mktemp("hadoop")
-    fake_hadoop.install(base / "bin", base / "state")
-    jar = base / "hadoop-streaming-3.3.6.jar"
-    jar.write_bytes(b"not really a jar")
-    env_file = write_env(base / "env.sh", **settings(
-        base, corpus, RUNNER="local", EXTRA_ARGS=["--hadoop-streaming-jar", jar]))
-    env = script_env(env_file, PATH=f"{base / 'bin'}{os.pathsep}{PYTHON_BIN}{os.pathsep}{os.environ['PATH']}")
-    result = run("runall.sh", env, "-r", "hadoop", cwd=base)
-    jobs = {}
-    for argv in fake_hadoop.streaming_calls(base / "state"):
-        mapper = argv[argv.index("-mapper") + 1]
-        jobs[next(j for j in ("index_warcs", "sample_splits", "zip_cluster") if f"{j}.py" in mapper)] = argv
-    return {"base": base, "result": result, "jobs": jobs, "jar": jar,
-            "calls": fake_hadoop.calls(base / "state")}
-
-
-def test_hadoop_run_publishes_a_cluster(hadoop_run):
-    result = hadoop_run["result"]
-    assert result.returncode == 0, result.stderr[-5000:]
-    assert sorted(hadoop_run["jobs"]) == ["index_warcs", "sample_splits", "zip_cluster"]
-    assert ["version"] in hadoop_run["calls"]  # mrjob found `hadoop` on PATH itself
-    for argv in hadoop_run["jobs"].values():
-        assert argv[1] == str(hadoop_run["jar"])
-    assert (hadoop_run["base"] / "cluster" / "cluster.idx").exists()
-
-
-def test_hadoop_index_job_command_line(hadoop_run):
-    argv = hadoop_run["jobs"]["index_warcs"]
-    conf = jobconf(argv)
-    assert option_values(argv, "-inputformat") == [NLINE]
-    assert conf["mapreduce.input.lineinputformat.linespermap"] == "2"
-    assert conf["mapreduce.map.speculative"] == "false"
-    assert conf["mapreduce.task.timeout"] == "9600000"
-    assert conf["mapreduce.job.reduces"] == "0" and "-reducer" not in argv
-    # the local manifest went to HDFS and is the job's input
-    (manifest_uri,) = option_values(argv, "-input")
-    assert manifest_uri.startswith("hdfs:///") and manifest_uri.endswith("/warcs.txt")
-    mapper = argv[argv.index("-mapper") + 1]
-    assert "python3.11 index_warcs.py --step-num=0 --mapper" in mapper  # python_bin of the sample conf
-    assert "--input-root" in mapper and "--cdx-dir" in mapper
-
-
-def test_hadoop_sample_job_command_line(hadoop_run):
-    argv = hadoop_run["jobs"]["sample_splits"]
-    conf = jobconf(argv)
-    assert option_values(argv, "-inputformat") == [COMBINE]
-    assert conf["mapreduce.job.reduces"] == "1" and "-reducer" in argv
-    assert conf["mapreduce.map.output.compress"] == "true"
-    assert conf["mapreduce.output.fileoutputformat.compress"] == "false"
-    assert conf["mapreduce.input.fileinputformat.split.maxsize"] == "50000000"
-    assert conf["mapreduce.job.reduce.slowstart.completedmaps"] == "1.0"
-    assert conf["mapreduce.task.timeout"] == "9600000"
-    # added by the launcher: plain lines for the mapper, nested CDX directories read
-    assert conf["stream.map.input.ignoreKey"] == "true"
-    assert conf["mapreduce.input.fileinputformat.input.dir.recursive"] == "true"
-    assert "-partitioner" not in argv
-
-
-def test_hadoop_cluster_job_command_line(hadoop_run, built):
-    argv = hadoop_run["jobs"]["zip_cluster"]
-    conf = jobconf(argv)
-    assert option_values(argv, "-partitioner") == [TOTAL_ORDER]
-    assert conf["mapreduce.job.reduces"] == str(SHARDS)
-    assert option_values(argv, "-inputformat") == [COMBINE]
-    (files,) = option_values(argv, "-files")
-    shipped = dict(reversed(f.split("#", 1)) for f in files.split(","))
-    assert set(shipped) >= {"_partition.lst", "splits.txt", "zip_cluster.py", "mrjob.zip"}
-    # the files shipped are the sampler's: mrjob put them to HDFS under those names
-    puts = {argv2[-1]: argv2[-2] for argv2 in hadoop_run["calls"] if argv2[:2] == ["fs", "-put"]}
-    assert puts[shipped["_partition.lst"]] == str(hadoop_run["base"] / "splits" / "partitions.seq")
-    assert puts[shipped["splits.txt"]] == str(hadoop_run["base"] / "splits" / "splits.txt")
-    assert conf["mapreduce.reduce.speculative"] == "false"
-    assert conf["mapreduce.task.timeout"] == "9600000"
-    assert conf["mapreduce.job.reduce.slowstart.completedmaps"] == "1.0"
-    assert conf["mapreduce.output.fileoutputformat.compress"] == "false"
-    assert conf["mapreduce.input.fileinputformat.split.maxsize"] == "50000000"
-    # SORT_VALUES: key = shard number + line, values sorted by the framework
-    assert conf["stream.num.map.output.key.fields"] == "2"
-    assert conf["mapreduce.partition.keypartitioner.options"] == "-k1,1"
-    assert conf["stream.map.input.ignoreKey"] == "true"
-    # generic options (-files, -D) come before the streaming ones, as Hadoop requires
-    assert max(i for i, a in enumerate(argv) if a in ("-D", "-files")) < argv.index("-partitioner")
-    reducer = argv[argv.index("-reducer") + 1]
-    assert "--partitions _partition.lst" in reducer and "--splits splits.txt" in reducer
-
-
-def test_hadoop_run_indexes_and_samples_as_build_does(hadoop_run, built):
-    base = hadoop_run["base"]
-    assert files_of(base / "cdx") == files_of(built / "cdx")
-    for name in ("splits.txt", "splits.seq", "partitions.seq"):
-        assert (base / "splits" / name).read_bytes() == (built / name).read_bytes()
-
-
-def shard_lines(cluster, shards=SHARDS):
-    out = []
-    for i in range(shards):
-        data = (Path(cluster) / f"cdx-{i:05d}.gz").read_bytes()
-        out.append(gzip.decompress(data).splitlines() if data else [])
-    return out
-
-
-def test_hadoop_cluster_holds_builds_lines_in_the_same_shards(hadoop_run, built):
-    """Reducer i wrote shard i (TotalOrderPartitioner over partitions.seq), with the lines of
-    `build`'s shard i in the same order."""
-    assert shard_lines(hadoop_run["base"] / "cluster") == shard_lines(built / "cluster" / "build-00001")
-
-
-def test_hadoop_cluster_is_byte_identical_to_build(hadoop_run, built):
-    assert files_of(hadoop_run["base"] / "cluster") == cluster_of_build(built)
-
-
-def test_sampler_on_hadoop_needs_no_extra_jobconf(tmp_path, built):
-    root = tmp_path / "state"
-    hadoop = fake_hadoop.install(tmp_path / "bin", root)
-    jar = tmp_path / "hadoop-streaming.jar"
-    jar.write_bytes(b"")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HADOOP_")}
-    env["PATH"] = PYTHON_BIN + os.pathsep + env["PATH"]
-    result = subprocess.run(
-        [sys.executable, str(REPO / "jobs" / "sample_splits.py"), "-r", "hadoop", "--no-conf",
-         "--hadoop-bin", hadoop, "--hadoop-streaming-jar", str(jar), "--shards", str(SHARDS),
-         "--splits-dir", str(tmp_path / "splits"), str(built / "cdx")],
-        env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert (tmp_path / "splits" / "splits.txt").read_bytes() == (built / "splits.txt").read_bytes()
-
-
 # -- emr: mrjob's EMR runner against moto on 127.0.0.1 ---------------------------------------
 
 @pytest.fixture(scope="module")
@@ -548,6 +412,7 @@ def test_emr_cluster_job_uploads_and_step(emr_runs, checkout, built):
     assert reducer.startswith("/bin/sh -x setup-wrapper.sh python3.11 zip_cluster.py")
     assert "--cluster-dir 's3://your-bucket/idx/cluster'" in reducer
     assert "--partitions _partition.lst" in reducer
+    assert conf["mapreduce.totalorderpartitioner.path"] == "file://${user.dir}/_partition.lst"
 
 
 def test_emr_index_and_sample_steps(emr_runs):
