@@ -2,7 +2,9 @@
 staging and publishing of files and directories."""
 import os
 
-from webarchive_indexing import storage
+import pytest
+
+from webarchive_indexing import cli, storage
 
 
 def test_what_a_place_is(tmp_path):
@@ -66,3 +68,25 @@ def test_temporary_files_of_killed_writes_are_removed(tmp_path):
     assert os.listdir(top) == ["a", "keep.tmp"] or sorted(os.listdir(top)) == ["a", "keep.tmp"]
     storage.remove_temp_files(str(tmp_path / "missing"), recursive=True)
     storage.remove_temp_files("s3://bucket/out")  # nothing to do: uploads leave nothing
+
+
+@pytest.mark.parametrize("uri", ["file://{out}", "gs://bucket/out"])
+def test_no_write_to_a_uri_no_store_owns_lands_below_the_working_directory(tmp_path,
+                                                                           monkeypatch, capsys,
+                                                                           uri):
+    """A URI of a scheme no backend owns (file://, gs://) was written as a relative path
+    ('file:/tmp/...' below the working directory): every write and removal refuses it."""
+    monkeypatch.chdir(tmp_path)
+    target = uri.format(out=tmp_path / "out") + "/x.cdx.gz"
+    for write in (lambda: storage.write_atomic(target, b"x"),
+                  lambda: storage.makedirs(target), lambda: storage.remove(target),
+                  lambda: storage.remove_tree(target)):
+        with pytest.raises(OSError, match="no store here writes URIs of this scheme") as raised:
+            write()
+        assert raised.value.filename == target
+    sample = os.path.join(os.path.dirname(os.path.dirname(__file__)), "samples",
+                          "example.warc.gz")
+    assert cli.main(["cdx", sample, "-o", uri.format(out=tmp_path / "out")]) == cli.EXIT_FAILED
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "no store here writes URIs of this scheme" in err[-1], err
+    assert os.listdir(tmp_path) == []

@@ -87,6 +87,18 @@ def _backend(path):
     return _owner(path) or local
 
 
+def _writer(path):
+    """The backend that writes (or removes) ``path``: never local for a URI of a scheme no
+    backend owns (``file://``, ``gs://``...), which it would take for a relative path and
+    write below the working directory, outside the place the user named."""
+    owner = _owner(path)
+    if owner is None:
+        raise OSError(errno.EPROTONOSUPPORT, "no store here writes URIs of this scheme: give "
+                      "a local path (not a file:// URI), or an s3://, hdfs:// or s3a:// one",
+                      path)
+    return owner
+
+
 # -- what a place is -----------------------------------------------------------------------
 
 def is_local(path):
@@ -123,14 +135,16 @@ def local_path(path):
 # -- paths ---------------------------------------------------------------------------------
 
 # Paths are alike for every backend but local: a URI is absolute, its parts joined by "/"
+# (one of a scheme no backend owns too: taken for a relative local path, it would lead
+# below the working directory)
 
 def abspath(path):
     """A local path made absolute; a URI as it is."""
-    return os.path.abspath(path) if _backend(path) is local else path
+    return os.path.abspath(path) if is_local(path) else path
 
 
 def dirname(path):
-    return os.path.dirname(path) if _backend(path) is local else path.rsplit("/", 1)[0]
+    return os.path.dirname(path) if is_local(path) else path.rsplit("/", 1)[0]
 
 
 def basename(path):
@@ -140,14 +154,14 @@ def basename(path):
 def resolve(base, name):
     """``name`` in the directory ``base``: as ``os.path.join`` does for a local ``base``
     (an absolute ``name`` stays as it is), else ``join``."""
-    return os.path.join(base, name) if _backend(base) is local else join(base, name)
+    return os.path.join(base, name) if is_local(base) else join(base, name)
 
 
 def inside(path, directory):
     """Whether ``path`` is a file below ``directory``: a local one where it leads once its
     symbolic links are followed (a link out of ``directory`` is outside it), a URI by its
     name (no ``..`` segment). The one rule of what a name from data may reach."""
-    if _backend(path) is local:
+    if is_local(path):
         return os.path.realpath(path).startswith(os.path.join(os.path.realpath(directory), ""))
     return (path.startswith(directory.rstrip("/") + "/")
             and ".." not in path[len(directory):].split("/"))
@@ -212,7 +226,7 @@ def download(url, local_path):
 def open_atomic(path):
     """A file to write ``path`` through (a context manager); it appears under its name only
     once complete."""
-    return _backend(path).open_atomic(path)
+    return _writer(path).open_atomic(path)
 
 
 def write_atomic(path, data):
@@ -257,14 +271,14 @@ def remove_temp_files(directory, recursive=False):
 
 
 def makedirs(path):
-    _backend(path).makedirs(path)
+    _writer(path).makedirs(path)
 
 
 def remove(path):
     """Remove the file ``path``; nothing if it is not there."""
-    _backend(path).remove(path)
+    _writer(path).remove(path)
 
 
 def remove_tree(directory):
     """Delete ``directory`` and everything in it (on S3, every key under the prefix)."""
-    _backend(directory).remove_tree(directory)
+    _writer(directory).remove_tree(directory)
