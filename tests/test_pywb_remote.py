@@ -9,22 +9,12 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 import servers
+from test_serve import LogCapture
 from webarchive_indexing.build import build
 from webarchive_indexing.options import BuildOptions
 from webarchive_indexing.serve import open_collections
 
 SAMPLE = os.path.join(os.path.dirname(__file__), "..", "samples", "IAH-urls-wget.warc.gz")
-
-
-class AccessLog:
-    def __init__(self):
-        self.text = ""
-
-    def write(self, text):
-        self.text += text
-
-    def flush(self):
-        pass
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +26,7 @@ def pywb_both(tmp_path_factory):
     warcs.mkdir()
     shutil.copy(SAMPLE, warcs)
     build([str(warcs)], str(tmp / "out"), BuildOptions(runner="inline"))
-    log = AccessLog()
+    log = LogCapture()
     with servers.ours(open_collections([f"c={tmp / 'out'}"]), access_log=log) as ours, \
             servers.pywb(tmp, {"remote": {"index": f"cdx+{ours}/c/cdx", "archive_paths": f"{warcs}/"},
                                "local": {"index": str(tmp / "out" / "cluster" / "cluster.idx"),

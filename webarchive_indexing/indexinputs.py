@@ -514,11 +514,6 @@ def _read_loc(path):
     return locations
 
 
-def _inside(path, directory):
-    path, directory = os.path.realpath(path), os.path.realpath(directory)
-    return path.startswith(directory.rstrip("/") + "/")
-
-
 def cluster_index(location):
     """The ``cluster.idx`` of ``location``: a build's output directory, its ``cluster/``
     directory or an index itself; local, ``s3://`` or ``http(s)://``."""
@@ -589,7 +584,7 @@ class ZipNumCluster(IndexSource):
         for location in self.locations.get(shard, []) + [shard]:
             path = storage.local_path(location)
             path = path and os.path.join(self.directory, path)
-            if path and _inside(path, self.directory):
+            if path and storage.inside(path, self.directory):
                 candidates.append(path)
             else:
                 refused.append(location)
