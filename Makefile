@@ -7,7 +7,7 @@ BIN = $(VENV)/bin
 
 .PHONY: demo test test-quick bench bench-zstd bench-serve clean clean-venv
 
-$(BIN)/webarchive-index: setup.py webarchive_indexing/_members.c
+$(BIN)/webarchive-index: setup.py webarchive_indexing/warc/_members.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
@@ -48,4 +48,4 @@ clean:
 	rm -rf demo-out bench/out
 
 clean-venv:
-	rm -rf $(VENV) build webarchive_indexing/*.so
+	rm -rf $(VENV) build webarchive_indexing/warc/*.so

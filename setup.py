@@ -1,13 +1,13 @@
 import os
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 
 # records.GzipMembers' compiled twin, linked to ISA-L (Debian/Ubuntu: libisal-dev; Homebrew:
 # isa-l). Optional: where it cannot be built the install goes on without it, and indexing
 # runs the same in pure Python, slower. WEBARCHIVE_INDEXING_PURE=1 leaves it out on purpose,
 # for a wheel that installs anywhere (the EMR launchers build one).
 EXTENSIONS = [] if os.environ.get("WEBARCHIVE_INDEXING_PURE") == "1" else [
-    Extension("webarchive_indexing._members", ["webarchive_indexing/_members.c"],
+    Extension("webarchive_indexing.warc._members", ["webarchive_indexing/warc/_members.c"],
               libraries=["isal"], optional=True),
 ]
 
@@ -21,8 +21,8 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.11",
     # the MRJob jobs live in jobs/ beside setup.py, and install as webarchive_indexing.jobs
-    packages=["webarchive_indexing", "webarchive_indexing.engines", "webarchive_indexing.extract",
-              "webarchive_indexing.storage", "webarchive_indexing.jobs"],
+    packages=find_packages(include=["webarchive_indexing", "webarchive_indexing.*"])
+    + ["webarchive_indexing.jobs"],
     package_dir={"webarchive_indexing": "webarchive_indexing", "webarchive_indexing.jobs": "jobs"},
     ext_modules=EXTENSIONS,
     install_requires=[

@@ -1,4 +1,4 @@
-"""Benchmark reading index inputs (``indexinputs``): CPU time per line against the floor.
+"""Benchmark reading index inputs (``inputs.indexes``): CPU time per line against the floor.
 
 Usage (from the project root; plain `python` re-runs itself with .venv/bin/python):
 
@@ -75,12 +75,12 @@ def floor(paths):
 
 
 def chunks(paths):
-    from webarchive_indexing.indexinputs import open_index
+    from webarchive_indexing.inputs.sources import open_index
     return sum(len(chunk) for path in paths for chunk in open_index(path).chunks())
 
 
 def lines(paths):
-    from webarchive_indexing.indexinputs import open_index
+    from webarchive_indexing.inputs.sources import open_index
     return sum(1 for path in paths for _ in open_index(path).lines())
 
 

@@ -71,7 +71,7 @@ ORDER = (*FLOORS, "cdxj-indexer", PYWB, "ours")
 
 def corpus(files, captures, mean_kb, seed=1):
     """The corpus' .warc.gz paths, generated on first use and cached by parameters."""
-    from webarchive_indexing.corpus import make_corpus
+    from webarchive_indexing.commands.corpus import make_corpus
     key = f"f{files}-c{captures}-kb{mean_kb:g}-s{seed}"
     out_dir = os.path.join(OUT, "corpus", key)
     done = out_dir + ".done.json"  # beside, not inside: `build` indexes the whole directory
@@ -96,7 +96,7 @@ def total_mb(paths):
 def records_in(path):
     """WARC records in the file (indexed or not), from the corpus' ground-truth manifest
     (read once: every row of the report asks)."""
-    from webarchive_indexing.corpus import read_manifest
+    from webarchive_indexing.commands.corpus import read_manifest
     return len(read_manifest(path))
 
 
@@ -123,7 +123,8 @@ def install_project(source=ROOT, install=INSTALL):
 def walker(ours_bin):
     """Which member walker the install runs: the compiled one needs ISA-L's headers at install."""
     compiled = subprocess.run([os.path.join(ours_bin, "python"), "-c",
-                               "from webarchive_indexing import records; print(bool(records.CompiledMembers))"],
+                               "from webarchive_indexing.warc import members; "
+                               "print(bool(members.CompiledMembers))"],
                               check=True, capture_output=True, text=True).stdout.strip() == "True"
     return "compiled (ISA-L)" if compiled else "pure Python (no ISA-L headers at install: libisal-dev)"
 
@@ -318,8 +319,8 @@ def scaled_cluster(cluster_dir, copies):
     """A larger cluster for the columnar measurements: every line of ``cluster_dir`` once per
     copy, its host given one more label (``h7.example.com``), 4 shards; returns (its
     directory, its line count, a host of it)."""
-    from webarchive_indexing.indexinputs import ZipNumCluster, cluster_index
-    from webarchive_indexing.zipnum import write_cluster
+    from webarchive_indexing.inputs.indexes import ZipNumCluster, cluster_index
+    from webarchive_indexing.zipnum.layout import write_cluster
     base = [line.decode("utf-8") + "\n" for line in ZipNumCluster(cluster_index(cluster_dir)).lines()]
     url_host = re.compile(r'("url": "https?://)([^/:"]+)')
     lines = []

@@ -94,7 +94,7 @@ def make_lines(count, hosts, seed=1):
 
 def cluster(count, hosts):
     """The cluster's directory and the lookup mix, made once per parameters."""
-    from webarchive_indexing.zipnum import write_cluster
+    from webarchive_indexing.zipnum.layout import write_cluster
     out = os.path.join(OUT, "serve-cluster", f"l{count}-h{hosts}")
     done = out + ".json"
     if os.path.exists(done):
@@ -279,7 +279,7 @@ def targets_for(path, mix, pywb):
 def one_process(cluster_dir, mix, seconds):
     """Exact lookups a second in this process: ours (no cache; a 64 MiB BlockCache) and pywb's."""
     from pywb.warcserver.index.zipnum import ZipNumIndexSource
-    from webarchive_indexing.query import BlockCache, Cluster
+    from webarchive_indexing.zipnum.reader import BlockCache, Cluster
     urls = [q["url"] for q in mix if "limit" not in q]
     results = {}
 

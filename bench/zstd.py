@@ -98,15 +98,15 @@ class Counter:
 
 
 def records_of(path):
-    from webarchive_indexing.rawrecords import open_records
+    from webarchive_indexing.warc.raw import open_records
     with open_records(path) as records:
         return [list(record.pieces) for record in records]
 
 
 def compressed_size(records, fmt, level, dictionary=None):
     """(bytes as `recompress` writes them, bytes of the dictionary frame, seconds)."""
-    from webarchive_indexing.rawrecords import record_writer
-    from webarchive_indexing.zstdwarc import load_dictionary
+    from webarchive_indexing.warc.raw import record_writer
+    from webarchive_indexing.warc.zstdwarc import load_dictionary
     out = Counter()
     start = time.perf_counter()
     write = record_writer(out, fmt, level, load_dictionary(dictionary) if dictionary else None)

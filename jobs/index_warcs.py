@@ -10,13 +10,13 @@ its summary and error report.
 ``/data/crawl/seg/a.warc.gz`` is indexed into ``out/cdx/seg/a.cdx.gz`` with
 ``filename`` ``seg/a.warc.gz``.
 """
-import webarchive_indexing.compat  # noqa: F401  (before mrjob: Python 3.13)
+import webarchive_indexing.util.compat
 from mrjob.job import MRJob
 from mrjob.protocol import JSONValueProtocol, RawValueProtocol
 
 from webarchive_indexing import options
-from webarchive_indexing.inputs import relative_name
-from webarchive_indexing.steps import index_archive
+from webarchive_indexing.inputs.discovery import relative_name
+from webarchive_indexing.build.tasks import index_archive
 
 COUNTERS = "webarchive-index"
 

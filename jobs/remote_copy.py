@@ -16,12 +16,12 @@ Output: one JSON status line per chunk (records, copied, failed, bytes, skipped)
 (``scripts/runremotecopy.sh`` runs the three; ``webarchive-index copy copy`` runs the
 plan and this job on mrjob's inline or local runner, or on Spark.)
 """
-import webarchive_indexing.compat  # noqa: F401  (before mrjob: Python 3.13)
+import webarchive_indexing.util.compat
 from mrjob.job import MRJob
 from mrjob.protocol import JSONValueProtocol, RawValueProtocol
 
 from webarchive_indexing import options
-from webarchive_indexing.extract import run_chunk
+from webarchive_indexing.copy import run_chunk
 
 COUNTERS = "webarchive-index copy"
 

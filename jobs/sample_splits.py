@@ -8,14 +8,14 @@ with ``partitions.seq`` for the cluster job's TotalOrderPartitioner.
 
     python jobs/sample_splits.py -r local --shards 4 --splits-dir job-out out/cdx/
 """
-import webarchive_indexing.compat  # noqa: F401  (before mrjob: Python 3.13)
+import webarchive_indexing.util.compat
 from mrjob.job import MRJob
 from mrjob.protocol import JSONProtocol, RawValueProtocol
 
 from webarchive_indexing import options
-from webarchive_indexing.splits import Reservoir, choose_splits, merge
-from webarchive_indexing.cdxline import is_cdx_line
-from webarchive_indexing.steps import write_splits
+from webarchive_indexing.cdx.splits import Reservoir, choose_splits, merge
+from webarchive_indexing.cdx.cdxline import is_cdx_line
+from webarchive_indexing.build.tasks import write_splits
 
 
 class SampleSplitsJob(options.AbsolutePaths, MRJob):

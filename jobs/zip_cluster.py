@@ -22,15 +22,15 @@ Identical lines (the same record indexed twice) are kept, one line each.
 """
 import os
 
-import webarchive_indexing.compat  # noqa: F401  (before mrjob: Python 3.13)
+import webarchive_indexing.util.compat
 from mrjob.job import MRJob
 from mrjob.protocol import JSONValueProtocol, RawProtocol, RawValueProtocol
 
 from webarchive_indexing import options
-from webarchive_indexing.columnar import Table
-from webarchive_indexing.splits import shard_of
-from webarchive_indexing.cdxline import is_cdx_line
-from webarchive_indexing.steps import read_splits, shard_key, write_shard
+from webarchive_indexing.columnar.table import Table
+from webarchive_indexing.cdx.splits import shard_of
+from webarchive_indexing.cdx.cdxline import is_cdx_line
+from webarchive_indexing.build.tasks import read_splits, shard_key, write_shard
 
 TOTAL_ORDER = "org.apache.hadoop.mapred.lib.TotalOrderPartitioner"
 PARTITION_FILE = "_partition.lst"

@@ -82,7 +82,7 @@ else
     "${CMD[@]}" | tee "$STATS"
     "${PYTHON:-python3}" - "$CLUSTER_DIR" "$SHARDS" "$STATS" <<'EOF'
 import json, sys
-from webarchive_indexing.steps import write_shard
+from webarchive_indexing.build.tasks import write_shard
 cluster_dir, shards, stats = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 with open(stats) as fh:
     written = {json.loads(line)["shard"] for line in fh if line.strip()}

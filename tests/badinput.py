@@ -32,8 +32,8 @@ from typing import NamedTuple
 import zstandard
 
 from helpers import line_offset, resumed_at
-from webarchive_indexing import zstdwarc
-from webarchive_indexing.corpus import make_corpus, read_manifest
+from webarchive_indexing.warc import zstdwarc
+from webarchive_indexing.commands.corpus import make_corpus, read_manifest
 
 # (format, compression): each base file's 14 captures hold every WARC record type, revisits
 # and a response without WARC-Payload-Digest (its payload is hashed); the .warc.zst holds the
@@ -88,7 +88,7 @@ class Case(NamedTuple):
 
 def make_bases(directory):
     """The undamaged files, each with the lines of its index (``index``: path -> lines)."""
-    from webarchive_indexing.cdx import index_file
+    from webarchive_indexing.cdx.indexer import index_file
     bases = []
     for fmt, compression in BASES:
         name = f"{fmt}.{compression}" if compression else fmt
@@ -108,7 +108,7 @@ def make_bases(directory):
 def _zst_base(directory, warc_gz):
     """The records of the .warc.gz base as a .warc.zst: a dictionary frame (of a dictionary
     trained on them), then a frame each."""
-    from webarchive_indexing.cdx import index_file
+    from webarchive_indexing.cdx.indexer import index_file
     contents = [warc_gz.unpack(warc_gz.data[offset:offset + length])
                 for offset, length, _ in warc_gz.records]
     zdict = zstandard.train_dictionary(4096, contents * 8)

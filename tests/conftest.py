@@ -5,7 +5,7 @@ import sys
 import pyspark
 import pytest
 
-import webarchive_indexing.compat  # noqa: F401  (before any test imports mrjob: Python 3.13)
+import webarchive_indexing.util.compat
 
 
 @pytest.fixture(scope="session")

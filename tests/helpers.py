@@ -120,7 +120,7 @@ def fields_but_place(lines):
 def warcs(directory, files, captures, seed):
     """Generated WARC files in ``directory``, without the ground-truth manifests beside them
     (a build of the directory would take those for manifests of archives)."""
-    from webarchive_indexing.corpus import make_corpus
+    from webarchive_indexing.commands.corpus import make_corpus
     paths = make_corpus(str(directory), files=files, captures=captures, seed=seed)
     for name in os.listdir(directory):
         if name.endswith(".jsonl"):

@@ -14,7 +14,7 @@ import urllib.parse
 
 import yaml
 
-from webarchive_indexing.serve import DEFAULT_LIMITS, make_server
+from webarchive_indexing.api.serve import DEFAULT_LIMITS, make_server
 
 BIN = os.path.dirname(sys.executable)
 

@@ -26,8 +26,8 @@ CC_LAYOUT = {
 
 def export_table(location, table_dir, **options):
     """``export --format parquet`` of the cluster at ``location`` into ``table_dir``; the
-    ``columnar.TableSummary``."""
-    from webarchive_indexing.export import export
+    ``table.TableSummary``."""
+    from webarchive_indexing.commands.export import export
     from webarchive_indexing.options import ExportOptions
     return export(ExportOptions(location=location, output=table_dir, format="parquet",
                                 **options)).table

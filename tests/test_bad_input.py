@@ -14,7 +14,7 @@ import pytest
 import badinput
 from helpers import REAL, fields_but_place, line_offset, pywb_cdx
 from webarchive_indexing import cli
-from webarchive_indexing.cdx import index_file
+from webarchive_indexing.cdx.indexer import index_file
 
 # The part built on every runner, per base file: the damage of issue 16's items 3-5, a
 # flip, a cut (every archive is a task of the local runner, a process of its own: few)

@@ -10,11 +10,13 @@ import pytest
 import s3server
 from tables import (CC_LAYOUT, assert_same_tables, export_table, lay_out_cc_excerpts, table_files,
                     table_rows)
-from webarchive_indexing import cdx, engines, zipnum
-from webarchive_indexing import corpus as corpus_mod
-from webarchive_indexing.build import build
+from webarchive_indexing.cdx import indexer
+from webarchive_indexing import engines
+from webarchive_indexing.zipnum import layout
+from webarchive_indexing.commands import corpus as corpus_mod
+from webarchive_indexing.commands.build import build
 from webarchive_indexing.cli import main
-from webarchive_indexing.indexinputs import ZipNumCluster, cluster_index
+from webarchive_indexing.inputs.indexes import ZipNumCluster, cluster_index
 from webarchive_indexing.options import BuildOptions, UsageError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -47,7 +49,7 @@ def expected_lines(root):
     for directory, _, names in os.walk(root):
         for name in names:
             path = os.path.join(directory, name)
-            lines += cdx.index_file(path, os.path.relpath(path, root), cdx_fields="cc").lines
+            lines += indexer.index_file(path, os.path.relpath(path, root), cdx_fields="cc").lines
     return sorted(lines)
 
 
@@ -146,8 +148,8 @@ def test_an_engine_that_writes_no_table_gets_build_parquet(tmp_path, monkeypatch
 def test_a_shard_table_from_a_shard_written(tmp_path, mrjob_build):
     """What Engine.write_tables does for one shard: the files the reducer wrote, and none
     for a shard without lines."""
-    from webarchive_indexing.columnar import Table
-    from webarchive_indexing.steps import write_shard, write_shard_table
+    from webarchive_indexing.columnar.table import Table
+    from webarchive_indexing.build.tasks import write_shard, write_shard_table
     base, summary = mrjob_build
     (cluster,) = (base / "out" / "cluster").glob("build-*")
     table = Table(str(tmp_path / "t"), "out", TABLE["row_group_rows"], TABLE["parquet_compression"])
@@ -173,7 +175,7 @@ def test_build_parquet_of_a_cluster_input(tmp_path, mrjob_build):
 
 
 def test_shard_numbers_name_the_table_files():
-    assert [zipnum.shard_number(name) for name in (
+    assert [layout.shard_number(name) for name in (
         "cdx-00000.gz", "build-20261125T010203Z-x/cdx-00042.gz", "cdx-1.gz", "part-00001",
         "shard.gz", "00001", "cdx-00001.gz.bak")] == [0, 42, 1, None, None, None, None]
 

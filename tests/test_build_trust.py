@@ -12,8 +12,8 @@ import shutil
 import pytest
 
 from webarchive_indexing import cli
-from webarchive_indexing.corpus import make_corpus
-from webarchive_indexing.indexprep import INDEXES_DIR, WORK_MARK
+from webarchive_indexing.commands.corpus import make_corpus
+from webarchive_indexing.build.indexprep import INDEXES_DIR, WORK_MARK
 
 from test_launchers import built, corpus, files_of, run as run_script, script_env, settings, \
     write_env  # noqa: F401  (built, corpus: fixtures)
@@ -91,7 +91,7 @@ def test_a_users_indexes_directory_survives_also_when_it_is_read(crawls, runner,
     options = ["--runner", runner]
     if runner == "spark":
         request.getfixturevalue("spark")  # one context per process: the session's
-        from webarchive_indexing.build import build as build_
+        from webarchive_indexing.commands.build import build as build_
         from webarchive_indexing.options import BuildOptions
         build_options = BuildOptions(runner="spark", progress=False)
         build_options.spark_context = request.getfixturevalue("spark")

@@ -12,9 +12,11 @@ import pytest
 
 import badinput
 from helpers import REAL, line_offset, pywb_cdx, pywb_cdx_from, resumed_at
-from webarchive_indexing import cli, plainstream
-from webarchive_indexing.cdx import FieldError, format_line, index_file, url_key, warc_timestamp
-from webarchive_indexing.corpus import make_corpus, read_manifest
+from webarchive_indexing import cli
+from webarchive_indexing.warc import plain
+from webarchive_indexing.cdx.indexer import (FieldError, format_line, index_file, url_key,
+                                             warc_timestamp)
+from webarchive_indexing.commands.corpus import make_corpus, read_manifest
 
 BAD_SAMPLES = {
     # file: (offset, what the error says)
@@ -233,7 +235,7 @@ def test_cdx11_line_layout():
 
 def _members(path):
     """(offset, length) of each record, from our own index of all records."""
-    from webarchive_indexing.records import iter_records
+    from webarchive_indexing.warc.walk import iter_records
     with open(path, "rb") as fh:
         return [(r.offset, r.length) for r in iter_records(fh, path)]
 
@@ -417,7 +419,7 @@ def test_socket_is_loaded_for_hosts_written_as_a_number():
     import sys
     script = (
         "import sys\n"
-        "from webarchive_indexing.cdx import url_key\n"
+        "from webarchive_indexing.cdx.urlkey import url_key\n"
         "assert url_key('http://example.com/a') == 'com,example)/a'\n"
         "assert 'socket' not in sys.modules\n"
         "assert url_key('http://3232235777/a') == '1,1,168,192)/a'\n"
@@ -434,7 +436,7 @@ def test_tldextract_is_loaded_when_first_used():
     import subprocess
     import sys
     script = (
-        "import sys, webarchive_indexing.cdx\n"
+        "import sys, webarchive_indexing.cdx.indexer\n"
         "assert 'tldextract' not in sys.modules and 'requests' not in sys.modules\n"
         "handyurl = sys.modules['surt.handyurl']\n"
         "stand_in = handyurl.tldextract\n"
@@ -453,7 +455,7 @@ def test_a_later_import_gets_the_real_modules():
     import subprocess
     import sys
     script = (
-        "import sys, webarchive_indexing.cdx\n"
+        "import sys, webarchive_indexing.cdx.indexer\n"
         "import socket, tldextract\n"
         "assert type(socket).__name__ == type(tldextract).__name__ == 'module'\n"
         "assert socket.inet_aton('1.2.3.4') == bytes([1, 2, 3, 4])\n")
@@ -475,9 +477,9 @@ def test_indexing_a_local_file_leaves_the_remote_and_unused_libraries_unimported
         f"assert main(['cdx', {sample!r}]) == 0\n"
         "assert sys.stdout.getvalue().count('\\n') == 1\n"
         "unwanted = {'boto3', 'botocore', 'urllib3', 'http.client', 'ssl', 'subprocess',\n"
-        "            'dataclasses', 'logging', 'random', 'socket', 'webarchive_indexing.extract',\n"
-        "            'webarchive_indexing.steps', 'importlib.metadata', 'tldextract', 'requests',\n"
-        "            'zstandard', 'webarchive_indexing.zstdwarc', 'webarchive_indexing.recompress'}\n"
+        "            'dataclasses', 'logging', 'random', 'socket', 'webarchive_indexing.copy',\n"
+        "            'webarchive_indexing.build.tasks', 'importlib.metadata', 'tldextract', 'requests',\n"
+        "            'zstandard', 'webarchive_indexing.warc.zstdwarc', 'webarchive_indexing.commands.recompress'}\n"
         "loaded = set(sys.modules)\n"
         "assert not unwanted & loaded, sorted(unwanted & loaded)\n")
     subprocess.run([sys.executable, "-c", script], check=True)
@@ -486,10 +488,10 @@ def test_indexing_a_local_file_leaves_the_remote_and_unused_libraries_unimported
 @pytest.fixture(params=["compiled", "pure"])
 def walker(request, monkeypatch):
     """Each member walker in turn: the compiled one (where it was built), then the Python one."""
-    from webarchive_indexing import records
+    from webarchive_indexing.warc import walk
     if request.param == "pure":
-        monkeypatch.setattr(records, "CompiledMembers", None)
-    elif records.CompiledMembers is None:
+        monkeypatch.setattr(walk, "CompiledMembers", None)
+    elif walk.CompiledMembers is None:
         pytest.skip("the compiled walker was not built here")
     return request.param
 
@@ -685,7 +687,7 @@ def test_uncompressed_stream_looks_back_no_further_than_rewind_max(tmp_path):
     record = data[fact["offset"]:fact["offset"] + fact["length"]]
     longer = re.sub(rb"\r\nContent-Length: (\d+)", lambda m: b"\r\nContent-Length: %d" % (int(m[1]) + 6_000_000),
                     record, 1)
-    assert len(data) - fact["offset"] > 8_000_000 > plainstream.REWIND_MAX
+    assert len(data) - fact["offset"] > 8_000_000 > plain.REWIND_MAX
     bad = tmp_path / "bad.warc"
     bad.write_bytes(data[:fact["offset"]] + longer + data[fact["offset"] + fact["length"]:])
     shift = len(longer) - len(record)
@@ -696,7 +698,7 @@ def test_uncompressed_stream_looks_back_no_further_than_rewind_max(tmp_path):
     (error,) = from_stream.errors
     assert error.offset == fact["offset"] and "Content-Length is wrong" in error.reason
     (resumed,) = resumed_at([error])
-    assert resumed > fact["offset"] + plainstream.REWIND_MAX
+    assert resumed > fact["offset"] + plain.REWIND_MAX
     assert from_stream.lines == sorted(l for l in good if not fact["offset"] <= line_offset(l) < resumed)
     assert len(from_stream.lines) < len(from_file.lines)
 

@@ -14,11 +14,12 @@ from warcio.timeutils import timestamp_to_sec
 
 from test_query import LINES, QUERIES
 from webarchive_indexing import options
-from webarchive_indexing.cdxapi import BadParameter, Capture, CdxRequest, Limits, parse_resume_key, resume_key
+from webarchive_indexing.api.request import (BadParameter, Capture, CdxRequest, Limits,
+                                             parse_resume_key, resume_key)
 from webarchive_indexing.cli import main
-from webarchive_indexing.collection import Collection
-from webarchive_indexing.query import Cluster, search_range
-from webarchive_indexing.zipnum import write_cluster
+from webarchive_indexing.api.collection import Collection
+from webarchive_indexing.zipnum.reader import Cluster, search_range
+from webarchive_indexing.zipnum.layout import write_cluster
 
 # one URL with many captures, many of one second, some byte-identical: resume keys must
 # neither skip nor repeat among identical keys

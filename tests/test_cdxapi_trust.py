@@ -12,12 +12,12 @@ from pywb.warcserver.index.cdxops import cdx_sort_closest
 import servers
 from test_cdxapi import ALL, CROWD, ask, brute, collapse
 from test_query import LINES
-from webarchive_indexing import cdxapi, collection as collection_module
-from webarchive_indexing.cdxapi import BadParameter
+from webarchive_indexing.api import request as cdxapi, collection as collection_module
+from webarchive_indexing.api.request import BadParameter
 from webarchive_indexing.cli import main
-from webarchive_indexing.collection import Collection
-from webarchive_indexing.query import Cluster
-from webarchive_indexing.zipnum import write_cluster
+from webarchive_indexing.api.collection import Collection
+from webarchive_indexing.zipnum.reader import Cluster
+from webarchive_indexing.zipnum.layout import write_cluster
 
 EXIT_USAGE = 2
 # README (Serving): what one answer in flight holds at most

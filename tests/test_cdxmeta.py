@@ -1,4 +1,4 @@
-"""What each CDX file was made from and its stored sample (webarchive_indexing.cdxmeta), and
+"""What each CDX file was made from and its stored sample (webarchive_indexing.cdx.cdxmeta), and
 --skip-existing trusting only CDX files that still match their archive and format (16.6)."""
 import gzip
 import heapq
@@ -8,9 +8,11 @@ import random
 
 import pytest
 
-from webarchive_indexing import build as building
-from webarchive_indexing import cdxmeta, corpus, splits, steps
-from webarchive_indexing.cdxline import is_cdx_line
+from webarchive_indexing.commands import build as building
+from webarchive_indexing.cdx import cdxmeta, splits
+from webarchive_indexing.commands import corpus
+from webarchive_indexing.build import tasks
+from webarchive_indexing.cdx.cdxline import is_cdx_line
 from webarchive_indexing.options import BuildOptions
 
 
@@ -126,12 +128,12 @@ def test_stale_or_unrecorded_cdx_files_are_made_again(tmp_path, archives):
 def test_index_archive_says_why_it_indexed_again(tmp_path, archives):
     warc = str(sorted(archives.glob("*.warc.gz"))[0])
     cdx_dir = str(tmp_path / "cdx")
-    status = steps.index_archive(warc, "a.warc.gz", cdx_dir, "cdx11")
+    status = tasks.index_archive(warc, "a.warc.gz", cdx_dir, "cdx11")
     assert status["stale"] is None and not status["skipped"]
-    assert steps.index_archive(warc, "a.warc.gz", cdx_dir, "cdx11")["skipped"]
-    status = steps.index_archive(warc, "a.warc.gz", cdx_dir, "cdxj")
+    assert tasks.index_archive(warc, "a.warc.gz", cdx_dir, "cdx11")["skipped"]
+    status = tasks.index_archive(warc, "a.warc.gz", cdx_dir, "cdxj")
     assert status["stale"] == "it is cdx11, not cdxj" and not status["skipped"]
     os.utime(warc, ns=(1, 1))
-    assert steps.index_archive(warc, "a.warc.gz", cdx_dir, "cdxj")["stale"] == \
+    assert tasks.index_archive(warc, "a.warc.gz", cdx_dir, "cdxj")["stale"] == \
         "the archive changed since it was indexed"
-    assert steps.index_archive(warc, "a.warc.gz", cdx_dir, "cdxj", skip_existing=False)["stale"] is None
+    assert tasks.index_archive(warc, "a.warc.gz", cdx_dir, "cdxj", skip_existing=False)["stale"] is None

@@ -24,11 +24,13 @@ import rangeserver
 import s3server
 from helpers import REAL, gunzip_text
 from tables import CC_LAYOUT, export_table, lay_out_cc_excerpts, table_rows
-from webarchive_indexing import ccschema, cdx, records
+from webarchive_indexing.columnar import schema
+from webarchive_indexing.cdx import indexer
+from webarchive_indexing.warc import walk as records
 from webarchive_indexing.cli import main
-from webarchive_indexing.corpus import make_corpus
-from webarchive_indexing.indexinputs import ZipNumCluster, cluster_index
-from webarchive_indexing.zipnum import write_cluster
+from webarchive_indexing.commands.corpus import make_corpus
+from webarchive_indexing.inputs.indexes import ZipNumCluster, cluster_index
+from webarchive_indexing.zipnum.layout import write_cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "columnar.md")
@@ -45,7 +47,7 @@ def index_tree(root, names, cdx_fields="cc"):
     their CDX filenames)."""
     lines = []
     for name in names:
-        result = cdx.index_file(os.path.join(root, name), name, cdx_fields=cdx_fields)
+        result = indexer.index_file(os.path.join(root, name), name, cdx_fields=cdx_fields)
         assert not result.errors, result.errors
         lines += result.lines
     return sorted(lines)
@@ -174,7 +176,7 @@ def check_row_groups_sorted(path, row_group_rows):
     ("[2001:db8::1]", ("[2001:db8::1]",) + (None,) * 10),
 ])
 def test_host_columns_follow_cc_index_table(host, expected):
-    assert ccschema.host_parts(host) == expected
+    assert schema.host_parts(host) == expected
 
 
 @pytest.mark.parametrize("url, expected", [
@@ -189,7 +191,7 @@ def test_host_columns_follow_cc_index_table(host, expected):
     ("urn:uuid:1234", ("urn", None, None, None, None)),
 ])
 def test_url_columns_split_as_java_url(url, expected):
-    assert ccschema.url_parts(url) == expected
+    assert schema.url_parts(url) == expected
 
 
 def test_common_urls_split_alike_on_both_paths(corpus_table):
@@ -198,36 +200,36 @@ def test_common_urls_split_alike_on_both_paths(corpus_table):
     _, _, lines, _ = corpus_table
     urls = [json.loads(line.split(" ", 2)[2])["url"] for line in lines]
     urls += ["http://a.com:/x", "http://a.com:8080", "http://a.com?q", "HTTP://A.com/", "http://a.com#f?x"]
-    assert sum(bool(ccschema.PLAIN_URL.match(url)) for url in urls) > len(urls) * 0.9
+    assert sum(bool(schema.PLAIN_URL.match(url)) for url in urls) > len(urls) * 0.9
     for url in urls:
-        assert ccschema.url_parts(url) == ccschema._split_url(url), url
+        assert schema.url_parts(url) == schema._split_url(url), url
 
 
 def test_crawl_segment_and_subset_from_common_crawl_paths():
-    assert ccschema.cc_file_parts(
+    assert schema.cc_file_parts(
         "crawl-data/CC-MAIN-2024-22/segments/1715971057216.39/robotstxt/x.warc.gz") == (
         "CC-MAIN-2024-22", "1715971057216.39", "robotstxt")
-    assert ccschema.cc_file_parts(
+    assert schema.cc_file_parts(
         "crawl-data/CC-NEWS/2019/01/CC-NEWS-20190101042830-00057.warc.gz") == (
         "CC-NEWS-2019-01", "20190101042830-00057", "news-warc")
-    assert ccschema.cc_file_parts("local/crawl-data/x.warc.gz") is None
+    assert schema.cc_file_parts("local/crawl-data/x.warc.gz") is None
 
 
 def test_lines_that_cannot_be_rows():
     good = '{"url": "http://a.com/", "filename": "f.warc.gz", "offset": "0", "length": "9"}'
-    assert ccschema.row_of("com,a)/ 2024 " + good, "c")["fetch_time"] == 1704067200000
+    assert schema.row_of("com,a)/ 2024 " + good, "c")["fetch_time"] == 1704067200000
     for line, reason in (
             ("com,a)/ 20240230000000 " + good, "day is out of range"),
             ("com,a)/ 2024013112 " + good.replace('"0"', '"2147483648"'), "does not fit"),
             ("com,a)/ 20240101000000 {not json", "bad JSON"),
             ("com,a)/ 20240101000000 " + good.replace('"url"', '"uri"'), "with a URL key"),
             ("com,a)/ 20240101000000 http://a.com/ text/html 200", "known format")):
-        with pytest.raises(ccschema.LineError, match=reason):
-            ccschema.row_of(line, "c")
+        with pytest.raises(schema.LineError, match=reason):
+            schema.row_of(line, "c")
 
 
 def test_classic_cdx11_lines_become_rows():
-    row = ccschema.row_of("com,example)/ 20140127171200 http://example.com/ text/html 302 "
+    row = schema.row_of("com,example)/ 20140127171200 http://example.com/ text/html 302 "
                           "ABCD http://example.com/x - 1043 333 example.warc.gz", "c")
     assert (row["fetch_status"], row["fetch_redirect"], row["warc_record_offset"],
             row["warc_record_length"], row["content_mime_detected"]) == (
@@ -253,9 +255,9 @@ def test_public_suffix_list_is_never_fetched(tmp_path):
             return original(cache, urls, *args, **kwargs)
 
         tldextract.suffix_list.find_first_response = find_first_response
-        from webarchive_indexing import ccschema
-        print(ccschema.host_parts("forums.bbc.co.uk")[6:10])
-        print(ccschema.host_parts("me.github.io")[6:10])
+        from webarchive_indexing.columnar import schema
+        print(schema.host_parts("forums.bbc.co.uk")[6:10])
+        print(schema.host_parts("me.github.io")[6:10])
     """)
     env = dict(os.environ, HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"),
                TLDEXTRACT_CACHE=str(tmp_path / "tld"))
@@ -271,8 +273,8 @@ def test_public_suffix_list_is_never_fetched(tmp_path):
 def test_cc_fields_of_real_common_crawl_excerpts():
     path = os.path.join(REAL, "chatnoir-eu+chatnoir-resiliparse__warcfile.warc.gz")
     expected = metadata_of_responses(path)
-    lines = cdx.index_file(path, "x.warc.gz", cdx_fields="cc").lines
-    pywb = cdx.index_file(path, "x.warc.gz").lines
+    lines = indexer.index_file(path, "x.warc.gz", cdx_fields="cc").lines
+    pywb = indexer.index_file(path, "x.warc.gz").lines
     assert len(lines) == len(pywb) == 16
     for line, plain in zip(lines, pywb):
         key, ts, rest = line.split(" ", 2)
@@ -282,7 +284,7 @@ def test_cc_fields_of_real_common_crawl_excerpts():
         # the same line as pywb's, with Common Crawl's keys after filename
         assert plain.rstrip("}\n") == line.split(', "charset"')[0].rstrip("}\n")
     assert '"languages": "deu,eng,dan"}' in "".join(lines)
-    truncated = cdx.index_file(os.path.join(REAL, "webrecorder+cdxj-indexer__cc.warc.gz"),
+    truncated = indexer.index_file(os.path.join(REAL, "webrecorder+cdxj-indexer__cc.warc.gz"),
                                "cc.warc.gz", cdx_fields="cc").lines
     assert truncated[0].endswith('"filename": "cc.warc.gz", "truncated": "length"}\n')
 
@@ -294,7 +296,7 @@ def test_cc_fields_on_a_corpus_with_both_walkers(tmp_path, monkeypatch):
         with monkeypatch.context() as patch:
             if not compiled:
                 patch.setattr(records, "CompiledMembers", None)
-            result = cdx.index_file(path, "c.warc.gz", cdx_fields="cc")
+            result = indexer.index_file(path, "c.warc.gz", cdx_fields="cc")
         outcomes.append((result.lines, result.records, result.errors))
     assert outcomes[0] == outcomes[1]
     lines = outcomes[0][0]
@@ -321,7 +323,7 @@ def test_cc_fields_on_a_corpus_with_both_walkers(tmp_path, monkeypatch):
             assert "redirect" not in data
     assert redirects and any("languages" in line for line in lines)
     # pywb's lines are these, without Common Crawl's keys
-    plain = cdx.index_file(path, "c.warc.gz").lines
+    plain = indexer.index_file(path, "c.warc.gz").lines
     stripped = [re.sub(r', "(charset|languages|truncated|redirect)": "[^"]*"', "", line)
                 for line in lines]
     assert stripped == plain
@@ -331,13 +333,13 @@ def test_cc_metadata_languages_as_common_crawl_joins_them():
     payload = (b'fetchTimeMs: 12\r\ncharset-detected: windows-1251\r\nlanguages-cld2: '
                b'{"reliable":true,"text-bytes":9,"languages":[{"code":"sr","code-iso-639-3":"srp"},'
                b'{"code":"sr-ME","code-iso-639-3":"srp"},{"code":"en","code-iso-639-3":"eng"}]}\r\n')
-    assert cdx.cc_metadata(payload) == {"charset": "windows-1251", "languages": "srp,eng"}
-    assert cdx.cc_metadata(b"fetchTimeMs: 12\r\nlanguages-cld2: {\"reliable\":false,\"text-bytes\":3}\r\n") == {}
+    assert indexer.cc_metadata(payload) == {"charset": "windows-1251", "languages": "srp,eng"}
+    assert indexer.cc_metadata(b"fetchTimeMs: 12\r\nlanguages-cld2: {\"reliable\":false,\"text-bytes\":3}\r\n") == {}
 
 
 def test_cc_fields_need_cdxj(capsys):
     with pytest.raises(ValueError, match="need the CDXJ format"):
-        cdx.index_file(os.path.join(REAL, "iipc+jwarc__cc.warc.gz"), fmt="cdx11", cdx_fields="cc")
+        indexer.index_file(os.path.join(REAL, "iipc+jwarc__cc.warc.gz"), fmt="cdx11", cdx_fields="cc")
     assert main(["cdx", "--cdx-fields", "cc", "--cdx-format", "cdx11",
                  os.path.join(REAL, "iipc+jwarc__cc.warc.gz")]) == 2
     assert "needs --cdx-format cdxj" in capsys.readouterr().err
@@ -352,12 +354,12 @@ def test_redirect_targets():
             return self.location if name == "Location" else None
 
     base = "http://example.com/a/b"
-    assert cdx._redirect(base, "301", Headers("../c?x=1")) == "http://example.com/c?x=1"
-    assert cdx._redirect(base, "302", Headers("https://other.org/")) == "https://other.org/"
-    assert cdx._redirect(base, "304", Headers("/c")) is None
-    assert cdx._redirect(base, "200", Headers("/c")) is None
-    assert cdx._redirect(base, "301", Headers("/a b")) is None
-    assert cdx._redirect(base, "301", Headers(None)) is None
+    assert indexer._redirect(base, "301", Headers("../c?x=1")) == "http://example.com/c?x=1"
+    assert indexer._redirect(base, "302", Headers("https://other.org/")) == "https://other.org/"
+    assert indexer._redirect(base, "304", Headers("/c")) is None
+    assert indexer._redirect(base, "200", Headers("/c")) is None
+    assert indexer._redirect(base, "301", Headers("/a b")) is None
+    assert indexer._redirect(base, "301", Headers(None)) is None
 
 
 # -- tables ---------------------------------------------------------------------------------
@@ -667,7 +669,7 @@ def test_doc_spark_sql(cc_table, spark):
     exec(compile(block, DOC, "exec"), namespace)
     table = session.table("ccindex")
     assert [f.dataType.simpleString() for f in table.schema.fields] == CC_SPARK_TYPES + ["string", "string"]
-    assert [f.name for f in table.schema.fields] == [c for c, _, _ in ccschema.COLUMNS] + ["crawl", "subset"]
+    assert [f.name for f in table.schema.fields] == [c for c, _, _ in schema.COLUMNS] + ["crawl", "subset"]
     assert table.count() == len(lines)
     top = session.sql("SELECT url_host_tld, COUNT(*) AS n FROM ccindex WHERE subset = 'warc' "
                       "GROUP BY url_host_tld ORDER BY n DESC LIMIT 1").collect()

@@ -41,17 +41,18 @@ import hadoop_local
 import rangeserver
 import s3server
 from helpers import REAL, pywb_cdx
-from webarchive_indexing import cli, extract, storage
+from webarchive_indexing import cli, copy, storage
+from webarchive_indexing.commands.copy import copy_chunks
 from webarchive_indexing.storage import s3 as s3_storage
-from webarchive_indexing.cdxline import Location, location
-from webarchive_indexing.corpus import make_corpus, read_manifest
+from webarchive_indexing.cdx.cdxline import Location, location
+from webarchive_indexing.commands.corpus import make_corpus, read_manifest
 from webarchive_indexing.jobs.remote_copy import RemoteCopyJob
-from webarchive_indexing.build import build
+from webarchive_indexing.commands.build import build
 from webarchive_indexing.engines import open_engine
 from webarchive_indexing.engines.mrjob_engine import run_job
 from webarchive_indexing.options import BuildOptions, CopyOptions
-from webarchive_indexing.progress import Progress
-from webarchive_indexing.query import open_cluster
+from webarchive_indexing.util.progress import Progress
+from webarchive_indexing.zipnum.reader import open_cluster
 
 REPO = Path(__file__).resolve().parents[1]
 INDEXED = ("response", "revisit", "resource")  # what the index holds (and warcinfo, request,
@@ -296,7 +297,7 @@ def copy_args(cluster, inputs, out, prefix, *more):
 # -- selection --------------------------------------------------------------------------------
 
 def test_selection_syntax():
-    [domain, star, prefix, www, url, host_port] = extract.parse_selection(
+    [domain, star, prefix, www, url, host_port] = copy.parse_selection(
         ["example.com", "*.example.com", "example.com/path", "www.example.com/*",
          "https://Example.com/A*", "example.com:8080"])
     assert (domain.kind, star.kind, prefix.kind, www.kind, url.kind) == (
@@ -307,47 +308,47 @@ def test_selection_syntax():
     assert www.ranges == (("com,example)/", "com,example)0"),)
     assert url.ranges == (("com,example)/a", "com,example)/b"),)
     assert host_port.ranges[0] == ("com,example:8080)/", "com,example:8080-")
-    [port_prefix] = extract.parse_selection(["example.com:8080/x"])
+    [port_prefix] = copy.parse_selection(["example.com:8080/x"])
     assert port_prefix.ranges == (("com,example:8080)/x", "com,example:8080)/y"),)
     for line, selected in ((b"com,example)/ 2024", True), (b"com,example,a,b)/x 2024", True),
                            (b"com,example:8080)/ 2024", True), (b"com,examples)/ 2024", False),
                            (b"com,example-foo)/ 2024", False), (b"au,com,example)/ 2024", False)):
         assert domain.covers(line) is selected, line
     # an IP address is a host (it has no subdomains)
-    [ip] = extract.parse_selection(["1.2.3.4"])
+    [ip] = copy.parse_selection(["1.2.3.4"])
     assert ip.covers(b"4,3,2,1)/ 2024") and not ip.covers(b"4,3,2,1,5)/ 2024")
     # duplicates and blanks dropped; overlaps merged into disjoint groups
-    inputs = extract.parse_selection(["example.com", " ", "example.com", "example.com/a*",
+    inputs = copy.parse_selection(["example.com", " ", "example.com", "example.com/a*",
                                    "examples.com"])
     assert [i.text for i in inputs] == ["example.com", "example.com/a*", "examples.com"]
-    groups = extract.merge_ranges(inputs)
+    groups = copy.merge_ranges(inputs)
     assert [(g.start, g.end, sorted(g.members)) for g in groups] == [
         ("com,example)/", "com,example-", [0, 1]), ("com,example:", "com,example;", [0]),
         ("com,examples)/", "com,examples-", [2]), ("com,examples:", "com,examples;", [2])]
     for bad, says in (("exa mple.com", "white space"), ("a*b.com", "may only end"),
                       ("*.example.com/x", "takes a host name"), ("*.", "takes a host name")):
-        with pytest.raises(extract.SelectionError, match=says):
-            extract.parse_input(bad)
+        with pytest.raises(copy.SelectionError, match=says):
+            copy.parse_input(bad)
 
 
 def test_check_member():
     member = gzip.compress(b"WARC/1.0\r\nWARC-Type: response\r\n\r\n")
-    assert extract.check_member(member, len(member)) == member
+    assert copy.check_member(member, len(member)) == member
     for data, length, says in ((member[:-3], len(member), "short read"),
                                (member[:-4] + b"\xff\0\0\0", len(member), "incorrect length check"),
                                (member[:-8] + b"\0\0\0\0" + member[-4:], len(member), "corrupt"),
                                (member + member, 2 * len(member), "more than one gzip member"),
                                (gzip.compress(b"<html>"), len(gzip.compress(b"<html>")),
                                 "does not hold a WARC record")):
-        with pytest.raises(extract.Failed, match=says):
-            extract.check_member(data, length)
+        with pytest.raises(copy.Failed, match=says):
+            copy.check_member(data, length)
     arc = gzip.compress(b"http://example.com/ 1.2.3.4 20240101000000 text/html 5\nhello")
-    with pytest.raises(extract.Failed, match="ARC record") as failed:
-        extract.check_member(arc, len(arc))
+    with pytest.raises(copy.Failed, match="ARC record") as failed:
+        copy.check_member(arc, len(arc))
     assert failed.value.permanent
     # a record of an uncompressed WARC becomes a member of its own
     raw = b"WARC/1.0\r\nWARC-Type: resource\r\n\r\n\r\n\r\n"
-    assert gzip.decompress(extract.check_member(raw, len(raw))) == raw
+    assert gzip.decompress(copy.check_member(raw, len(raw))) == raw
 
 
 def test_parse_line():
@@ -511,13 +512,13 @@ def test_copy_from_http_with_a_runner_of_this_machine(collection, domains, tmp_p
 
 
 def test_job_inline_and_spark(collection, domains, tmp_path, spark):
-    inputs = extract.parse_selection(domains[3:])
+    inputs = copy.parse_selection(domains[3:])
     cluster = open_cluster(str(collection["index"]))
     results = {}
     for engine in ("job", "spark"):
         out, progress = tmp_path / engine, tmp_path / f"{engine}-progress"
         progress.mkdir()
-        plan = extract.make_plan(cluster, str(collection["index"]), inputs, str(out), 30)
+        plan = copy.make_plan(cluster, str(collection["index"]), inputs, str(out), 30)
         assert plan.records == len(expected(collection, domains[3:])[1])
         if engine == "job":
             manifest = tmp_path / "chunks.txt"
@@ -528,10 +529,10 @@ def test_job_inline_and_spark(collection, domains, tmp_path, spark):
                                                str(progress), str(manifest)], "inline")
         else:
             with open_engine("spark", CopyOptions(spark_context=spark)) as on_spark:
-                statuses = extract.copy_chunks(on_spark, plan.chunk_paths(), str(out),
+                statuses = copy_chunks(on_spark, plan.chunk_paths(), str(out),
                                             str(collection["crawl"]), progress_dir=str(progress))
         # what the tasks told the progress bar: every record and byte of the plan
-        assert extract.read_progress(progress) == (plan.records, plan.bytes)
+        assert copy.read_progress(progress) == (plan.records, plan.bytes)
         assert sorted(s["name"] for s in statuses) == [c["name"] for c in plan.chunks]
         assert sum(s["copied"] for s in statuses) == plan.records
         assert all(s["index_lines"] == s["records"] for s in statuses)

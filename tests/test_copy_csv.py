@@ -12,10 +12,11 @@ from warcio.archiveiterator import ArchiveIterator
 
 from tables import export_table
 from test_copy import REPO, launcher_env, run_launcher
-from webarchive_indexing import cli, extract
-from webarchive_indexing.build import build
-from webarchive_indexing.corpus import make_corpus, read_manifest
-from webarchive_indexing.extract.csvrecords import read_records
+from webarchive_indexing import cli
+from webarchive_indexing.commands.copy import copy as run_copy
+from webarchive_indexing.commands.build import build
+from webarchive_indexing.commands.corpus import make_corpus, read_manifest
+from webarchive_indexing.copy.csvrecords import read_records
 from webarchive_indexing.options import BuildOptions
 
 COLUMNS = "url, warc_filename, warc_record_offset, warc_record_length"
@@ -163,11 +164,11 @@ def test_one_source_of_records(collection, tmp_path, capsys):
 
 
 def test_library_entry_point(collection, tmp_path):
-    """``extract.copy(CopyOptions(records_csv=...))``, as the command does."""
+    """``commands.copy.copy(CopyOptions(records_csv=...))``, as the command does."""
     from webarchive_indexing.options import CopyOptions
     root, _ = collection
     rows = query(root, "url_path = '/'", tmp_path / "r.csv")
-    result = extract.copy(CopyOptions(records_csv=str(tmp_path / "r.csv"),
+    result = run_copy(CopyOptions(records_csv=str(tmp_path / "r.csv"),
                                       output=str(tmp_path / "out"),
                                       warc_prefix=str(root / "crawl"), runner="inline"))
     assert result.done and result.after.copied == len(rows) > 0

@@ -20,14 +20,16 @@ from fastwarc.warc import ArchiveIterator as FastArchiveIterator
 
 import rangeserver
 from helpers import fields_but_place, pywb_cdx, warcs
-from webarchive_indexing import cli, extract, zstdwarc
-from webarchive_indexing.build import build
-from webarchive_indexing.cdx import index_file
-from webarchive_indexing.magic import DICT_FRAME_MAGIC
+from webarchive_indexing import cli
+from webarchive_indexing.commands.copy import copy as run_copy
+from webarchive_indexing.warc import zstdwarc
+from webarchive_indexing.commands.build import build
+from webarchive_indexing.cdx.indexer import index_file
+from webarchive_indexing.warc.magic import DICT_FRAME_MAGIC
 from webarchive_indexing.options import BuildOptions, CopyOptions, ZstdDictOptions
-from webarchive_indexing.rawrecords import open_records, read_record
-from webarchive_indexing.recompress import recompress_file
-from webarchive_indexing.zstddict import train
+from webarchive_indexing.warc.raw import open_records, read_record
+from webarchive_indexing.commands.recompress import recompress_file
+from webarchive_indexing.commands.zstd_dict import train
 
 
 def write_apart(source, target, zdict):
@@ -226,7 +228,7 @@ def test_copy_on_spark_into_warc_zst(crawl, tmp_path, spark):
     inline = tmp_path / "inline"
     assert copy(crawl, "gz", inline, "--output-format", "zst") == cli.EXIT_OK
     out = tmp_path / "spark"
-    result = extract.copy(CopyOptions(
+    result = run_copy(CopyOptions(
         location=str(crawl["root"] / "index-apart"), domains=[",".join(crawl["domains"])],
         output=str(out), warc_prefix=str(crawl["root"] / "apart"), records_per_file=150,
         output_format="zst", zstd_dictionary=crawl["dict"], runner="spark", spark_context=spark,

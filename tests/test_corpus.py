@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from webarchive_indexing.corpus import main, make_corpus, read_manifest
+from webarchive_indexing.commands.corpus import main, make_corpus, read_manifest
 
 FILES, CAPTURES = 2, 200
 VARIANTS = [("warc", True), ("warc", False), ("arc", True), ("arc", False)]

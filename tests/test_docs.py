@@ -33,7 +33,7 @@ import pytest
 import rangeserver
 import s3server
 from webarchive_indexing import cli, storage
-from webarchive_indexing.build import build
+from webarchive_indexing.commands.build import build
 from webarchive_indexing.options import BuildOptions
 
 REPO = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ import pytest
 
 from helpers import REAL
 from webarchive_indexing.engines import ENGINES, Engine, open_engine
-from webarchive_indexing.inputs import cdx_name, expand
+from webarchive_indexing.inputs.discovery import cdx_name, expand
 from webarchive_indexing.options import BuildOptions, CopyOptions
 
 

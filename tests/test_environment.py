@@ -15,7 +15,8 @@ from botocore.retries.standard import ExponentialBackoff
 import faultproxy
 import s3server
 from helpers import REAL
-from webarchive_indexing import cli, retry, storage
+from webarchive_indexing import cli, storage
+from webarchive_indexing.util import retry
 from webarchive_indexing.storage import local as local_storage
 from webarchive_indexing.storage import s3 as s3_storage
 

@@ -11,8 +11,8 @@ import fake_hadoop
 from helpers import REAL
 from webarchive_indexing import storage
 from webarchive_indexing.storage import hadoop as hadoop_storage, s3 as s3_storage
-from webarchive_indexing.cdx import index_file
-from webarchive_indexing.steps import index_archive
+from webarchive_indexing.cdx.indexer import index_file
+from webarchive_indexing.build.tasks import index_archive
 
 BASES = ["hdfs:///data", "hdfs://namenode:8020/data", "s3a://bucket/data"]
 
@@ -255,7 +255,7 @@ def test_build_to_hdfs_equals_a_local_build(hadoop, tmp_path, capsys):
     """`build` with archives and output on HDFS (the inline runner, the stand-in hadoop):
     the same cluster as a local build, published with its index last, and queryable."""
     from webarchive_indexing import cli
-    from webarchive_indexing.corpus import make_corpus
+    from webarchive_indexing.commands.corpus import make_corpus
     warcs = make_corpus(tmp_path / "warcs", files=2, captures=40, seed=31)
     for warc in warcs:
         storage.write_atomic(f"hdfs:///in/{os.path.basename(warc)}", open(warc, "rb").read())

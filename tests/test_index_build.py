@@ -14,14 +14,16 @@ import s3server
 from helpers import REAL, pywb_cdx, pywb_lookup
 from test_indexinputs import common_crawl_lines
 from test_pipeline import cluster_files, cluster_lines
-from webarchive_indexing import cdxmeta, cli, storage, zipnum
+from webarchive_indexing.cdx import cdxmeta
+from webarchive_indexing import cli, storage
+from webarchive_indexing.zipnum import layout
 from webarchive_indexing.jobs.index_warcs import IndexWarcsJob
-from webarchive_indexing.build import build
+from webarchive_indexing.commands.build import build
 from webarchive_indexing.engines.mrjob_engine import run_job
-from webarchive_indexing.indexinputs import open_index
-from webarchive_indexing.inputs import InputError
+from webarchive_indexing.inputs.sources import open_index
+from webarchive_indexing.inputs.discovery import InputError
 from webarchive_indexing.options import BuildOptions
-from webarchive_indexing.steps import index_archive
+from webarchive_indexing.build.tasks import index_archive
 
 WARCS = [os.path.join(REAL, name) for name in (
     "iipc+webarchive-commons__IAH-urls-wget.warc.gz", "webrecorder+warcio__example.warc.gz",
@@ -47,10 +49,10 @@ def mixed(tmp_path_factory):
     (root / "pywb.cdxj").write_text(pywb_cdx(WARCS[1], filename="b.warc.gz"))
     write_cdx_index(str(root / "unsorted.cdxj"), [WARCS[2]], {})
     cc = sorted(common_crawl_lines())
-    (root / "cdx-00000.gz").write_bytes(b"".join(zipnum.gzip_block(cc[i:i + 3]) for i in range(0, 10, 3)))
+    (root / "cdx-00000.gz").write_bytes(b"".join(layout.gzip_block(cc[i:i + 3]) for i in range(0, 10, 3)))
     clustered = sorted(text_lines(pywb_cdx(WARCS[3], filename="d.warc.gz"))
                        + text_lines(pywb_cdx(WARCS[4], filename="e.warc.gz")))
-    zipnum.write_cluster(clustered, str(root / "old" / "cluster"), [clustered[2]], 2)
+    layout.write_cluster(clustered, str(root / "old" / "cluster"), [clustered[2]], 2)
     expected = sorted(text_lines(pywb_cdx(WARCS[0], filename="a.warc.gz"))
                       + text_lines(pywb_cdx(WARCS[1], filename="b.warc.gz"))
                       + [l.encode() for l in open(root / "unsorted.cdxj")] + cc + clustered)
@@ -198,7 +200,7 @@ def test_malformed_lines_fail_or_are_skipped(tmp_path, capsys):
 def test_a_cut_index_keeps_what_came_before_with_skip(tmp_path, capsys):
     lines = text_lines(pywb_cdx(WARCS[0]))
     cut = tmp_path / "cut.cdxj.gz"
-    cut.write_bytes(b"".join(zipnum.gzip_block(lines[i:i + 5]) for i in range(0, 19, 5))[:-20])
+    cut.write_bytes(b"".join(layout.gzip_block(lines[i:i + 5]) for i in range(0, 19, 5))[:-20])
     out = tmp_path / "out"
     code = cli.main(["build", str(cut), "-o", str(out), "--runner", "inline", "--no-progress",
                      "--on-error", "skip"])
@@ -241,7 +243,7 @@ def test_cdx_command_says_an_index_is_no_archive(tmp_path, capsys):
 
 def test_export_refuses_an_unsorted_cluster(tmp_path, capsys):
     lines = text_lines(pywb_cdx(WARCS[0]))
-    zipnum.write_cluster(lines, str(tmp_path / "c"), [], 5)
+    layout.write_cluster(lines, str(tmp_path / "c"), [], 5)
     # swap two blocks' content: each block still sorted, the shard not
     data = open(tmp_path / "c" / "cdx-00000.gz", "rb").read()
     idx = open(tmp_path / "c" / "cluster.idx", "rb").read().splitlines()
@@ -261,7 +263,7 @@ def test_export_into_a_pipe_that_closes_early(tmp_path):
     import subprocess
     import sys
     lines = [b'com,example)/%06d 20200101000000 {"offset": "0", "length": "1"}\n' % i for i in range(20000)]
-    zipnum.write_cluster(lines, str(tmp_path / "c"), [], 100)
+    layout.write_cluster(lines, str(tmp_path / "c"), [], 100)
     run = subprocess.run(f"set -o pipefail; {shlex.quote(sys.executable)} -m webarchive_indexing.cli export "
                          f"{shlex.quote(str(tmp_path / 'c'))} --no-progress | head -1",
                          shell=True, capture_output=True, executable="/bin/bash",
@@ -343,7 +345,7 @@ def test_hostile_s3_keys_and_indexes_on_s3(s3, tmp_path, capsys):
         storage.write_atomic(f"{bucket}/{key}", open(WARCS[1], "rb").read())
     storage.write_atomic(f"{bucket}/crawl/more.cdxj", pywb_cdx(WARCS[0]).encode())
     lines = text_lines(pywb_cdx(WARCS[4]))
-    zipnum.write_cluster(lines, str(tmp_path / "c"), [], 3)
+    layout.write_cluster(lines, str(tmp_path / "c"), [], 3)
     for name in os.listdir(tmp_path / "c"):
         storage.write_atomic(f"{bucket}/old/{name}", open(tmp_path / "c" / name, "rb").read())
     out = tmp_path / "out"

@@ -1,4 +1,4 @@
-"""Existing indexes as input (webarchive_indexing.indexinputs): flat CDXJ/CDX11/CDX9 files
+"""Existing indexes as input (webarchive_indexing.inputs.indexes): flat CDXJ/CDX11/CDX9 files
 from pywb, cdxj-indexer, OpenWayback-style tools and Common Crawl, plain or gzipped,
 sorted or not; ZipNum clusters; how INPUT arguments are told apart; shard names from an
 index or .loc that point outside the cluster."""
@@ -12,15 +12,11 @@ from cdxj_indexer.main import write_cdx_index
 
 import rangeserver
 from helpers import REAL, pywb_cdx
-from webarchive_indexing import zipnum
-from webarchive_indexing.indexinputs import (
-    MAX_PROBLEMS,
-    IndexInputError,
-    ZipNumCluster,
-    cluster_index,
-    open_index,
-)
-from webarchive_indexing.inputs import expand, kind_of
+from webarchive_indexing.zipnum import layout
+from webarchive_indexing.inputs.indexes import (MAX_PROBLEMS, IndexInputError, ZipNumCluster,
+                                                cluster_index)
+from webarchive_indexing.inputs.sources import open_index
+from webarchive_indexing.inputs.discovery import expand, kind_of
 
 WARC = os.path.join(REAL, "iipc+webarchive-commons__IAH-urls-wget.warc.gz")
 CC_RECORDS = os.path.join(REAL, "cocrawler+cdx_toolkit__test_basics.jsonl")
@@ -95,7 +91,7 @@ def test_common_crawl_shard_and_cdxj_named_cdx_gz(tmp_path):
     lines = sorted(common_crawl_lines())
     assert len(lines) == 10
     shard = tmp_path / "cdx-00017.gz"
-    shard.write_bytes(b"".join(zipnum.gzip_block(lines[i:i + 4]) for i in range(0, 10, 4)))
+    shard.write_bytes(b"".join(layout.gzip_block(lines[i:i + 4]) for i in range(0, 10, 4)))
     assert kind_of(str(shard)) == "cdx"
     source = open_index(str(shard))
     assert source.format == "cdxj" and read(source) == lines and source.members == 3
@@ -174,7 +170,7 @@ def built_cluster(tmp_path, lines, shards=2, per_block=4):
     """A cluster written by zipnum.write_cluster; the lines sorted."""
     lines = sorted(lines)
     split = [lines[len(lines) // shards]] if shards == 2 else []
-    zipnum.write_cluster(lines, str(tmp_path / "cluster"), split, per_block)
+    layout.write_cluster(lines, str(tmp_path / "cluster"), split, per_block)
     return tmp_path / "cluster", lines
 
 
@@ -200,13 +196,13 @@ def test_pywb_style_cluster_with_loc_fallback(tmp_path):
     """pywb's sample_archive/zipcdx layout: the idx names shard 'zipnum', whose .loc line
     gives a bad location first, then the file relative to the .loc's directory."""
     lines = sorted(l.encode() for l in pywb_cdx(WARC, "cdx11").splitlines(True)[1:])
-    data = b"".join(zipnum.gzip_block(lines[i:i + 5]) for i in range(0, len(lines), 5))
+    data = b"".join(layout.gzip_block(lines[i:i + 5]) for i in range(0, len(lines), 5))
     (tmp_path / "zipnum-sample.cdx.gz").write_bytes(data)
     writer_part = b""
     offset = 0
     for n, i in enumerate(range(0, len(lines), 5), 1):
-        block = zipnum.gzip_block(lines[i:i + 5])
-        writer_part += zipnum.idx_line(zipnum.block_key(lines[i]), "zipnum", offset, len(block), n)
+        block = layout.gzip_block(lines[i:i + 5])
+        writer_part += layout.idx_line(layout.block_key(lines[i]), "zipnum", offset, len(block), n)
         offset += len(block)
     (tmp_path / "zipnum-sample.idx").write_bytes(writer_part)
     (tmp_path / "zipnum-sample.loc").write_text("zipnum\tx-bad-path-to-ignore-x\tzipnum-sample.cdx.gz\n")
@@ -220,7 +216,7 @@ def test_cluster_names_outside_its_directory_are_not_read(tmp_path):
     outside = tmp_path / "secret"
     outside.mkdir()
     lines = [l.encode() for l in pywb_cdx(WARC).splitlines(True)]
-    (outside / "cdx-00000.gz").write_bytes(zipnum.gzip_block(lines))
+    (outside / "cdx-00000.gz").write_bytes(layout.gzip_block(lines))
     cluster, _ = built_cluster(tmp_path / "c", lines, shards=1)
     os.remove(cluster / "cdx-00000.gz")
     for location in (str(outside / "cdx-00000.gz"), "../../secret/cdx-00000.gz",
@@ -277,7 +273,7 @@ def test_inputs_are_told_apart(tmp_path):
 def test_chunks_are_lists_of_lines_without_newlines_of_bounded_size(tmp_path):
     lines = sorted(common_crawl_lines() * 40)  # 400 lines of ~500 bytes, duplicates kept
     path = tmp_path / "cdx-00000.gz"
-    path.write_bytes(b"".join(zipnum.gzip_block(lines[i:i + 30]) for i in range(0, 400, 30)))
+    path.write_bytes(b"".join(layout.gzip_block(lines[i:i + 30]) for i in range(0, 400, 30)))
     source = open_index(str(path))
     chunks = list(source.chunks(size=4096))
     assert [line for chunk in chunks for line in chunk] == [l.rstrip(b"\n") for l in lines]
@@ -289,7 +285,7 @@ def test_chunks_are_lists_of_lines_without_newlines_of_bounded_size(tmp_path):
     # read again, in one chunk: the same, the counters afresh
     assert list(source.chunks(size=1 << 20)) == [[l.rstrip(b"\n") for l in lines]]
     # small gzip members (cdxj-indexer -c writes one per few lines) make chunks of the size
-    path.write_bytes(b"".join(zipnum.gzip_block(lines[i:i + 2]) for i in range(0, 400, 2)))
+    path.write_bytes(b"".join(layout.gzip_block(lines[i:i + 2]) for i in range(0, 400, 2)))
     chunks = list(source.chunks(size=8192))
     assert source.members == 200 and 10 < len(chunks) < 40
     assert source.lines_read == 400 and source.unsorted is None
@@ -345,7 +341,7 @@ def test_each_chunk_checked_at_once_is_what_line_by_line_checking_keeps(tmp_path
         got = [line for chunk in source.chunks(size=size) for line in chunk]
         assert (got, source.problems, source.malformed, source.unsorted) == expected, size
     # every line kept is one the jobs' readers keep, as they keep it
-    from webarchive_indexing.cdxline import is_cdx_line
+    from webarchive_indexing.cdx.cdxline import is_cdx_line
     assert all(is_cdx_line(line.decode("utf-8")) and b"\r" not in line for line in one_by_one)
     reasons = {p["reason"].split(" (")[0] for p in source.problems}
     assert {"white space in its URL key", "not UTF-8 text", "a carriage return",

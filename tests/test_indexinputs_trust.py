@@ -17,9 +17,10 @@ from helpers import REAL, pywb_cdx
 from test_indexinputs import common_crawl_lines
 from test_pipeline import cluster_files, cluster_lines
 from webarchive_indexing import cli
-from webarchive_indexing.cdxline import convert, location
-from webarchive_indexing.indexinputs import IndexInputError, open_index
-from webarchive_indexing.inputs import kind_of
+from webarchive_indexing.cdx.cdxline import convert, location
+from webarchive_indexing.inputs.indexes import IndexInputError
+from webarchive_indexing.inputs.sources import open_index
+from webarchive_indexing.inputs.discovery import kind_of
 
 TESTE = os.path.join(REAL, "arquivo+webarchive-indexing__teste.cdx")
 WARC = os.path.join(REAL, "iipc+webarchive-commons__IAH-urls-wget.warc.gz")

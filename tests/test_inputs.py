@@ -4,7 +4,7 @@ import gzip
 
 import pytest
 
-from webarchive_indexing.inputs import InputError, cdx_name, expand, relative_name
+from webarchive_indexing.inputs.discovery import InputError, cdx_name, expand, relative_name
 
 
 def touch(path, content=b"WARC/1.0\r\n"):

@@ -22,10 +22,10 @@ import pytest
 import yaml
 
 from emr_moto import MotoEMR, Requests, client_env, network_guard
-from webarchive_indexing.corpus import make_corpus
-from webarchive_indexing.build import build
+from webarchive_indexing.commands.corpus import make_corpus
+from webarchive_indexing.commands.build import build
 from webarchive_indexing.options import BuildOptions
-from webarchive_indexing.zipnum import root_index
+from webarchive_indexing.zipnum.layout import root_index
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "scripts"

@@ -1,4 +1,4 @@
-"""The 2012 Common Crawl URL index as an input (webarchive_indexing.legacyindex): indexes
+"""The 2012 Common Crawl URL index as an input (webarchive_indexing.inputs.legacy): indexes
 written here by a small writer that follows the documented layout (reference.md section
 6, Common Crawl's own description of the format), read locally and over HTTP ranges,
 whole or by prefix, converted into CDX lines and built into a cluster."""
@@ -11,10 +11,11 @@ import pytest
 import rangeserver
 from helpers import pywb_lookup
 from webarchive_indexing import cli
-from webarchive_indexing.cdx import url_key
-from webarchive_indexing.indexinputs import IndexInputError, open_index
-from webarchive_indexing.inputs import kind_of
-from webarchive_indexing.legacyindex import LegacyIndex, key_url
+from webarchive_indexing.cdx.urlkey import url_key
+from webarchive_indexing.inputs.indexes import IndexInputError
+from webarchive_indexing.inputs.sources import open_index
+from webarchive_indexing.inputs.discovery import kind_of
+from webarchive_indexing.inputs.legacy import LegacyIndex, key_url
 
 LOCATION = struct.Struct("<QQIQI")
 # An ARC file date as the index holds it: milliseconds (2012-09-06 05:22:10.836 UTC)

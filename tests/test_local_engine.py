@@ -13,12 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from webarchive_indexing import cdxmeta, cli, contents, corpus, lock, splits, steps
-from webarchive_indexing.build import BuildFailed, build
+from webarchive_indexing.cdx import cdxmeta, splits
+from webarchive_indexing import cli
+from webarchive_indexing.build import contents, tasks
+from webarchive_indexing.commands import corpus
+from webarchive_indexing.storage import lock
+from webarchive_indexing.commands.build import BuildFailed, build
 from webarchive_indexing.engines.local_engine import archive_sample_size
-from webarchive_indexing.inputs import InputError
+from webarchive_indexing.inputs.discovery import InputError
 from webarchive_indexing.options import BuildOptions, UsageError
-from webarchive_indexing.query import Cluster
+from webarchive_indexing.zipnum.reader import Cluster
 
 from test_spark import corpus as mixed  # noqa: F401  (a fixture)
 
@@ -147,10 +151,10 @@ def test_splits_from_a_file_or_a_cluster(tmp_path, both, source, shards):
     expected = len(splits.parse_splits((first / "splits.txt").read_text())) + 1 \
         if shards is None else shards
     assert local.shards == expected
-    written = steps.read_splits(str(tmp_path / "local" / "splits.txt"))
+    written = tasks.read_splits(str(tmp_path / "local" / "splits.txt"))
     assert len(written) == expected - 1
     if source.startswith("splits") and shards is None:
-        assert written == steps.read_splits(str(first / "splits.txt"))
+        assert written == tasks.read_splits(str(first / "splits.txt"))
     run([both], tmp_path / "mrjob", splits=given, shards=shards, lines_per_block=20,
         runner="inline")
     assert_same_cluster(tmp_path / "mrjob", tmp_path / "local")
@@ -342,7 +346,7 @@ def test_the_commands_of_docs_local_engine_run_as_written(tmp_path, monkeypatch)
     # from the first build's CDX files: the same lines
     assert cluster_lines(tmp_path / "from-cdx") == cluster_lines(tmp_path / "with-mrjob")
     assert len(cluster_lines(tmp_path / "again")) > len(cluster_lines(tmp_path / "out"))
-    assert len(steps.read_splits(str(tmp_path / "other" / "splits.txt"))) == 1
+    assert len(tasks.read_splits(str(tmp_path / "other" / "splits.txt"))) == 1
 
 
 # -- index inputs --------------------------------------------------------------------------------

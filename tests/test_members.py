@@ -14,15 +14,15 @@ import random
 
 import pytest
 
-from webarchive_indexing import gzipmembers, records
-from webarchive_indexing.cdx import index_file
-from webarchive_indexing.corpus import make_corpus, read_manifest
+from webarchive_indexing.warc import members as gzipmembers, walk as records
+from webarchive_indexing.cdx.indexer import index_file
+from webarchive_indexing.commands.corpus import make_corpus, read_manifest
 import badinput
 from helpers import REAL
 
 if records.CompiledMembers is None:
     if os.environ.get("WEBARCHIVE_INDEXING_REQUIRE_COMPILED") == "1":
-        raise ImportError("webarchive_indexing._members was not built (is ISA-L's libisal-dev "
+        raise ImportError("webarchive_indexing.warc._members was not built (is ISA-L's libisal-dev "
                           "installed? reinstall with `pip install -e .`)")
     pytest.skip("the compiled twin was not built (no ISA-L headers at install time)",
                 allow_module_level=True)

@@ -1,4 +1,4 @@
-"""Shards written by merging sorted CDX files (webarchive_indexing.mergebuild): byte-identical
+"""Shards written by merging sorted CDX files (webarchive_indexing.build.merge): byte-identical
 to one ShardWriter over the whole sorted input, whatever the pieces, runs and rounds."""
 import gzip
 import os
@@ -7,7 +7,9 @@ from concurrent.futures import Future
 
 import pytest
 
-from webarchive_indexing import mergebuild, runs, splits, zipnum
+from webarchive_indexing.build import merge, runs
+from webarchive_indexing.cdx import splits
+from webarchive_indexing.zipnum import layout
 from webarchive_indexing.engines.local_engine import process_pool
 
 
@@ -48,30 +50,30 @@ def write_inputs(directory, rng, files, lines, sorted_files=True):
 
 
 def reference_cluster(lines, split_lines, directory, lines_per_block):
-    zipnum.write_cluster((line + b"\n" for line in lines), directory,
+    layout.write_cluster((line + b"\n" for line in lines), directory,
                          [s.encode() for s in split_lines], lines_per_block)
     return directory
 
 
 def assert_same_shards(got, expected, shards):
     for i in range(shards):
-        for name in (zipnum.shard_name(i), zipnum.part_name(i)):
+        for name in (layout.shard_name(i), layout.part_name(i)):
             assert (got / name).read_bytes() == (expected / name).read_bytes(), name
 
 
-def build(pool, tmp_path, paths, shards, lines_per_block, workers, fan_in=mergebuild.FAN_IN,
-          memory=mergebuild.MEMORY, stride=1, progress=None):
+def build(pool, tmp_path, paths, shards, lines_per_block, workers, fan_in=merge.FAN_IN,
+          memory=merge.MEMORY, stride=1, progress=None):
     work = tmp_path / "work"
     cluster = tmp_path / "cluster"
     work.mkdir()
     cluster.mkdir()
     sizes = [os.path.getsize(p) for p in paths]
-    run_list, pairs, unsorted, _ = mergebuild.make_runs(
+    run_list, pairs, unsorted, _ = merge.make_runs(
         pool, paths, sizes, str(work), workers, {p: stride for p in paths}, shards * 100,
         fan_in, memory, progress=progress)
     sample = splits.merge(pairs, shards * 100)
     split_lines = splits.choose_splits(sample, shards)
-    written = mergebuild.write_shards(pool, run_list, split_lines, sample, str(cluster), str(work),
+    written = merge.write_shards(pool, run_list, split_lines, sample, str(cluster), str(work),
                                       lines_per_block, workers, memory, progress=progress)
     return cluster, split_lines, written, run_list, unsorted
 
@@ -88,9 +90,9 @@ def test_shards_equal_one_writer_over_all_lines(tmp_path, shards, lines_per_bloc
     assert sorted(written) == list(range(shards)) and unsorted == []
     assert sum(s["lines"] for s in written.values()) == len(lines)
     for shard, stats in written.items():
-        part = (cluster / zipnum.part_name(shard)).read_bytes()
+        part = (cluster / layout.part_name(shard)).read_bytes()
         assert stats["blocks"] == part.count(b"\n")
-        assert stats["bytes"] == os.path.getsize(cluster / zipnum.shard_name(shard))
+        assert stats["bytes"] == os.path.getsize(cluster / layout.shard_name(shard))
 
 
 def test_sampling_every_line_gives_the_sample_jobs_sample(tmp_path):
@@ -111,7 +113,7 @@ def test_sample_every_offers_a_fixed_subset_of_each_stream():
             offered.append(line)
 
     chunks = [[b"a", b"b", b"c"], [b"d"], [], [b"e", b"f", b"g", b"h"]]
-    assert list(mergebuild.sample_every(chunks, Keep(), 3)) == chunks
+    assert list(merge.sample_every(chunks, Keep(), 3)) == chunks
     assert offered == ["a", "d", "g"]
 
 
@@ -195,7 +197,7 @@ def test_a_broken_input_is_named(tmp_path, damage):
         data[30] ^= 0xff
     with open(paths[1], "wb") as fh:
         fh.write(data)
-    with pytest.raises(mergebuild.InputFailed) as failed:
+    with pytest.raises(merge.InputFailed) as failed:
         build(Inline(), tmp_path, paths, 2, 10, 1)
     assert failed.value.path == paths[1]
 
@@ -203,24 +205,24 @@ def test_a_broken_input_is_named(tmp_path, damage):
 def test_group_inputs_deals_evenly_within_the_fan_in():
     paths = [f"f{i}" for i in range(10)]
     sizes = [100, 1, 1, 1, 1, 1, 1, 1, 1, 50]
-    groups = mergebuild.group_inputs(paths, sizes, 3, fan_in=8)
+    groups = merge.group_inputs(paths, sizes, 3, fan_in=8)
     assert len(groups) == 3 and sorted(p for g in groups for p in g) == sorted(paths)
     assert ["f0"] in groups and ["f9"] in groups
-    groups = mergebuild.group_inputs(paths, sizes, 3, fan_in=4)
+    groups = merge.group_inputs(paths, sizes, 3, fan_in=4)
     assert sorted(map(len, groups)) == [2, 4, 4] and ["f0", "f8"] in groups
-    assert len(mergebuild.group_inputs(paths, sizes, 1, fan_in=3)) == 4
-    assert mergebuild.group_inputs(paths[:2], sizes[:2], 8) == [["f0"], ["f1"]]
+    assert len(merge.group_inputs(paths, sizes, 1, fan_in=3)) == 4
+    assert merge.group_inputs(paths[:2], sizes[:2], 8) == [["f0"], ["f1"]]
 
 
 def test_plan_pieces_cut_each_shard_at_sample_lines():
     sample = [f"k{i:03d}" for i in range(100)]
     split_lines = ["k050"]
-    pieces = mergebuild.plan_pieces(split_lines, sample, 10 ** 6, 4, 10)
+    pieces = merge.plan_pieces(split_lines, sample, 10 ** 6, 4, 10)
     assert [p.shard for p in pieces] == sorted(p.shard for p in pieces)
     for shard, low, high in ((0, None, b"k050"), (1, b"k050", None)):
         mine = [p for p in pieces if p.shard == shard]
         assert len(mine) > 1 and mine[0].low == low and mine[-1].high == high
         assert all(a.high == b.low for a, b in zip(mine, mine[1:]))
         assert all((p.shard_low, p.shard_high) == (low, high) for p in mine)
-    assert len(mergebuild.plan_pieces(split_lines, sample, 100, 4, 3000)) == 2
-    assert len(mergebuild.plan_pieces([], [], 10 ** 9, 64, 3000)) == 1
+    assert len(merge.plan_pieces(split_lines, sample, 100, 4, 3000)) == 2
+    assert len(merge.plan_pieces([], [], 10 ** 9, 64, 3000)) == 1

@@ -14,12 +14,12 @@ import rangeserver
 import s3server
 from helpers import REAL
 from webarchive_indexing import cli, storage
-from webarchive_indexing.build import build
-from webarchive_indexing.cdx import index_file
-from webarchive_indexing.extract.fetch import Failed, source_path
+from webarchive_indexing.commands.build import build
+from webarchive_indexing.cdx.indexer import index_file
+from webarchive_indexing.copy.fetch import Failed, source_path
 from webarchive_indexing.options import BuildOptions
 from webarchive_indexing.storage import s3 as s3_storage
-from webarchive_indexing.zipnum import write_cluster
+from webarchive_indexing.zipnum.layout import write_cluster
 
 GOOD = f"{REAL}/webrecorder+warcio__example.warc.gz"
 # CDX filenames that would read elsewhere than below --warc-prefix

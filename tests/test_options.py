@@ -3,15 +3,18 @@ import argparse
 
 import pytest
 
-from webarchive_indexing import cdxapi, export, options, query, zipnum
+from webarchive_indexing.api import request
+from webarchive_indexing.commands import export
+from webarchive_indexing import options
+from webarchive_indexing.zipnum import reader, layout
 from webarchive_indexing.jobs.remote_copy import RemoteCopyJob
 
 
 def test_choices_are_those_of_the_modules_that_take_them():
     # declared in options so that the command line starts without importing query or cdxapi
-    assert options.MATCH_TYPES == query.MATCH_TYPES
-    assert options.QUERY_OUTPUTS == cdxapi.OUTPUTS
-    assert options.LINES_PER_BLOCK_DEFAULT == zipnum.LINES_PER_BLOCK
+    assert options.MATCH_TYPES == reader.MATCH_TYPES
+    assert options.QUERY_OUTPUTS == request.OUTPUTS
+    assert options.LINES_PER_BLOCK_DEFAULT == layout.LINES_PER_BLOCK
     assert options.EXPORT_FORMATS == tuple(export.FORMATS)
 
 

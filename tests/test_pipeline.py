@@ -12,15 +12,15 @@ from webarchive_indexing.jobs.index_warcs import IndexWarcsJob
 from webarchive_indexing.jobs.sample_splits import SampleSplitsJob
 from webarchive_indexing.jobs.zip_cluster import ZipClusterJob
 from webarchive_indexing import cli
-from webarchive_indexing.corpus import make_corpus
-from webarchive_indexing.build import BuildFailed, build
+from webarchive_indexing.commands.corpus import make_corpus
+from webarchive_indexing.commands.build import BuildFailed, build
 from webarchive_indexing.engines.mrjob_engine import run_job
 from webarchive_indexing.options import BuildOptions
-from webarchive_indexing.query import search_range
-from webarchive_indexing.seqfile import read_text_keys
-from webarchive_indexing.splits import parse_splits
-from webarchive_indexing.steps import finalize_cluster, write_shard
-from webarchive_indexing.zipnum import root_index
+from webarchive_indexing.zipnum.reader import search_range
+from webarchive_indexing.build.seqfile import read_text_keys
+from webarchive_indexing.cdx.splits import parse_splits
+from webarchive_indexing.build.tasks import finalize_cluster, write_shard
+from webarchive_indexing.zipnum.layout import root_index
 
 
 @pytest.fixture(scope="module")

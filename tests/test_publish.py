@@ -19,11 +19,11 @@ import pytest
 from helpers import pywb_lookup
 from tables import assert_same_tables
 from webarchive_indexing import cli
-from webarchive_indexing.build import build
-from webarchive_indexing.corpus import make_corpus
+from webarchive_indexing.commands.build import build
+from webarchive_indexing.commands.corpus import make_corpus
 from webarchive_indexing.options import BuildOptions
-from webarchive_indexing.query import open_cluster, search_range
-from webarchive_indexing.zipnum import write_cluster
+from webarchive_indexing.zipnum.reader import open_cluster, search_range
+from webarchive_indexing.zipnum.layout import write_cluster
 
 HERE = Path(__file__).parent
 OPTIONS = dict(shards=2, lines_per_block=20, runner="inline", progress=False)
@@ -236,7 +236,7 @@ def test_leftovers_of_killed_runs_are_removed_by_the_next(tmp_path, inputs):
 
 HOLDER = textwrap.dedent("""
     import sys, time
-    from webarchive_indexing import lock
+    from webarchive_indexing.storage import lock
     with lock.hold(sys.argv[1], "build"):
         print("locked", flush=True)
         time.sleep(120)

@@ -10,9 +10,9 @@ from warcio.archiveiterator import ArchiveIterator
 
 import servers
 from test_serve import LogCapture
-from webarchive_indexing.build import build
+from webarchive_indexing.commands.build import build
 from webarchive_indexing.options import BuildOptions
-from webarchive_indexing.serve import open_collections
+from webarchive_indexing.api.serve import open_collections
 
 SAMPLE = os.path.join(os.path.dirname(__file__), "..", "samples", "IAH-urls-wget.warc.gz")
 

@@ -10,9 +10,9 @@ from pywb.utils.canonicalize import calc_search_range
 from pywb.warcserver.index.query import CDXQuery
 
 from helpers import pywb_lookup
-from webarchive_indexing import query
-from webarchive_indexing.query import MATCH_TYPES, Cluster, DamagedCluster, search_range
-from webarchive_indexing.zipnum import write_cluster
+from webarchive_indexing.zipnum import reader as query
+from webarchive_indexing.zipnum.reader import MATCH_TYPES, Cluster, DamagedCluster, search_range
+from webarchive_indexing.zipnum.layout import write_cluster
 
 HOSTS = [
     "example.com", "www.example.com", "WWW.Example.com", "blog.example.com", "a.b.example.com",

@@ -8,8 +8,8 @@ import pytest
 
 from test_query import LINES, QUERIES
 from webarchive_indexing.cli import main
-from webarchive_indexing.query import Cluster, DamagedCluster, search_range
-from webarchive_indexing.zipnum import root_index, write_cluster
+from webarchive_indexing.zipnum.reader import Cluster, DamagedCluster, search_range
+from webarchive_indexing.zipnum.layout import root_index, write_cluster
 
 SOME_QUERIES = QUERIES[::5] + [("com", "domain"), ("org", "domain"), ("example.com", "domain")]
 EVERYTHING = (b"\x00", b"\xff")

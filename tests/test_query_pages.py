@@ -13,10 +13,11 @@ from pywb.warcserver.index.query import CDXQuery
 
 from helpers import pywb_page, pywb_page_info, pywb_params
 from test_query import CONFIGS, LINES, QUERIES, brute
-from webarchive_indexing import cdxapi, idxfile, query
+from webarchive_indexing.api import request as cdxapi
+from webarchive_indexing.zipnum import idxfile, reader
 from webarchive_indexing.cli import main
-from webarchive_indexing.query import Cluster, IdxFile, search_range
-from webarchive_indexing.zipnum import parse_root, root_index, write_cluster
+from webarchive_indexing.zipnum.reader import Cluster, IdxFile, search_range
+from webarchive_indexing.zipnum.layout import parse_root, root_index, write_cluster
 
 # a few queries of every kind: the page walks below are slow in pywb
 PAGE_QUERIES = QUERIES[::12] + [("com", "domain"), ("example.com", "domain"), ("zzzz.zz", "host"),
@@ -132,7 +133,7 @@ def test_modes_read_what_they_promise(tmp_path, monkeypatch):
     reads.clear()
     monkeypatch.setattr(idxfile, "PAGE_BYTES", 1024)
     pages = -(-(tmp_path / "cluster.idx").stat().st_size // 1024)
-    cluster = Cluster(IdxFile(str(tmp_path / "cluster.idx")), query.MAX_BLOCKS_PER_READ)
+    cluster = Cluster(IdxFile(str(tmp_path / "cluster.idx")), reader.MAX_BLOCKS_PER_READ)
     assert list(cluster.lookup_range(start, end)) == expected
     assert pages > 50 and 1 < len(reads) <= pages.bit_length() + 3
     assert all(length == 1024 and offset % 1024 == 0 for offset, length in reads)

@@ -9,10 +9,11 @@ import pytest
 import rangeserver
 import s3server
 from test_query import LINES, N, QUERIES, brute
-from webarchive_indexing import idxfile, query, storage
+from webarchive_indexing.zipnum import idxfile, reader
+from webarchive_indexing import storage
 from webarchive_indexing.cli import main
-from webarchive_indexing.query import Cluster, open_cluster, search_range
-from webarchive_indexing.zipnum import write_cluster
+from webarchive_indexing.zipnum.reader import Cluster, open_cluster, search_range
+from webarchive_indexing.zipnum.layout import write_cluster
 
 SPLITS = [LINES[N // 5], LINES[N // 2], LINES[4 * N // 5]]
 
@@ -164,6 +165,6 @@ def test_remote_shard_names_outside_the_cluster_are_never_fetched(tmp_path, shar
         port = server.url.rsplit(":", 1)[1]
         idx.write_bytes(idx.read_bytes().replace(b"\tcdx-00000.gz\t", f"\t{shard.format(port=port)}\t".encode()))
         (site / "indexes" / "cluster" / "cluster.root").unlink()
-        with pytest.raises(query.DamagedCluster, match="is not a file below the cluster's directory"):
+        with pytest.raises(reader.DamagedCluster, match="is not a file below the cluster's directory"):
             list(open_cluster(server.url + "/indexes").lookup("com", "domain"))
         assert not any("secret" in path for _, path, _ in server.requests)

@@ -14,8 +14,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from helpers import REAL, fields_but_place, pywb_cdx, uncompressed, warcs
 from webarchive_indexing import cli
-from webarchive_indexing.cdx import index_file
-from webarchive_indexing.rawrecords import PIECE, open_records
+from webarchive_indexing.cdx.indexer import index_file
+from webarchive_indexing.warc.raw import PIECE, open_records
 
 # uncompressed WARC samples that read whole (one named .warc is gzipped)
 PLAIN_SAMPLES = sorted(n for n in os.listdir(REAL) if n.endswith(".warc")

@@ -19,9 +19,10 @@ from pywb.warcserver.index.indexsource import FileIndexSource
 from pywb.warcserver.index.query import CDXQuery
 
 from helpers import REAL, pywb_cdx
-from webarchive_indexing import cli, records, zstdwarc
-from webarchive_indexing.cdx import index_file
-from webarchive_indexing.recordtypes import HEADER_LINE_MAX
+from webarchive_indexing import cli
+from webarchive_indexing.warc import walk, zstdwarc
+from webarchive_indexing.cdx.indexer import index_file
+from webarchive_indexing.warc.base import HEADER_LINE_MAX
 
 EXAMPLE_WARC_GZ = os.path.join(REAL, "webrecorder+warcio__example.warc.gz")
 EXAMPLE_ARC = os.path.join(REAL, "webrecorder+warcio__example.arc")
@@ -151,8 +152,8 @@ def test_cdx_of_several_archives_is_one_sorted_index_pywb_reads(tmp_path, capsys
 
 
 def test_cdx_merges_more_archives_than_its_fan_in(tmp_path, capsys, monkeypatch):
-    from webarchive_indexing import mergebuild
-    monkeypatch.setattr(mergebuild, "FAN_IN", 2)
+    from webarchive_indexing.build import merge
+    monkeypatch.setattr(merge, "FAN_IN", 2)
     paths = []
     for i, source in enumerate([CC_WARC_GZ, EXAMPLE_WARC_GZ, EXAMPLE_ARC, CC_WARC_GZ,
                                 EXAMPLE_WARC_GZ]):
@@ -226,9 +227,9 @@ def test_gzip_twins_bound_a_line_alike(tmp_path, monkeypatch, compiled):
     path = write(tmp_path / "z.warc.gz", open(EXAMPLE_WARC_GZ, "rb").read()
                  + gzip.compress(bytes(3 * HEADER_LINE_MAX), 1) + open(EXAMPLE_WARC_GZ, "rb").read())
     if not compiled:
-        if records.CompiledMembers is None:
+        if walk.CompiledMembers is None:
             pytest.skip("no compiled twin")
-        monkeypatch.setattr(records, "CompiledMembers", None)
+        monkeypatch.setattr(walk, "CompiledMembers", None)
     result = index_file(path, "z.warc.gz")
     size = os.path.getsize(EXAMPLE_WARC_GZ)
     assert [(e.offset, e.reason.split(";")[0]) for e in result.errors] == [
@@ -243,7 +244,7 @@ SKIPPABLE = b"\x50\x2a\x4d\x18" + (5).to_bytes(4, "little") + b"hello"
 
 
 def example_records():
-    from webarchive_indexing.rawrecords import open_records
+    from webarchive_indexing.warc.raw import open_records
     with open_records(EXAMPLE_WARC_GZ) as found:
         return [b"".join(record.pieces) for record in found]
 
@@ -324,8 +325,8 @@ def test_gzip_member_with_reserved_flags_is_refused(tmp_path, monkeypatch, compi
     path = write(tmp_path / "r.warc.gz", b"".join(members))
     assert pywb_cdx(path).count("\n") == 0  # pywb stops there: nothing indexed
     if not compiled:
-        monkeypatch.setattr(records, "CompiledMembers", None)
-    elif records.CompiledMembers is None:
+        monkeypatch.setattr(walk, "CompiledMembers", None)
+    elif walk.CompiledMembers is None:
         pytest.skip("no compiled twin")
     result = index_file(path, "r.warc.gz")
     offset = sum(map(len, members[:bad]))

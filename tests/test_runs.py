@@ -1,4 +1,4 @@
-"""Sorted runs (webarchive_indexing.runs): CDX lines read as mrjob's jobs read them, order
+"""Sorted runs (webarchive_indexing.build.runs): CDX lines read as mrjob's jobs read them, order
 checks, the k-way merge, run files and their index, sorting in bounded memory."""
 import bisect
 import gzip
@@ -8,8 +8,8 @@ import pytest
 from mrjob.protocol import RawValueProtocol
 from mrjob.util import to_lines
 
-from webarchive_indexing import runs
-from webarchive_indexing.cdxline import is_cdx_line
+from webarchive_indexing.build import runs
+from webarchive_indexing.cdx.cdxline import is_cdx_line
 
 
 def mrjob_view(data):

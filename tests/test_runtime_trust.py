@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from webarchive_indexing.corpus import make_corpus
-from webarchive_indexing.query import open_cluster
+from webarchive_indexing.commands.corpus import make_corpus
+from webarchive_indexing.zipnum.reader import open_cluster
 
 HERE = Path(__file__).parent
 CLI = [sys.executable, "-m", "webarchive_indexing.cli"]
@@ -185,7 +185,7 @@ def test_every_pool_of_the_package_dies_with_its_process(tmp_path):
     mark = uuid.uuid4().hex
     script = textwrap.dedent("""
         import os, signal, time
-        from webarchive_indexing.workers import process_pool
+        from webarchive_indexing.util.workers import process_pool
         with process_pool(2) as pool:
             busy, idle = pool.submit(time.sleep, 600), pool.submit(time.sleep, 0)
             time.sleep(3)  # both started (one sleeping, one waiting for work)
@@ -258,8 +258,9 @@ def test_too_many_open_files_is_no_problem_of_an_input(many_indexes, tmp_path):
     out = tmp_path / "out"
     script = textwrap.dedent(f"""
         import sys
-        from webarchive_indexing import cli, mergebuild
-        mergebuild.FD_MARGIN = 0
+        from webarchive_indexing import cli
+        from webarchive_indexing.build import merge
+        merge.FD_MARGIN = 0
         sys.exit(cli.main(["build", {str(many_indexes)!r}, "-o", {str(out)!r}, "--workers", "2",
                            "--on-error", "skip", "--no-progress"]))
     """)
@@ -280,7 +281,7 @@ def test_too_many_open_files_is_no_problem_of_an_input_for_the_jobs_either(tmp_p
     ``indexprep.prepare``: there too a failure of the machine ends the build, never counted
     as the input's problem to skip."""
     import errno
-    from webarchive_indexing import indexprep
+    from webarchive_indexing.build import indexprep
 
     class Source:  # an index input whose reading meets the limit of open files
         path, name, malformed, lines_read, unsorted, rekey = "in.cdxj", "in.cdxj", 0, 0, None, False

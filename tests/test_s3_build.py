@@ -12,13 +12,14 @@ from warcio.warcwriter import WARCWriter
 
 import s3server
 from helpers import REAL, pywb_lookup
-from webarchive_indexing import cdxmeta, cli, storage
+from webarchive_indexing.cdx import cdxmeta
+from webarchive_indexing import cli, storage
 from webarchive_indexing.jobs import zip_cluster
-from webarchive_indexing.corpus import make_corpus
-from webarchive_indexing.build import BuildFailed, build
+from webarchive_indexing.commands.corpus import make_corpus
+from webarchive_indexing.commands.build import BuildFailed, build
 from webarchive_indexing.options import BuildOptions
-from webarchive_indexing.publish import BUILD_PREFIX
-from webarchive_indexing.query import Cluster, open_cluster
+from webarchive_indexing.build.publish import BUILD_PREFIX
+from webarchive_indexing.zipnum.reader import Cluster, open_cluster
 
 
 @pytest.fixture(scope="module")

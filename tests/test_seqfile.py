@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from webarchive_indexing.seqfile import (DEFAULT_SYNC_MARKER, SYNC_ESCAPE, decode_vint, encode_vint,
-                                         read_text_keys, write_text_keys)
+from webarchive_indexing.build.seqfile import (DEFAULT_SYNC_MARKER, SYNC_ESCAPE, decode_vint,
+                                               encode_vint, read_text_keys, write_text_keys)
 
 HEADER = (b"SEQ\x06"
           b"\x19org.apache.hadoop.io.Text"

@@ -13,15 +13,15 @@ from warcio.archiveiterator import ArchiveIterator
 
 import servers
 from test_query import LINES
-from webarchive_indexing.build import build
-from webarchive_indexing.cdxapi import Limits
+from webarchive_indexing.commands.build import build
+from webarchive_indexing.api.request import Limits
 from webarchive_indexing.cli import main
-from webarchive_indexing.collection import Collection
-from webarchive_indexing.corpus import make_corpus
+from webarchive_indexing.api.collection import Collection
+from webarchive_indexing.commands.corpus import make_corpus
 from webarchive_indexing.options import BuildOptions
-from webarchive_indexing.query import Cluster, search_range
-from webarchive_indexing.serve import open_collections, redact
-from webarchive_indexing.zipnum import write_cluster
+from webarchive_indexing.zipnum.reader import Cluster, search_range
+from webarchive_indexing.api.serve import open_collections, redact
+from webarchive_indexing.zipnum.layout import write_cluster
 
 PARITY_QUERIES = [
     ("example.com/", "exact"), ("example.com/a", "prefix"), ("example.com/", "host"), ("example.com", "domain"),
@@ -339,7 +339,7 @@ def test_a_remote_cluster_served_with_bounded_caches(cluster_dir, tmp_path):
     in the BlockCache, index slices in the IdxFile) within their bounds."""
     import shutil
     import rangeserver
-    from webarchive_indexing.query import BlockCache
+    from webarchive_indexing.zipnum.reader import BlockCache
     shutil.copytree(cluster_dir, tmp_path / "site" / "cluster")
     with rangeserver.serving(tmp_path / "site") as remote:
         cache = BlockCache(200_000)
@@ -383,7 +383,7 @@ def test_a_regular_expression_that_never_ends_is_stopped(cluster_dir):
     for huge in ("~url:a{99999999999}", "~url:(" * 1000 + ")" * 1000):
         status = Limits(regex=10**5)
         with pytest.raises(Exception, match="bad regular expression|filter"):
-            from webarchive_indexing.cdxapi import CdxRequest
+            from webarchive_indexing.api.request import CdxRequest
             CdxRequest("example.com", filters=[huge], limits=status)
 
 

@@ -20,11 +20,11 @@ import rangeserver
 import s3server
 import servers
 from webarchive_indexing import cli
-from webarchive_indexing.cdxapi import CdxRequest
-from webarchive_indexing.collection import Collection, Reloading, query
-from webarchive_indexing.corpus import make_corpus
-from webarchive_indexing.query import Cluster, open_cluster
-from webarchive_indexing.serve import Bounds, make_server, open_collections, printable
+from webarchive_indexing.api.request import CdxRequest
+from webarchive_indexing.api.collection import Collection, Reloading, query
+from webarchive_indexing.commands.corpus import make_corpus
+from webarchive_indexing.zipnum.reader import Cluster, open_cluster
+from webarchive_indexing.api.serve import Bounds, make_server, open_collections, printable
 
 from test_serve import LogCapture
 

@@ -15,14 +15,14 @@ import sys
 
 import pytest
 
-from webarchive_indexing import cdx
-from webarchive_indexing import corpus as corpus_mod
-from webarchive_indexing.build import BuildFailed, build
+from webarchive_indexing.cdx import indexer
+from webarchive_indexing.commands import corpus as corpus_mod
+from webarchive_indexing.commands.build import BuildFailed, build
 from webarchive_indexing.engines.spark_engine import group_files, read_cdx_lines, write_cluster
 from webarchive_indexing.options import BuildOptions
-from webarchive_indexing.inputs import InputError
-from webarchive_indexing.splits import parse_splits
-from webarchive_indexing.steps import finalize_cluster
+from webarchive_indexing.inputs.discovery import InputError
+from webarchive_indexing.cdx.splits import parse_splits
+from webarchive_indexing.build.tasks import finalize_cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _by_file(problems):
@@ -194,7 +194,7 @@ def test_on_error_skip_keeps_readable_records_like_the_mrjob_build(tmp_path, sc,
     assert reasons == [("cut.warc.gz", broken_at), ("empty.warc", 0), ("missing.warc.gz", 0),
                        ("whole.warc.gz", 0)]
     # the cut file's records before the broken one are in the cluster, nothing after
-    full = cdx.index_file(str(original), "cut.warc.gz").lines
+    full = indexer.index_file(str(original), "cut.warc.gz").lines
     kept = [l for l in full if int(json.loads(l.split(" ", 2)[2])["offset"]) < broken_at]
     assert 5 <= len(kept) < len(full)
     in_cluster = [l for l in shard_lines(tmp_path / "spark") if b'"filename": "cut.warc.gz"' in l]

@@ -15,7 +15,7 @@ import pyspark
 import pytest
 
 from test_launchers import files_of
-from webarchive_indexing.corpus import make_corpus
+from webarchive_indexing.commands.corpus import make_corpus
 
 pytestmark = pytest.mark.cluster
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from webarchive_indexing.splits import (PAST_END, Reservoir, choose_splits, format_splits, merge,
-                                        parse_splits, sample_key, shard_of)
+from webarchive_indexing.cdx.splits import (PAST_END, Reservoir, choose_splits, format_splits,
+                                            merge, parse_splits, sample_key, shard_of)
 
 
 def cdx_lines(count, seed=1):

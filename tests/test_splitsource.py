@@ -1,15 +1,17 @@
 """Split points from a splits.txt, a splits.seq or an existing cluster (build --splits)."""
 import pytest
 
-from webarchive_indexing import splits, steps, zipnum
-from webarchive_indexing.splitsource import SplitsError, load_splits
+from webarchive_indexing.cdx import splits
+from webarchive_indexing.build import tasks
+from webarchive_indexing.zipnum import layout
+from webarchive_indexing.build.splitsource import SplitsError, load_splits
 
 POINTS = [f"com,example)/{i:03d} 2024" for i in range(1, 10)]
 
 
 @pytest.fixture
 def written(tmp_path):
-    steps.write_splits(POINTS, str(tmp_path))
+    tasks.write_splits(POINTS, str(tmp_path))
     return tmp_path
 
 
@@ -40,7 +42,7 @@ def test_bad_splits_files_are_named(tmp_path):
 def cluster(tmp_path):
     lines = [b"com,example)/%03d 2024%010d x\n" % (i // 3, i) for i in range(300)]
     out = tmp_path / "out" / "cluster"
-    zipnum.write_cluster(lines, str(out), [b"com,example)/050", b"com,example)/070"], 10)
+    layout.write_cluster(lines, str(out), [b"com,example)/050", b"com,example)/070"], 10)
     return out
 
 

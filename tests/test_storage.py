@@ -10,10 +10,11 @@ from botocore.stub import Stubber
 
 import s3server
 from helpers import REAL
-from webarchive_indexing import cli, retry, storage
+from webarchive_indexing import cli, storage
+from webarchive_indexing.util import retry
 from webarchive_indexing.storage import s3 as s3_storage
-from webarchive_indexing.cdx import index_file
-from webarchive_indexing.inputs import expand
+from webarchive_indexing.cdx.indexer import index_file
+from webarchive_indexing.inputs.discovery import expand
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,8 @@ from botocore.retries.standard import ExponentialBackoff
 import faultproxy
 import rangeserver
 import s3server
-from webarchive_indexing import retry, storage
+from webarchive_indexing.util import retry
+from webarchive_indexing import storage
 from webarchive_indexing.storage import s3 as s3_storage, web as web_storage
 
 SIZE = 300_000

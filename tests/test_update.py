@@ -1,4 +1,4 @@
-"""Updates (webarchive_indexing.update, shardrun): a cluster merged with new lines, lines of
+"""Updates (webarchive_indexing.build.update, shardrun): a cluster merged with new lines, lines of
 removed archives left out, byte-identical to a full build with the same split points."""
 import os
 import random
@@ -6,8 +6,10 @@ import shutil
 
 import pytest
 
-from webarchive_indexing import mergebuild, shardrun, splits, steps, zipnum
-from webarchive_indexing.update import ClusterChanged, update_shards
+from webarchive_indexing.build import merge, tasks
+from webarchive_indexing.zipnum import shardrun, layout
+from webarchive_indexing.cdx import splits
+from webarchive_indexing.build.update import ClusterChanged, update_shards
 
 from test_mergebuild import Inline, assert_same_shards, reference_cluster
 
@@ -32,16 +34,16 @@ def write_files(directory, rng, names, lines):
 
 def runs_of(pool, paths, work, workers=2, removal=None):
     os.makedirs(work, exist_ok=True)
-    return mergebuild.make_runs(pool, paths, [os.path.getsize(p) for p in paths], work, workers,
+    return merge.make_runs(pool, paths, [os.path.getsize(p) for p in paths], work, workers,
                                 {p: 1 for p in paths}, 1000, removal=removal)
 
 
 def build_cluster(pool, paths, split_lines, cluster, work, per_block, workers=2):
     run_list, pairs, _, _ = runs_of(pool, paths, work)
     os.makedirs(cluster)
-    written = mergebuild.write_shards(pool, run_list, split_lines, [l for _, l in pairs],
+    written = merge.write_shards(pool, run_list, split_lines, [l for _, l in pairs],
                                       str(cluster), work, per_block, workers)
-    steps.finalize_cluster(str(cluster), len(split_lines) + 1, written)
+    tasks.finalize_cluster(str(cluster), len(split_lines) + 1, written)
     for run in run_list:
         run.remove()
 
@@ -94,7 +96,7 @@ def test_unchanged_shards_are_copied_not_recompressed(tmp_path, monkeypatch):
     new_path.write_bytes(b"".join(line + b"\n" for line in new_lines))
     new_runs, _, _, _ = runs_of(pool, [str(new_path)], str(tmp_path / "w2"))
     compressed = []
-    monkeypatch.setattr(zipnum, "gzip_block", lambda lines, real=zipnum.gzip_block:
+    monkeypatch.setattr(layout, "gzip_block", lambda lines, real=layout.gzip_block:
                         compressed.append(1) or real(lines))
     (tmp_path / "new").mkdir()
     written, copied, _ = update_shards(pool, new_runs, [], str(tmp_path / "old"), split_lines,

@@ -9,18 +9,9 @@ import zlib
 
 import pytest
 
-from webarchive_indexing.zipnum import (
-    LINES_PER_BLOCK,
-    ShardWriter,
-    block_key,
-    gzip_block,
-    idx_line,
-    loc_line,
-    number_parts,
-    part_name,
-    shard_name,
-    write_cluster,
-)
+from webarchive_indexing.zipnum.layout import (LINES_PER_BLOCK, ShardWriter, block_key,
+                                               gzip_block, idx_line, loc_line, number_parts,
+                                               part_name, shard_name, write_cluster)
 
 # zlib-ng (some distributions' zlib) emits different, equally valid deflate streams
 stock_zlib = pytest.mark.skipif("zlib-ng" in zlib.ZLIB_RUNTIME_VERSION, reason="golden bytes are stock zlib's")

@@ -18,16 +18,17 @@ from fastwarc.warc import ArchiveIterator as FastArchiveIterator
 from warcio.archiveiterator import ArchiveIterator
 
 from helpers import REAL, fields_but_place, line_offset, resumed_at, uncompressed, warcs
-from webarchive_indexing import cli, gzipmembers, zstdwarc
-from webarchive_indexing.cdx import index_file
-from webarchive_indexing.inputs import cdx_name
-from webarchive_indexing.build import build
+from webarchive_indexing import cli
+from webarchive_indexing.warc import members, zstdwarc
+from webarchive_indexing.cdx.indexer import index_file
+from webarchive_indexing.inputs.discovery import cdx_name
+from webarchive_indexing.commands.build import build
 from webarchive_indexing.options import BuildOptions, ZstdDictOptions
-from webarchive_indexing.rawrecords import open_records, read_record
-from webarchive_indexing.records import ArchiveError, RecordError, iter_records
-from webarchive_indexing.recordtypes import READ_SIZE
-from webarchive_indexing.recompress import recompress_file
-from webarchive_indexing.zstddict import train
+from webarchive_indexing.warc.raw import open_records, read_record
+from webarchive_indexing.warc.walk import ArchiveError, RecordError, iter_records
+from webarchive_indexing.warc.base import READ_SIZE
+from webarchive_indexing.commands.recompress import recompress_file
+from webarchive_indexing.commands.zstd_dict import train
 
 # The real samples that are WARC files (ARC files have no .warc.zst) and read whole
 BROKEN = ("clipped.warc.gz", "example-bad-non-chunked.warc.gz", "example-trunc.warc",
@@ -387,7 +388,7 @@ def test_frames_decompressed_whole_read_as_frames_fed_bit_by_bit(corpus, tmp_pat
     path.write_bytes(data[:-10])
     path = str(path)
     skip = (("request", "warcinfo"), ("application/warc-fields",))
-    monkeypatch.setattr(gzipmembers, "READ_SIZE", read_size)
+    monkeypatch.setattr(members, "READ_SIZE", read_size)
     monkeypatch.setattr(zstdwarc, "READ_SIZE", whole_max)
     whole = zstdwarc.ZstdFrames._whole_frame
     taken = []

@@ -19,9 +19,9 @@ import os
 import sys
 
 from . import options as o
-from .engines import TaskFailed
-from .report import (EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, describe,
-                     log_to_stderr, print_problems, report_build)
+from .commands.report import (EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, log_to_stderr,
+                              print_problems, report_build)
+from .util.errors import TaskFailed, describe
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE", "main", "version_line"]
 
@@ -31,7 +31,7 @@ def version_line():
     built at install time only where ISA-L's headers are found)."""
     from importlib.metadata import version
 
-    from .records import CompiledMembers
+    from .warc.walk import CompiledMembers
     walker = ("compiled (ISA-L)" if CompiledMembers is not None else
               "pure Python (ISA-L's headers were missing at install: install libisal-dev or "
               "isa-l, then reinstall, for the faster compiled one)")
@@ -295,12 +295,12 @@ def _recompress_parser(sub, help_line):
 def _build(args):
     log_to_stderr(args.verbose)
     options = o.BuildOptions.from_args(args)
-    from .build import build
+    from .commands.build import build
     return report_build(lambda: build(args.inputs, args.output, options), args.output)
 
 
 def _cdx(args):
-    from .inputs import InputError, check_output, dictionary_file, expand_named
+    from .inputs.discovery import InputError, check_output, dictionary_file, expand_named
     try:
         o.check_indexing(args.cdx_fields, args.cdx_format)
         if args.output:
@@ -318,7 +318,7 @@ def _cdx(args):
               for m in found.missing]
     if args.output:
         return _cdx_files(args, found, errors, zstd_dictionary)
-    from .cdx import header_line
+    from .cdx.cdxline import header_line
     warnings = list(found.warnings)
     sys.stdout.write(header_line(args.cdx_format))
     if len(found.archives) == 1:
@@ -333,7 +333,7 @@ def _cdx(args):
 def _cdx_indexed(args, archives, errors, warnings, zstd_dictionary):
     """The sorted lines of each archive indexed (up to the first problem, with ``--on-error
     fail``), one list at a time; its problems added to ``errors`` and ``warnings``."""
-    from .cdx import index_file
+    from .cdx.indexer import index_file
     for archive in archives:
         if errors and args.on_error == "fail":
             return
@@ -350,8 +350,8 @@ def _cdx_merged(args, archives, errors, warnings, zstd_dictionary):
     """Print the lines of several archives as one sorted index, as pywb reads one: each
     archive's, a sorted run on disk, then all merged, in bounded memory."""
     import tempfile
-    from .mergebuild import FAN_IN, MEMORY
-    from .runs import chunk_bytes_for, merge, merge_runs, write_run
+    from .build.merge import FAN_IN, MEMORY
+    from .build.runs import chunk_bytes_for, merge, merge_runs, write_run
     with tempfile.TemporaryDirectory(prefix="webarchive-index-cdx-") as work_dir:
         runs = [write_run([[line[:-1].encode() for line in lines]],
                           os.path.join(work_dir, f"{i}.run"))
@@ -367,11 +367,11 @@ def _cdx_files(args, found, errors, zstd_dictionary):
     """``cdx -o``: a .cdx.gz per archive, with progress and the summary ``build`` prints."""
     import time
     from . import storage
-    from .build import Summary
-    from .lock import hold
-    from .progress import Progress
-    from .report import print_summary
-    from .steps import index_archive
+    from .commands.build import Summary
+    from .storage.lock import hold
+    from .util.progress import Progress
+    from .commands.report import print_summary
+    from .build.tasks import index_archive
     started = time.monotonic()
     summary = Summary(storage.abspath(args.output), errors=errors, warnings=list(found.warnings))
     progress = Progress()
@@ -403,8 +403,8 @@ def _cdx_status(errors, on_error):
 
 def _query(args):
     from . import storage
-    from .cdxapi import BadParameter, CdxRequest
-    from .collection import query
+    from .api.request import BadParameter, CdxRequest
+    from .api.collection import query
     try:
         request = CdxRequest.from_args(args)
     except BadParameter as exc:
@@ -434,11 +434,11 @@ def _query(args):
 
 
 def _export(args):
-    from .export import ExportFailed, export
-    from .indexinputs import IndexInputError
-    from .inputs import InputError
-    from .lock import Busy
-    from .report import print_table, query_table_hint
+    from .commands.export import ExportFailed, export
+    from .inputs.indexes import IndexInputError
+    from .inputs.discovery import InputError
+    from .storage.lock import Busy
+    from .commands.report import print_table, query_table_hint
     try:
         done = export(o.ExportOptions.from_args(args), sys.stdout.buffer)
     except (BrokenPipeError, Busy):  # as every command: a reader that stopped (| head), a
@@ -464,7 +464,7 @@ def _export(args):
 
 def _serve(args):
     import logging
-    from .serve import serve
+    from .api.serve import serve
     logging.basicConfig(format="webarchive-index serve: %(message)s", level=logging.WARNING)
 
     def ready(url, collections):
@@ -487,8 +487,8 @@ def _serve(args):
 
 def _finalize(args):
     from . import storage
-    from .progress import human
-    from .steps import ClusterIncomplete, finalize_cluster, shards_dir
+    from .util.progress import human
+    from .build.tasks import ClusterIncomplete, finalize_cluster, shards_dir
     cluster_dir = shards_dir(args.cluster_dir)
     try:
         totals = finalize_cluster(cluster_dir, args.shards, root=args.root_index,
@@ -502,10 +502,10 @@ def _finalize(args):
 
 
 def _copy_check(args):
-    from .progress import human
-    from .extract import check, check_source, read_selection
-    from .extract.csvrecords import check as check_csv
-    from .query import open_cluster
+    from .util.progress import human
+    from .copy import check, check_source, read_selection
+    from .copy.csvrecords import check as check_csv
+    from .zipnum.reader import open_cluster
     check_source(args.location, args.domains, args.domains_file, args.records_csv)
     if args.records_csv:
         total = check_csv(args.records_csv)
@@ -537,8 +537,8 @@ def _copy_check(args):
 
 def _copy_plan(args):
     from . import storage
-    from .extract.plan import copy_planner, listing_path
-    from .lock import hold
+    from .copy.plan import copy_planner, listing_path
+    from .storage.lock import hold
     planner = copy_planner(args)
     with hold(storage.abspath(args.output), "copy plan"):
         plan = planner()
@@ -549,8 +549,8 @@ def _copy_plan(args):
 
 
 def _print_copy_plan(plan, stream):
-    from .progress import human
-    from .extract.plan import plan_path
+    from .util.progress import human
+    from .copy.plan import plan_path
     stream.write(f"plan:     {plan.records} records, {human(plan.bytes)} from {plan.warc_files} "
                  f"WARC files -> {len(plan.chunks)} output files ({plan_path(plan.output)})\n")
     if plan.arc_records:
@@ -567,7 +567,7 @@ RERUN_COPY = ("to copy what is missing or failed, run `webarchive-index copy cop
 
 
 def _print_copy_survey(found, stream, skipped=None, rerun=RERUN):
-    from .progress import human
+    from .util.progress import human
     plan = found.plan
     already = f" ({skipped} files were complete already)" if skipped else ""
     stream.write(f"copied:   {found.copied} of {plan.records} records, "
@@ -590,9 +590,10 @@ def _print_copy_survey(found, stream, skipped=None, rerun=RERUN):
 
 
 def _copy_copy(args):
-    from . import extract, storage
+    from . import storage
+    from .commands.copy import copy
     log_to_stderr(args.verbose)
-    result = extract.copy(o.CopyOptions.from_args(args),
+    result = copy(o.CopyOptions.from_args(args),
                           planned=lambda plan: _print_copy_plan(plan, sys.stderr))
     plan = result.plan
     if result.after is None:
@@ -612,7 +613,7 @@ def _copy_copy(args):
 
 
 def _copy_status(args):
-    from .extract import survey
+    from .commands.copy import survey
     found = survey(args.output)
     if args.json:
         json.dump({"records": found.plan.records, "copied": found.copied, "failed": found.failed,
@@ -626,7 +627,7 @@ def _copy_status(args):
 
 
 def _copy(args):
-    from .extract import PlanMismatch, SelectionError
+    from .copy import PlanMismatch, SelectionError
     action = {"check": _copy_check, "plan": _copy_plan, "copy": _copy_copy,
               "status": _copy_status}[args.copy_command]
     try:
@@ -649,7 +650,7 @@ def _summary(command, run, failures=()):
     """(the summary ``run()`` returns, with the problems it lists printed, None); or (None,
     the exit status) when it could not run: options that cannot work (bad usage), or one of
     ``failures``. Either way, what went wrong is said on stderr."""
-    from .inputs import InputError
+    from .inputs.discovery import InputError
     try:
         summary = run()
     except (InputError, o.UsageError) as exc:
@@ -663,8 +664,8 @@ def _summary(command, run, failures=()):
 
 
 def _zstd_dict(args):
-    from .progress import human
-    from .zstddict import TrainingFailed, train
+    from .util.progress import human
+    from .commands.zstd_dict import TrainingFailed, train
     summary, status = _summary("zstd-dict", lambda: train(args.inputs, args.output,
                                                           o.ZstdDictOptions.from_args(args)),
                                (TrainingFailed, OSError))
@@ -680,8 +681,8 @@ def _zstd_dict(args):
 
 
 def _recompress(args):
-    from .progress import human
-    from .recompress import recompress
+    from .util.progress import human
+    from .commands.recompress import recompress
     summary, status = _summary("recompress", lambda: recompress(
         args.inputs, args.output, o.RecompressOptions.from_args(args)))
     if summary is None:
@@ -699,7 +700,7 @@ def _recompress(args):
 
 
 def _corpus(args):
-    from .corpus import write_corpus
+    from .commands.corpus import write_corpus
     return write_corpus(args)
 
 

@@ -16,14 +16,14 @@ points take instead of long parameter lists: an attribute per option, named as i
 destination, its default unless given.
 
 An option of ``query`` that mirrors a parameter of the CDX API names it (``param``):
-``cdxapi.CdxRequest`` is the option object of both, made from ``query``'s arguments or
+``request.CdxRequest`` is the option object of both, made from ``query``'s arguments or
 from the query string of a request to ``serve``.
 """
 import argparse
 import os
 import re
 
-from .cdxline import CDX_FIELDS as CDX_FIELD_SETS, FORMATS
+from .cdx.cdxline import CDX_FIELDS as CDX_FIELD_SETS, FORMATS
 
 # Defaults that other modules use too
 DEFAULT_THREADS = 16
@@ -787,7 +787,7 @@ class BuildOptions(Options):
 
 
 class ZstdDictOptions(Options):
-    """What ``zstddict.train(inputs, output, options)`` samples and trains."""
+    """What ``zstd_dict.train(inputs, output, options)`` samples and trains."""
     OPTIONS = (DICT_SIZE, ZSTD_DICTIONARY, PROCESSES, PROGRESS)
 
 

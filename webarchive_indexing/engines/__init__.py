@@ -5,7 +5,7 @@ runs the tasks on a pool of processes on this machine, merging sorted CDX files 
 of sorting their lines (``local_engine``, the default); ``mrjob`` (mrjob's local runner),
 ``inline``, ``hadoop`` and ``emr`` run the MRJob jobs of ``jobs/`` on mrjob's runners
 (``mrjob_engine``); ``spark`` runs the same tasks on Spark (``spark_engine``). Each
-engine does each step with the same functions (``steps``, ``splits``, ``extract``), so the
+engine does each step with the same functions (``tasks``, ``splits``, ``extract``), so the
 outputs are the same bytes whichever runs them. A new engine is a module of this package
 with an ``Engine`` subclass, and a line in ``ENGINES``; it writes ``build --parquet``'s
 table with nothing more (``Engine.write_tables``), and in its shard tasks if it wants to.
@@ -25,6 +25,8 @@ import importlib
 import os
 import re
 
+from ..util.errors import TaskFailed
+
 # Engine name -> the module of this package that runs it
 ENGINES = {
     "local": "local_engine",
@@ -39,11 +41,6 @@ ENGINES = {
 class StepFailed(Exception):
     """A step could not be done: an input could not be read to its end, a cluster being
     updated is damaged. Nothing was published."""
-
-
-class TaskFailed(Exception):
-    """A task of a step failed, with what it raised (its last line): a bug, or a failure
-    that was not an ``OSError`` (which are raised as such)."""
 
 
 # The last line of a Python traceback: the exception, and an OSError's errno, text and file
@@ -95,16 +92,16 @@ class Engine:
         return True
 
     def read_indexes(self, sources, out_dir, on_error, done=None):
-        """Read the index inputs ``sources`` (``indexinputs``) for the steps that follow:
+        """Read the index inputs ``sources`` (``inputs.indexes``) for the steps that follow:
         ``(files, errors, warnings, lines)`` as ``indexprep.prepare`` gives them, the files
         to hand to ``sample`` and ``write_cluster`` with the CDX files (an engine that
         keeps what it read itself gives none). ``done`` gets each source once read."""
-        from ..indexprep import prepare
+        from ..build.indexprep import prepare
         return prepare(sources, out_dir, on_error, done)
 
     def index(self, archives, cdx_dir, cdx_format, skip_existing, cdx_fields="pywb",
               zstd_dictionary=None):
-        """Index each ``inputs.Archive`` into ``cdx_dir`` (``steps.index_archive``, problems
+        """Index each ``discovery.Archive`` into ``cdx_dir`` (``tasks.index_archive``, problems
         reported, never raised); the status dict of each archive, in any order.
         ``zstd_dictionary``: the dictionary file (absolute) of .warc.zst archives without
         their own."""
@@ -113,12 +110,12 @@ class Engine:
     def sample(self, cdx_files, shards, splits_dir):
         """Sample the lines of ``cdx_files`` (the CDX files of ``index``'s statuses, in their
         order) into ``shards - 1`` split lines, published in ``splits_dir``
-        (``steps.write_splits``); the split lines."""
+        (``tasks.write_splits``); the split lines."""
         raise NotImplementedError
 
     def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
         """Write the ``shards`` shards of every line of ``cdx_files`` into ``cluster_dir``
-        (``steps.write_shard``); the stats of each shard written, by shard number. With
+        (``tasks.write_shard``); the stats of each shard written, by shard number. With
         ``self.table``, an engine may have the task writing a shard write the shard's files
         of that table from the same lines (their stats under ``"table"``); the driver has
         ``write_tables`` write those of the shards whose stats lack them."""
@@ -137,21 +134,21 @@ class Engine:
     def write_tables(self, cluster_dir, shards):
         """Write the files of ``self.table`` of each shard numbered in ``shards``, from the
         lines of that shard as ``write_cluster`` wrote it in ``cluster_dir`` (read back:
-        ``steps.write_shard_table``), one task per shard on this machine's cores; their
+        ``tasks.write_shard_table``), one task per shard on this machine's cores; their
         stats, by shard number. What every engine does without writing the table in its
         shard tasks; one that writes it there does this for none."""
-        from ..steps import write_shard_table
+        from ..build.tasks import write_shard_table
         calls = [(shard, cluster_dir, self.table) for shard in shards]
         workers = min(len(calls), len(os.sched_getaffinity(0)))
         if workers < 2:
             return {shard: write_shard_table(*call) for shard, call in zip(shards, calls)}
-        from ..workers import process_pool, watching
+        from ..util.workers import process_pool, watching
         with process_pool(workers) as pool, watching(pool):
             return dict(zip(shards, pool.map(write_shard_table, *zip(*calls))))
 
     def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None,
              zstd_dictionary=None):
-        """Copy each planned chunk into ``output`` (``extract.run_chunk``); the status of each.
+        """Copy each planned chunk into ``output`` (``copy.run_chunk``); the status of each.
         ``progress_dir``: a local directory the tasks report progress in (if
         ``tasks_here``); ``zstd_dictionary``: the dictionary file of .warc.zst sources
         without their own."""

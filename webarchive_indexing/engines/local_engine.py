@@ -6,21 +6,21 @@ files instead of sorting every line (``--runner local``, the default of ``build`
         split_lines = engine.sample(cdx_files, 4, "out")
         stats = engine.write_cluster(cdx_files, split_lines, 4, 3000, cluster_dir)
 
-1. **index**: each archive is indexed by ``steps.index_archive`` in a worker, which
+1. **index**: each archive is indexed by ``tasks.index_archive`` in a worker, which
    also keeps, beside its CDX file, a sample of its lines (``cdxmeta``): the
    bottom-k by ``splits.sample_key``, with k from :func:`archive_sample_size`.
 2. **sample**: the archives' samples are merged (``cdxmeta.combine``) into the bottom
    ``shards x 100`` pairs, exactly the sample job's, so the split points are the same.
-   On the way the CDX files are merged into sorted runs (``mergebuild.make_runs``,
+   On the way the CDX files are merged into sorted runs (``merge.make_runs``,
    phase A); files whose stored sample cannot prove its part (too small) are sampled
    whole then, so nothing is read twice. Index inputs are read once, when they are
-   handed over (``read_indexes``: through their own readers, ``indexinputs``, merged
-   into runs on the pool), and sampled one line in ``mergebuild.SAMPLE_STRIDE`` (see
+   handed over (``read_indexes``: through their own readers, ``inputs.indexes``, merged
+   into runs on the pool), and sampled one line in ``merge.SAMPLE_STRIDE`` (see
    docs/local-engine.md); their runs go into every cluster the engine writes.
 3. **write_cluster**: the shards, from the runs, in pieces on every worker
-   (``mergebuild.write_shards``, phase B). **update_cluster**: a published cluster's
+   (``merge.write_shards``, phase B). **update_cluster**: a published cluster's
    shards merged with the runs of new lines (``update.update_shards``).
-4. **copy**: one task per planned chunk (``extract.run_chunk``), as the copy job.
+4. **copy**: one task per planned chunk (``copy.run_chunk``), as the copy job.
 
 The cluster is byte-identical to the one mrjob's runners and Spark write from the same
 inputs and split points. Settings (``options.ENGINE``): ``workers`` (default: the cores
@@ -34,10 +34,12 @@ import re
 import shutil
 import tempfile
 
-from .. import cdxmeta, mergebuild, splits, steps, storage
-from ..lock import running
-from ..shardrun import ClusterChanged, Removal
-from ..workers import process_pool
+from ..cdx import cdxmeta, splits
+from ..build import merge, tasks
+from .. import storage
+from ..storage.lock import running
+from ..zipnum.shardrun import ClusterChanged, Removal
+from ..util.workers import process_pool
 from . import Engine, StepFailed
 
 SCALER = 100
@@ -76,7 +78,7 @@ def archive_sample_size(shards, archives, scaler=SCALER):
 
 
 def _index(path, name, cdx_dir, fmt, skip_existing, sample_size, cdx_fields, zstd_dictionary):
-    status = steps.index_archive(path, name, cdx_dir, fmt, skip_existing, "skip", sample_size,
+    status = tasks.index_archive(path, name, cdx_dir, fmt, skip_existing, "skip", sample_size,
                                  cdx_fields, zstd_dictionary)
     return status, cdxmeta.read(status["cdx"]), storage.size(status["cdx"])
 
@@ -90,7 +92,7 @@ def _size(path):
 
 
 def _copy(path, output, warc_prefix, threads, retries, progress_dir, zstd_dictionary):
-    from ..extract import run_chunk
+    from ..copy import run_chunk
     return run_chunk(path, output, warc_prefix, threads, retries, progress_dir,
                      zstd_dictionary=zstd_dictionary)
 
@@ -105,7 +107,7 @@ class LocalEngine(Engine):
         # sizes the archives' stored samples; a later build with more shards still gets
         # exact split points, by sampling some CDX files whole
         self.shards = getattr(settings, "shards", None) or 1
-        self.memory = mergebuild.MEMORY
+        self.memory = merge.MEMORY
         # lines of archives an update takes out, left out of index inputs as they are read
         self.remove = list(getattr(settings, "remove", None) or ())
         self.metas, self.sizes = {}, {}
@@ -123,7 +125,7 @@ class LocalEngine(Engine):
     @property
     def fan_in(self):
         """Files a task merges at once: as asked, within the limit of open files."""
-        return mergebuild.fan_in_within_limit(self.asked_fan_in)
+        return merge.fan_in_within_limit(self.asked_fan_in)
 
     @property
     def work(self):
@@ -149,7 +151,7 @@ class LocalEngine(Engine):
         return _Indented(self.progress) if self.progress is not None else None
 
     def _tasks(self, function, calls):
-        return mergebuild.run_tasks(self.pool, function, calls)
+        return merge.run_tasks(self.pool, function, calls)
 
     def index(self, archives, cdx_dir, cdx_format, skip_existing, cdx_fields="pywb",
               zstd_dictionary=None):
@@ -168,10 +170,10 @@ class LocalEngine(Engine):
     def read_indexes(self, sources, out_dir, on_error, done=None):
         """The index inputs read now, once, on the pool: merged into sorted runs (phase A)
         that every cluster this engine writes then holds, with a sample one line in
-        ``mergebuild.SAMPLE_STRIDE``; nothing for the other steps to read."""
+        ``merge.SAMPLE_STRIDE``; nothing for the other steps to read."""
         if not sources:
             return [], [], [], 0
-        made = self._make_runs(sources, {s.path: mergebuild.SAMPLE_STRIDE for s in sources},
+        made = self._make_runs(sources, {s.path: merge.SAMPLE_STRIDE for s in sources},
                                self.shards * SCALER, Removal(self.remove) or None)
         self._indexes = (made.runs, made.sample)
         errors, warnings, lines = [], [], 0
@@ -183,12 +185,12 @@ class LocalEngine(Engine):
         return [], errors, warnings, lines
 
     def _make_runs(self, inputs, sampled, sample_size, removal=None):
-        sizes = [self.sizes.get(item) or _size(mergebuild.input_key(item)) for item in inputs]
+        sizes = [self.sizes.get(item) or _size(merge.input_key(item)) for item in inputs]
         try:
-            return mergebuild.make_runs(self.pool, inputs, sizes, self.work, self.workers,
+            return merge.make_runs(self.pool, inputs, sizes, self.work, self.workers,
                                         sampled, sample_size, self.fan_in, self.memory, removal,
                                         self.substeps)
-        except mergebuild.InputFailed as exc:
+        except merge.InputFailed as exc:
             raise StepFailed(f"cannot read the CDX file {exc}") from None
 
     def _with_indexes(self, run_list, pairs):
@@ -196,7 +198,7 @@ class LocalEngine(Engine):
         ``pairs`` with the index inputs' sample."""
         index_runs, index_pairs = self._indexes
         if index_runs:
-            run_list = mergebuild.merge_rounds(self.pool, run_list + index_runs, self.work,
+            run_list = merge.merge_rounds(self.pool, run_list + index_runs, self.work,
                                                self.fan_in, self.memory, self.substeps)
         return run_list, pairs + index_pairs
 
@@ -206,14 +208,14 @@ class LocalEngine(Engine):
                  for path in cdx_files}
         recorded = [path for path in cdx_files if metas[path] is not None]
         pairs, whole = cdxmeta.combine([metas[path] for path in recorded], size)
-        sampled = {path: mergebuild.SAMPLE_STRIDE for path in cdx_files if metas[path] is None}
+        sampled = {path: merge.SAMPLE_STRIDE for path in cdx_files if metas[path] is None}
         sampled.update({recorded[i]: 1 for i in whole})
         made = self._make_runs(cdx_files, sampled, size)
         run_list, pairs = self._with_indexes(made.runs, pairs + made.sample)
         sample_lines = splits.merge(pairs, size)
         self._runs = (list(cdx_files), run_list, sample_lines)
         chosen = splits.choose_splits(sample_lines, shards)
-        steps.write_splits(chosen, splits_dir)
+        tasks.write_splits(chosen, splits_dir)
         return chosen
 
     def _runs_of(self, cdx_files, shards, removal=None):
@@ -221,7 +223,7 @@ class LocalEngine(Engine):
         those ``sample`` made, or made now."""
         if not removal and self._runs is not None and self._runs[0] == list(cdx_files):
             return self._runs[1:]
-        sampled = {path: mergebuild.SAMPLE_STRIDE for path in cdx_files}
+        sampled = {path: merge.SAMPLE_STRIDE for path in cdx_files}
         made = self._make_runs(cdx_files, sampled, shards * SCALER, removal or None)
         run_list, pairs = self._with_indexes(made.runs, made.sample)
         return run_list, splits.merge(pairs, shards * SCALER)
@@ -229,15 +231,15 @@ class LocalEngine(Engine):
     def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
         run_list, sample_lines = self._runs_of(cdx_files, shards)
         try:
-            return mergebuild.write_shards(self.pool, run_list, split_lines, sample_lines,
+            return merge.write_shards(self.pool, run_list, split_lines, sample_lines,
                                            cluster_dir, self.work, lines_per_block, self.workers,
                                            self.memory, progress=self.substeps)
-        except mergebuild.InputFailed as exc:
+        except merge.InputFailed as exc:
             raise StepFailed(f"cannot read {exc}") from None
 
     def update_cluster(self, cdx_files, old_cluster, split_lines, removal, lines_per_block,
                        cluster_dir):
-        from ..update import update_shards
+        from ..build.update import update_shards
         run_list, sample_lines = self._runs_of(cdx_files, len(split_lines) + 1,
                                                removal.of_globs())
         try:

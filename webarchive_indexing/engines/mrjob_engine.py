@@ -13,7 +13,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import storage
-from ..splits import format_splits
+from ..cdx.splits import format_splits
 from . import Engine, task_failure
 
 # Parallel downloads of CDX files from S3 to local disk

@@ -5,7 +5,7 @@
 
 The result is byte-identical to the mrjob engine's (mrjob's inline and local
 runners) for the same input and options: the tasks call the same functions in
-``steps``, ``splits`` and ``copy``, and nothing about the output depends on how the
+``tasks``, ``splits`` and ``copy``, and nothing about the output depends on how the
 work was spread over tasks. This module does not use mrjob's Spark harness (see
 docs/spark.md for why). The engine runs on the ``SparkContext`` it is handed
 (``settings.spark_context``) and leaves it running; else on the active one, or on one
@@ -13,7 +13,7 @@ it makes when the first step runs (on ``settings.spark_master``, else spark-subm
 master, else ``local[*]``) and stops when it is closed.
 
 1. **index** (:func:`index_archives`): the archives are parallelized
-   ``archives_per_task`` per partition; each task runs ``steps.index_archive``
+   ``archives_per_task`` per partition; each task runs ``tasks.index_archive``
    (always with ``on_error="skip"``, as ``build`` does, so that every
    problem is listed) and returns its status dict and the size of its CDX file.
 2. **sample** (:func:`sample_splits`): the per-archive CDX files, grouped into
@@ -21,17 +21,17 @@ master, else ``local[*]``) and stops when it is closed.
    CombineTextInputFormat split size), are read line by line; each partition keeps
    a ``splits.Reservoir`` of ``shards x 100`` (key, line) pairs; the reservoirs are
    combined (a tree reduce, ending on the driver) into the bottom-k sample, which
-   is the same whatever the partitioning; ``choose_splits``; ``steps.write_splits``.
+   is the same whatever the partitioning; ``choose_splits``; ``tasks.write_splits``.
 3. **cluster** (:func:`write_cluster`): each line is keyed ``(shard, line)``;
    ``repartitionAndSortWithinPartitions`` with exactly ``shards`` partitions, a
    partitioner that sends shard i to partition i, and a sort on the line (in
    Python: ``str`` order is code point order, i.e. UTF-8 byte order, the order of
    ``LC_ALL=C sort`` and of Hadoop's ``Text``; a JVM-side string sort would be
    UTF-16 order and differ for characters above U+FFFF); then every partition,
-   empty ones included, writes its shard with ``steps.write_shard`` (and, with
+   empty ones included, writes its shard with ``tasks.write_shard`` (and, with
    ``build --parquet``, the shard's files of the table, from the same lines).
 
-4. **copy** (:func:`copy_chunks`): one task per planned chunk, ``extract.run_chunk``.
+4. **copy** (:func:`copy_chunks`): one task per planned chunk, ``copy.run_chunk``.
 
 ``build`` then publishes the cluster (``publish``), as with every engine.
 
@@ -56,10 +56,12 @@ import signal
 import subprocess
 import sys
 
-from .. import splits, steps, storage
-from ..cdxline import is_cdx_line
+from ..cdx import splits
+from ..build import tasks
+from .. import storage
+from ..cdx.cdxline import is_cdx_line
 from ..options import DEFAULT_CDX_BYTES_PER_TASK as CDX_BYTES_PER_TASK
-from ..zipnum import LINES_PER_BLOCK
+from ..zipnum.layout import LINES_PER_BLOCK
 from . import Engine, StepFailed, task_failure
 
 SCALER = 100
@@ -123,8 +125,8 @@ def cdx_lines_rdd(sc, cdx_files, cdx_bytes_per_task=CDX_BYTES_PER_TASK, sizes=No
 
 def index_archives(sc, archives, cdx_dir, cdx_format="cdxj", skip_existing=True,
                    archives_per_task=1, cdx_fields="pywb", zstd_dictionary=None):
-    """Step 1: index each ``inputs.Archive`` into ``cdx_dir``; ``(statuses, sizes)``: the
-    status dicts of ``steps.index_archive`` and the size of each CDX file, in input order.
+    """Step 1: index each ``discovery.Archive`` into ``cdx_dir``; ``(statuses, sizes)``: the
+    status dicts of ``tasks.index_archive`` and the size of each CDX file, in input order.
 
     Problems never fail a task: they are in each status's ``errors`` (the caller
     decides, as ``build`` does with ``--on-error``). The sizes (for
@@ -137,7 +139,7 @@ def index_archives(sc, archives, cdx_dir, cdx_format="cdxj", skip_existing=True,
 
     def index(item):
         path, name = item
-        status = steps.index_archive(path, name, cdx_dir, cdx_format, skip_existing, "skip",
+        status = tasks.index_archive(path, name, cdx_dir, cdx_format, skip_existing, "skip",
                                      cdx_fields=cdx_fields, zstd_dictionary=zstd_dictionary)
         return status, storage.size(status["cdx"])
 
@@ -169,7 +171,7 @@ def sample_splits(sc, cdx_files, shards, splits_dir, scaler=SCALER,
         pairs = (cdx_lines_rdd(sc, cdx_files, cdx_bytes_per_task, sizes)
                  .mapPartitions(reservoir).treeReduce(_bottom(size), depth))
     chosen = splits.choose_splits(splits.merge(pairs, size), shards)
-    steps.write_splits(chosen, splits_dir)
+    tasks.write_splits(chosen, splits_dir)
     return chosen
 
 
@@ -186,7 +188,7 @@ def write_cluster(sc, cdx_files, split_lines, shards, cluster_dir,
                   sizes=None, table=None):
     """Step 3: write the ``shards`` shards (``cdx-NNNNN.gz`` + ``part-NNNNN``) of every
     line of ``cdx_files`` into ``cluster_dir`` (and, with ``table``, each shard's files of
-    that ``columnar.Table`` in the same task); the stats of each, by shard number."""
+    that ``table.Table`` in the same task); the stats of each, by shard number."""
     points = list(split_lines)
     if len(points) + 1 != shards:
         raise ValueError(f"{len(points)} split points make {len(points) + 1} shards, "
@@ -201,7 +203,7 @@ def write_cluster(sc, cdx_files, split_lines, shards, cluster_dir,
                 if line_shard != shard:
                     raise RuntimeError(f"a line of shard {line_shard} reached partition {shard}")
                 yield line
-        yield steps.write_shard(shard, lines(), cluster_dir, lines_per_block, table)
+        yield tasks.write_shard(shard, lines(), cluster_dir, lines_per_block, table)
 
     written = (cdx_lines_rdd(sc, cdx_files, cdx_bytes_per_task, sizes)
                .map(keyed)
@@ -216,13 +218,13 @@ def write_cluster(sc, cdx_files, split_lines, shards, cluster_dir,
 
 def copy_chunks(sc, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None,
                 zstd_dictionary=None):
-    """``extract.run_chunk`` for each chunk as a Spark task (one chunk a partition); the statuses."""
+    """``copy.run_chunk`` for each chunk as a Spark task (one chunk a partition); the statuses."""
     chunk_paths = list(chunk_paths)
     if not chunk_paths:
         return []
 
     def task(path):
-        from ..extract import run_chunk
+        from ..copy import run_chunk
         return run_chunk(path, output, warc_prefix, threads, retries, progress_dir,
                          zstd_dictionary=zstd_dictionary)
 

@@ -34,6 +34,7 @@ local disk.
 import errno
 import importlib
 import os
+import re
 import shutil
 
 from . import local
@@ -157,14 +158,57 @@ def resolve(base, name):
     return os.path.join(base, name) if is_local(base) else join(base, name)
 
 
+class Outside(ValueError):
+    """A name from data that would reach outside the place it must stay in."""
+
+
+def below(directory, name):
+    """Where ``name``, a name from data (a manifest line, a CDX ``filename``, a shard in
+    ``cluster.idx`` or ``.loc``, a path in ``contents.json``, an S3 key), is in
+    ``directory``: the one decision of what such a name may reach. ``Outside`` (saying
+    why) for a name that could lead anywhere else: empty, absolute, a URI, with a ``..``,
+    ``.`` or empty segment, a backslash or a control character; or, locally, one whose
+    symbolic links lead out of ``directory``. The index or list that holds the name says
+    what is read, never where: it may come from someone else."""
+    if (not name or "://" in name or name.startswith("/") or _UNSAFE.search(name)
+            or any(segment in ("", ".", "..") for segment in name.split("/"))):
+        raise Outside(f"{name!r} is not a name below {directory}")
+    path = resolve(directory, name)
+    if not inside(path, directory):
+        raise Outside(f"{name!r} leads out of {directory} (a symbolic link)")
+    return path
+
+
 def inside(path, directory):
     """Whether ``path`` is a file below ``directory``: a local one where it leads once its
     symbolic links are followed (a link out of ``directory`` is outside it), a URI by its
-    name (no ``..`` segment). The one rule of what a name from data may reach."""
+    name (no ``..`` segment). ``below`` asks it of every name from data; a path a reader
+    put together itself (a ``.loc`` location resolved as pywb does) is asked directly."""
     if is_local(path):
         return os.path.realpath(path).startswith(os.path.join(os.path.realpath(directory), ""))
     return (path.startswith(directory.rstrip("/") + "/")
             and ".." not in path[len(directory):].split("/"))
+
+
+# Control characters and backslashes: never in a name a path is made of
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f\\]")
+
+
+def safe_path(name):
+    """``name`` as a relative path that stays below the directory it is joined to.
+
+    Empty and ``.`` segments (a leading ``/``, ``a//b``) are dropped, ``..`` becomes
+    ``%2E%2E``, control characters and backslashes become ``%XX``. A plain relative
+    name is returned as it is.
+    """
+    segments = []
+    for segment in name.split("/"):
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            segment = "%2E%2E"
+        segments.append(_UNSAFE.sub(lambda m: "%%%02X" % ord(m.group()), segment))
+    return "/".join(segments) or "%2E"
 
 
 # -- reading -------------------------------------------------------------------------------

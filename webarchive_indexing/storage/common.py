@@ -83,7 +83,7 @@ def cut(url, offset, length, content_range_header, data, declared):
                           f"got Content-Range {content_range_header!r}", url)
         got, expected = len(data), last - first + 1
     if got < expected:
-        from ..retry import Transient
+        from ..util.retry import Transient
         raise Transient(f"a short body: {got} of {expected} bytes")
     return data[:length], total
 
@@ -114,7 +114,7 @@ def retrying(url, what, attempt, transient):
     """``attempt()``, made again after each failure in ``transient`` (exception types) as
     ``retry.READS`` says; then an OSError naming ``url``, ``what`` was asked and the last
     failure."""
-    from .. import retry
+    from ..util import retry
     try:
         return retry.call(attempt, retry.READS, transient)
     except transient as exc:

@@ -15,7 +15,7 @@ import io
 import os
 import threading
 
-from .. import retry
+from ..util import retry
 from . import common
 
 WRITABLE = True

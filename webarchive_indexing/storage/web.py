@@ -15,7 +15,7 @@ import io
 import threading
 import urllib.parse
 
-from .. import retry
+from ..util import retry
 from . import common
 
 WRITABLE = False

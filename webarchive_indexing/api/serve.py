@@ -1,0 +1,595 @@
+"""``webarchive-index serve``: clusters over HTTP with the CDX API that pywb, the Wayback
+Machine and Common Crawl's index server speak.
+
+    /NAME/cdx?url=...      pywb's path
+    /NAME-index?url=...    Common Crawl's path, the same API
+    /collinfo.json         the collections, as Common Crawl's server lists them
+    /                      a page to search a collection and see its captures as a table
+
+A collection is one cluster or several merged in key order (``NAME=C1,C2``); clusters
+are local, ``s3://`` or ``http(s)://``, as ``query`` reads them. Answers stream (chunked,
+gzip when the client accepts it) and are made as ``query`` makes them
+(``collection.answer``). Bad parameters get ``400`` and a JSON ``{"message": ...}`` naming
+the parameter, as pywb answers; a cluster that cannot be read ``502``, a damaged one
+``500``, a request over its time ``503``. An error found after the answer began (a
+damaged block further in) ends the response without its last chunk, so that a client
+sees it incomplete, and is logged.
+
+    serve(options.ServeOptions(collections=["cc=out/cluster"], port=8080))
+
+Workers: ``workers`` processes (all cores by default) share the listening socket, each
+answering with threads, each with its own bounded caches (``cache_mb`` MiB of inflated
+blocks, plus ``idxfile.CACHE_BYTES`` of index per cluster). SIGTERM (or Ctrl-C) stops
+taking connections and lets the requests in flight finish (each bounded by
+``limits.seconds``) before exiting.
+
+Rebuilds: every worker follows the clusters as ``build`` (and ``build --update``)
+publishes them (``collection.Reloading``): a local ``cluster.idx`` is looked at on every
+request, a remote one every ``reload_seconds``; each request is answered from one build
+whole, and one that fails before its answer began is answered again from a newer build
+if there is one.
+
+Clients (``Bounds``): a worker holds at most ``connections`` connections; a client has
+``header_seconds`` to send a request's line and headers (the first one counted from its
+connection), ``idle_seconds`` for its next request or to take the next bytes of an answer.
+A connection beyond the bound closes the one that has waited longest for a request, or,
+all of them answering, is answered ``503`` at once: slow or idle clients never keep a new
+one out.
+"""
+import gzip
+import html
+import json
+import logging
+import os
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+import urllib.parse
+import zlib
+from collections import namedtuple
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from .request import BadParameter, CdxRequest, Limits, RequestTimeout
+from .collection import Reloading
+from ..zipnum.idxfile import DamagedCluster
+from ..options import (DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+                       DEFAULT_MAX_LIMIT, DEFAULT_RELOAD_SECONDS, DEFAULT_TIMEOUT, MATCH_TYPES)
+from ..zipnum.reader import BlockCache
+
+__all__ = ["open_collections", "make_server", "serve", "Bounds", "DEFAULT_BOUNDS", "DEFAULT_LIMITS"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LIMITS = Limits(limit=DEFAULT_MAX_LIMIT, page_size=1000, regex=1000, filters=20, url=8000,
+                        seconds=DEFAULT_TIMEOUT)
+# bytes an answer gathers before it writes a chunk
+CHUNK_BYTES = 64 * 1024
+# answers begun of one request: a build published while one was made is a reason to
+# begin again from it, a few builds in a row are not
+ANSWER_ATTEMPTS = 3
+# rows the search page shows (its JSON link has them all)
+PAGE_ROWS = 500
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*$")
+# What a worker allows its clients (see the module's docstring)
+Bounds = namedtuple("Bounds", "connections header_seconds idle_seconds")
+DEFAULT_BOUNDS = Bounds(DEFAULT_MAX_CONNECTIONS, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT)
+# File descriptors a worker keeps beside its connections' (clusters, shards, logs)
+SPARE_FILES = 64
+# A connection's states: no request yet (since the last answer), a request being read
+# (since its first byte, or since the connection for the first), answering
+WAITING, READING, BUSY = "waiting", "reading", "busy"
+BUSY_ANSWER = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+               b"Connection: close\r\nContent-Length: 62\r\n\r\n"
+               b'{"message": "too many connections answering: try again soon"}\n')
+# control characters (C0, DEL, C1); and what quotes a request line in the access log
+UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+UNPRINTABLE_QUOTED = re.compile(r'[\x00-\x1f\x7f-\x9f"\\]')
+
+
+def open_collections(specs, cache=None, reload_seconds=DEFAULT_RELOAD_SECONDS):
+    """``{name: Reloading}`` of ``NAME=CLUSTER[,CLUSTER...]`` specs; ValueError for a bad
+    spec, OSError for a cluster that cannot be opened."""
+    collections = {}
+    for spec in specs:
+        name, equals, locations = spec.partition("=")
+        if not equals or not NAME.match(name) or not locations.strip(","):
+            raise ValueError(f"{spec!r}: expected NAME=CLUSTER[,CLUSTER...], NAME of letters, "
+                             "digits, '.', '_' and '-' (e.g. cc-2024=out/cluster)")
+        if name in collections:
+            raise ValueError(f"collection {name!r} is named twice")
+        if name == "collinfo.json" or name.endswith("-index") and name[:-6] in collections:
+            raise ValueError(f"{name!r}: a name its paths would clash with")
+        collections[name] = Reloading(name, [p for p in locations.split(",") if p], cache, reload_seconds)
+    return collections
+
+
+def printable(text, quoted=False):
+    """``text`` with control characters as ``\\xNN`` (and, ``quoted``, ``"`` and ``\\``
+    escaped, as Apache logs a request line): what a client sent cannot forge log lines or
+    drive a terminal."""
+    return (UNPRINTABLE_QUOTED if quoted else UNPRINTABLE).sub(
+        lambda m: "\\" + m[0] if m[0] in '"\\' else "\\x%02x" % ord(m[0]), text)
+
+
+def redact(text):
+    """``text`` without credentials a URL may carry (user:password@, signed queries)."""
+    text = re.sub(r"(\w+://)[^/@\s'\"]+@", r"\1***@", text)
+    return re.sub(r"((?:X-Amz-(?:Signature|Credential|Security-Token)|Signature|AWSAccessKeyId)=)[^&\s'\"]+",
+                  r"\1***", text, flags=re.IGNORECASE)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "webarchive-index"
+    # headers and body go out in separate writes: without this a keep-alive client waits
+    # for the delayed ACK (40 ms) before the body
+    disable_nagle_algorithm = True
+    # set on the subclass make_server makes: collections ({name: Collection or
+    # Reloading}), and the socket's timeout (``Bounds.idle_seconds``) as ``timeout``
+    collections = {}
+    limits = DEFAULT_LIMITS
+    access_log = sys.stderr
+    log_lock = threading.Lock()
+    timeout = DEFAULT_BOUNDS.idle_seconds
+
+    def handle_one_request(self):
+        try:
+            # the next request's first byte, within the socket's timeout (idle_seconds)
+            waiting = not self.rfile.peek(1)
+        except OSError:
+            waiting = True
+        if waiting:
+            self.close_connection = True
+            return
+        self.server.mark(self.connection, READING)
+        super().handle_one_request()
+
+    def log_request(self, code="-", size="-"):
+        pass  # _log_access writes one line a request, with its time
+
+    def do_GET(self):
+        self.started = time.monotonic()
+        self.sent = 0
+        self.server.mark(self.connection, BUSY)
+        parts = urllib.parse.urlsplit(self.path)
+        params = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
+        path = urllib.parse.unquote(parts.path)
+        name = path[1:-len("/cdx")] if path.endswith("/cdx") else path[1:-len("-index")] if path.endswith("-index") else None
+        try:
+            if path == "/":
+                self._send_page(params)
+            elif path == "/collinfo.json":
+                self._send_whole(200, "application/json", json.dumps(self._collinfo(), indent=1).encode() + b"\n")
+            elif name in self.collections:
+                self._send_answer(self.collections[name], params)
+            else:
+                known = ", ".join(f"/{n}/cdx" for n in self.collections)
+                self._send_error(404, f"no such path: {path}; the CDX API is at {known} "
+                                      "(and /NAME-index), the collections at /collinfo.json")
+        except ConnectionError:
+            self.close_connection = True
+        finally:
+            self._log_access()
+            if not self.server.mark(self.connection, WAITING):
+                self.close_connection = True  # the server is stopping
+
+    def _send_answer(self, live, params):
+        deadline = self.started + self.limits.seconds if self.limits.seconds else None
+        collection = live.current()
+        for attempt in range(ANSWER_ATTEMPTS):
+            # the start of the answer is made before the status is sent: errors there (most
+            # of them: bad parameters, an unreadable index, a damaged first block) get theirs
+            pending, size = [], 0
+            try:
+                request = CdxRequest.from_query(params, self.limits)
+                content_type, body = collection.answer(request, deadline)
+                body = iter(body)
+                for chunk in body:
+                    pending.append(chunk)
+                    size += len(chunk)
+                    if size >= CHUNK_BYTES:
+                        break
+                else:
+                    body = None
+            except BadParameter as exc:
+                return self._send_error(400, str(exc))
+            except Exception as exc:
+                # a build published meanwhile (that removed the shards of the one read):
+                # answered again, whole, from the new one
+                newer = live.current(recheck=True) if isinstance(exc, OSError) else collection
+                if newer is not collection and attempt + 1 < ANSWER_ATTEMPTS:
+                    collection = newer
+                    continue
+                return self._send_error(*self._failure(exc, collection))
+            break
+        if body is None:
+            return self._send_whole(200, content_type, b"".join(pending))
+        self._send_stream(content_type, pending, body, collection)
+
+    def _failure(self, exc, collection):
+        """The status and message of an error met while answering from ``collection``:
+        the message names the collection and its files, not where they are on the server
+        (the log has that)."""
+        if isinstance(exc, RequestTimeout):
+            return 503, (f"the request took longer than {self.limits.seconds} s: narrow it "
+                         "(limit, from/to, a page, or a resumeKey)")
+        if isinstance(exc, OSError):
+            log.warning("collection %s: %s", collection.name, printable(redact(str(exc))))
+            what = "the index is damaged" if isinstance(exc, DamagedCluster) else "cannot read the index"
+            return 500 if isinstance(exc, DamagedCluster) else 502, \
+                f"collection {collection.name}: {what}: {_without_places(str(exc), collection)}"
+        log.error("%s failed:\n%s", printable(self.path), redact(traceback.format_exc()))
+        return 500, f"Internal Error: {_without_places(str(exc), collection)}"
+
+    def _send_stream(self, content_type, pending, body, collection):
+        gzipped = "gzip" in self.headers.get("Accept-Encoding", "")
+        self.send_response(200)
+        self.send_header("Content-Type", _with_charset(content_type))
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Access-Control-Allow-Origin", "*")
+        if gzipped:
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Vary", "Accept-Encoding")
+        self.end_headers()
+        self.status = 200
+        compress = zlib.compressobj(6, zlib.DEFLATED, 31) if gzipped else None
+        size = sum(map(len, pending))
+        try:
+            for chunk in body:
+                pending.append(chunk)
+                size += len(chunk)
+                if size >= CHUNK_BYTES:
+                    self._write_chunk(b"".join(pending), compress)
+                    pending, size = [], 0
+        except ConnectionError:
+            raise
+        except Exception as exc:
+            status, message = self._failure(exc, collection)
+            self.failed = f"{status} after {self.sent} bytes: {redact(message)}"
+            self.close_connection = True
+            return
+        self._write_chunk(b"".join(pending), compress)
+        if compress:
+            self._write_chunk(compress.flush(), None)
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _write_chunk(self, data, compress):
+        if compress:
+            data = compress.compress(data)
+        if data:
+            try:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            except TimeoutError:
+                # the client's, not the cluster's: it took nothing for idle_seconds
+                raise ConnectionAbortedError("the client stopped reading the answer") from None
+            self.sent += len(data)
+
+    def _send_whole(self, status, content_type, data, headers=()):
+        if "gzip" in self.headers.get("Accept-Encoding", "") and len(data) > 1024:
+            data = gzip.compress(data, 6, mtime=0)
+            headers = [*headers, ("Content-Encoding", "gzip"), ("Vary", "Accept-Encoding")]
+        self.send_response(status)
+        self.send_header("Content-Type", _with_charset(content_type))
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Access-Control-Allow-Origin", "*")
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.status = status
+        self.wfile.write(data)
+        self.sent = len(data)
+
+    def _send_error(self, status, message):
+        # pywb's shape of an error: {"message": ...}
+        self._send_whole(status, "application/json", json.dumps({"message": redact(message)}).encode() + b"\n")
+
+    def _collinfo(self):
+        base = f"http://{self.headers.get('Host') or '%s:%d' % self.server.server_address[:2]}"
+        # Common Crawl's entries also name a "timegate", its replay: there is none here
+        return [{"id": name, "name": name, "cdx-api": f"{base}/{name}-index"} for name in self.collections]
+
+    def _send_page(self, params):
+        def one(name, default=""):
+            return (params.get(name) or [default])[-1]
+        names = list(self.collections)
+        coll, url, match_type = one("coll", names[0] if names else ""), one("url"), one("matchType", "exact")
+        body = [PAGE_HEAD, '<form method="get" action="/"><label>Collection <select name="coll">']
+        body += [f'<option{" selected" if n == coll else ""}>{html.escape(n)}</option>' for n in names]
+        body.append('</select></label> <label>URL <input name="url" size="50" required value="'
+                    f'{html.escape(url)}" placeholder="example.com/path, example.com/*, *.example.com">'
+                    '</label> <label>Match <select name="matchType">')
+        body += [f'<option{" selected" if m == match_type else ""}>{m}</option>' for m in MATCH_TYPES]
+        body.append('</select></label> <button type="submit">Search</button></form>')
+        if url:
+            body.append(self._results(coll, url, match_type))
+        body.append("</body></html>\n")
+        self._send_whole(200, "text/html", "".join(body).encode("utf-8"))
+
+    def _results(self, coll, url, match_type):
+        query = urllib.parse.urlencode({"url": url, "matchType": match_type, "output": "json"})
+        link = f"/{urllib.parse.quote(coll)}/cdx?{query}"
+        if coll not in self.collections:
+            return f'<p class="error">No collection {html.escape(coll)}.</p>'
+        collection = self.collections[coll].current()
+        try:
+            request = CdxRequest(url, match_type=match_type, limit=PAGE_ROWS + 1, output="json", limits=self.limits)
+            _, body = collection.answer(request, time.monotonic() + (self.limits.seconds or 60))
+            rows = [json.loads(line) for line in body]
+        except BadParameter as exc:
+            return f'<p class="error">{html.escape(exc.message)}</p>'
+        except Exception as exc:
+            return f'<p class="error">{html.escape(self._failure(exc, collection)[1])}</p>'
+        more = len(rows) > PAGE_ROWS
+        out = [f'<p id="summary">{min(len(rows), PAGE_ROWS)}{"+" if more else ""} captures of '
+               f'<b>{html.escape(url)}</b> ({html.escape(match_type)}) in {html.escape(coll)}: '
+               f'<a id="json" href="{html.escape(link)}">JSON</a></p>']
+        if rows:
+            out.append('<table id="captures"><thead><tr><th>timestamp</th><th>url</th><th>status</th>'
+                       "<th>mime</th><th>length</th><th>archive</th></tr></thead><tbody>")
+            for row in rows[:PAGE_ROWS]:
+                out.append("<tr>" + "".join(f"<td>{html.escape(str(row.get(f, '')))}</td>" for f in
+                                            ("timestamp", "url", "status", "mime", "length", "filename")) + "</tr>")
+            out.append("</tbody></table>")
+        return "".join(out)
+
+    def _log_access(self):
+        status = getattr(self, "status", "-")
+        took = (time.monotonic() - self.started) * 1000
+        failed = getattr(self, "failed", None)
+        line = (f'{self.client_address[0]} - - [{time.strftime("%d/%b/%Y:%H:%M:%S %z")}] '
+                f'"{printable(redact(self.requestline), quoted=True)}" {status} {self.sent} {took:.1f}ms'
+                + (f" ended early: {failed}" if failed else "") + "\n")
+        if self.access_log is not None:
+            with self.log_lock:
+                self.access_log.write(line)
+                self.access_log.flush()
+
+    def log_message(self, format, *args):
+        # http.server's own messages (malformed requests): into the access log too
+        if self.access_log is not None:
+            with self.log_lock:
+                self.access_log.write(f"{self.client_address[0]} - - {printable(redact(format % args))}\n")
+
+
+def _without_places(message, collection):
+    """``message`` without the directories of ``collection``'s clusters (on this server,
+    or the URLs it reads): their files named as the index names them."""
+    for cluster in collection.clusters:
+        for place in {cluster.shard_dir, os.path.realpath(cluster.shard_dir)}:
+            message = message.replace(place.rstrip("/") + "/", "")
+    return message
+
+
+def _with_charset(content_type):
+    # as pywb labels them: its CDX lines (text/x-cdxj, text/x-ndjson...) bare
+    return content_type + "; charset=utf-8" if content_type in ("application/json", "text/html") else content_type
+
+
+PAGE_HEAD = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>webarchive-index: captures</title>
+<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin-top:1em}
+td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;font-size:90%}
+th{background:#eee}.error{color:#a00}input,select,button{font-size:100%}</style></head>
+<body><h1>Captures</h1>
+"""
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = False  # server_close waits for the requests in flight
+    request_queue_size = 1024
+    bounds = DEFAULT_BOUNDS  # set by make_server
+
+    def __init__(self, *args, **kwargs):
+        # connection: [state, since (monotonic)]
+        self._connections = {}
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._next_sweep = 0
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request, client_address):
+        if self._admit(request):
+            super().process_request(request, client_address)  # a thread answers it
+            return
+        try:
+            # sent without waiting, and the request read if it came: closing with it unread
+            # would reset the connection before the client reads the answer
+            request.setblocking(False)
+            request.send(BUSY_ANSWER)
+            request.recv(65536)
+        except OSError:
+            pass
+        self.shutdown_request(request)
+
+    def _admit(self, connection):
+        """Whether to answer ``connection``: below the bound, or after closing the
+        connection that has waited longest for a request; not if all are answering."""
+        now = time.monotonic()
+        with self._lock:
+            oldest = None
+            if len(self._connections) >= self.bounds.connections:
+                waiting = [(since, c) for c, (state, since) in self._connections.items() if state != BUSY]
+                if not waiting:
+                    return False
+                oldest = min(waiting, key=lambda item: item[0])[1]
+                del self._connections[oldest]
+            # the first request is counted from the connection
+            self._connections[connection] = [READING, now]
+        if oldest is not None:
+            _close(oldest)
+        return True
+
+    def shutdown_request(self, request):
+        with self._lock:
+            self._connections.pop(request, None)
+        super().shutdown_request(request)
+
+    def mark(self, connection, state):
+        """Note a connection ``WAITING`` (between requests), ``READING`` a request or
+        ``BUSY`` answering; False once the server is stopping."""
+        with self._lock:
+            known = self._connections.get(connection)
+            # a request read is counted from its first byte, or from the connection
+            if known is not None and not (state == READING and known[0] == READING):
+                known[:] = [state, time.monotonic()]
+            return not self._stopping
+
+    def service_actions(self):
+        """Close the connections whose request has taken longer than ``header_seconds``
+        to come (the socket's timeout bounds each read, not a request sent byte by byte)."""
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + min(1.0, self.bounds.header_seconds / 4)
+        with self._lock:
+            late = [c for c, (state, since) in self._connections.items()
+                    if state == READING and now - since > self.bounds.header_seconds]
+        for connection in late:
+            _close(connection)
+
+    def stop(self):
+        """Take no more connections, close those not answering, let the others finish."""
+        self.shutdown()
+        with self._lock:
+            self._stopping = True
+            idle = [c for c, (state, _) in self._connections.items() if state != BUSY]
+        for connection in idle:
+            _close(connection)
+        self.server_close()  # waits for the request threads
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+def _close(connection):
+    """End ``connection`` from here: the thread reading or writing it sees it end."""
+    try:
+        connection.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def make_server(collections, host="127.0.0.1", port=8080, limits=DEFAULT_LIMITS, access_log=sys.stderr,
+                sock=None, bounds=DEFAULT_BOUNDS):
+    """A threading HTTP server of ``collections`` (``{name: Collection or Reloading}``, not
+    yet serving) within ``bounds``: on ``sock`` if given (a listening socket shared by
+    workers), else bound to ``host:port``."""
+    handler = type("BoundHandler", (Handler,), {"collections": collections, "limits": limits,
+                                                "access_log": access_log, "timeout": bounds.idle_seconds})
+    if sock is None:
+        server = _Server((host, port), handler)
+    else:
+        server = _Server(sock.getsockname()[:2], handler, bind_and_activate=False)
+        server.socket.close()
+        server.socket = sock
+    server.bounds = bounds
+    return server
+
+
+def serve(options, ready=None):
+    """Serve the collections of ``options`` (``options.ServeOptions``) until SIGTERM or
+    SIGINT; ``ready(url, collections)`` is called once the socket listens. Opens every
+    collection first, so that a bad one stops here (ValueError for a bad spec, OSError
+    for a cluster or log that cannot be opened)."""
+    limits = Limits(options.max_limit, DEFAULT_LIMITS.page_size, DEFAULT_LIMITS.regex,
+                    DEFAULT_LIMITS.filters, DEFAULT_LIMITS.url, options.timeout)
+    if not options.log:
+        return _serve(options, limits, None, ready)
+    if not options.access_log:
+        return _serve(options, limits, sys.stderr, ready)
+    with open(options.access_log, "a", encoding="utf-8") as access_log:
+        return _serve(options, limits, access_log, ready)
+
+
+def _serve(options, limits, access_log, ready):
+    host, workers = options.host, options.workers or os.cpu_count() or 1
+    cache = BlockCache(options.cache_mb * 1024 * 1024)
+    bounds = _bounds(options)
+    collections = open_collections(options.collections, cache, options.reload_seconds)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, options.port))
+    sock.listen(_Server.request_queue_size)
+    # workers wake together when a connection comes: those that lose the race to accept
+    # it must not wait in accept() (where a stop would never reach them)
+    sock.setblocking(False)
+    bound = sock.getsockname()
+    url = f"http://{'[%s]' % bound[0] if family == socket.AF_INET6 else bound[0]}:{bound[1]}"
+    if ready:
+        ready(url, collections)
+    if workers == 1:
+        return _serve_here(collections, limits, access_log, sock, bounds)
+    children = {}
+    stopping = threading.Event()
+
+    def start_worker():
+        for collection in collections.values():
+            collection.current(recheck=True)  # a worker started later starts from the newest
+        pid = os.fork()
+        if pid == 0:
+            try:
+                code = _serve_here(collections, limits, access_log, sock, bounds)
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            os._exit(code)
+        children[pid] = time.monotonic()
+
+    def stop(signum, frame):
+        stopping.set()
+        for pid in list(children):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    for _ in range(workers):
+        start_worker()
+    while children:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        started = children.pop(pid, None)
+        if not stopping.is_set() and started is not None:
+            log.error("worker %d ended (status %d); starting another", pid, status)
+            if time.monotonic() - started < 1:
+                time.sleep(1)  # not in a tight loop if workers die at once
+            start_worker()
+    sock.close()
+    return 0
+
+
+def _bounds(options):
+    """The ``Bounds`` of ``options``, its connections within what a process may open."""
+    import resource
+    connections = options.max_connections
+    files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if files != resource.RLIM_INFINITY and connections > files - SPARE_FILES:
+        connections = max(files - SPARE_FILES, 1)
+        log.warning("--max-connections %d: a worker may open %d files (ulimit -n), so it holds "
+                    "%d connections; raise ulimit -n for more", options.max_connections, files, connections)
+    return Bounds(connections, options.header_timeout, options.idle_timeout)
+
+
+def _serve_here(collections, limits, access_log, sock, bounds):
+    """Serve on ``sock`` in this process until SIGTERM or SIGINT; requests in flight finish."""
+    server = make_server(collections, limits=limits, access_log=access_log, sock=sock, bounds=bounds)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    thread = threading.Thread(target=server.serve_forever, args=(0.2,), name="serve", daemon=True)
+    thread.start()
+    while not stop.wait(0.5):
+        pass
+    server.stop()
+    thread.join()
+    return 0

@@ -1,0 +1,123 @@
+"""What a published cluster holds: the record ``contents.json`` published with its shards,
+which ``build --update`` reads back.
+
+    {"format": "cdxj", "lines_per_block": 3000, "splits": ["com,a)/ 2024...", ...],
+     "archives": {"crawl/a.warc.gz": {"path": "/data/crawl/a.warc.gz", "cdx": "crawl/a.cdx.gz",
+                                      "source": {"size": 1234, "mtime_ns": ...}}, ...},
+     "indexes": {"/data/old.cdxj.gz": {"name": "old.cdxj.gz", "kind": "cdx"}, ...}}
+
+The record is written into the directory the shards are written to, before the cluster
+is published, so it is published with them in the same step (``publish``): it always
+describes the cluster that ``cluster.idx`` indexes, also after a build that failed. It
+is found beside the shards that the first line of ``cluster.idx`` names (``cluster/``
+itself, or a ``build-...`` prefix on S3), or in ``cluster/`` when the cluster is empty.
+
+``archives`` maps the name of each archive whose lines the cluster holds (the
+``filename`` of its lines) to its path, its CDX file (under ``OUTDIR/cdx/``) and what
+that was made from (``cdxmeta.source_of``). An update sorts the archives it is given with
+:func:`sort_statuses`: those held already, with the same source, are not added again;
+those held but indexed again (changed since, or ``--no-skip-existing``) replace their
+lines; the others are new. ``indexes`` are the index inputs (existing CDX files,
+clusters, legacy indexes) whose lines it holds: an update does not read them again.
+"""
+import json
+
+from .. import storage
+
+RECORD = "contents.json"
+# Bytes read from the start of cluster.idx to find where its shards are (one index line)
+IDX_LINE_MAX = 1 << 16
+
+
+class NoRecord(ValueError):
+    """A cluster that an update cannot extend: none, or one without a record."""
+
+
+class NoCluster(NoRecord):
+    """No cluster at all where an update was asked for."""
+
+
+def make(fmt, lines_per_block, split_lines, archives, indexes):
+    return {"format": fmt, "lines_per_block": lines_per_block, "splits": list(split_lines),
+            "archives": archives, "indexes": indexes}
+
+
+def entry(status, cdx_dir):
+    """The record of the archive of an indexing ``status``: its CDX file, relative to
+    ``cdx_dir``, and what that was made from."""
+    return {"path": status["path"], "cdx": status["cdx"][len(cdx_dir.rstrip("/")) + 1:],
+            "source": status["source"]}
+
+
+def index_entry(source):
+    """The record of an index input (``inputs.indexes``): its name and kind."""
+    return {"name": source.name, "kind": source.kind}
+
+
+def write(directory, record):
+    storage.write_atomic(storage.join(directory, RECORD),
+                         json.dumps(record, indent=0, sort_keys=True).encode("utf-8"))
+
+
+def _record_dir(cluster_dir):
+    idx = storage.join(cluster_dir, "cluster.idx")
+    try:
+        first = storage.read_range(idx, 0, IDX_LINE_MAX).split(b"\n", 1)[0]
+    except FileNotFoundError:
+        raise NoCluster(f"there is no cluster in {cluster_dir} to update: build one first "
+                        "(without --update)") from None
+    fields = first.split(b"\t")
+    if len(fields) < 2:
+        return cluster_dir
+    shard = fields[1].decode("utf-8", "replace")
+    if "/" not in shard:
+        return cluster_dir
+    if ".." in shard.split("/") or storage.resolve("/", shard) == shard:
+        raise NoRecord(f"{idx} names shards outside {cluster_dir} ({shard}): not a cluster "
+                       "this build wrote")
+    return storage.dirname(storage.resolve(cluster_dir, shard))
+
+
+def read(cluster_dir):
+    """The record of the cluster published in ``cluster_dir``; NoRecord if there is none."""
+    path = storage.join(_record_dir(cluster_dir), RECORD)
+    try:
+        record = json.loads(storage.read_bytes(path))
+    except FileNotFoundError:
+        raise NoRecord(f"{cluster_dir} has no record of what it holds ({RECORD}): it was not "
+                       "built by `webarchive-index build` (or by an older version); build it "
+                       "anew once, then update it") from None
+    except ValueError as exc:
+        raise NoRecord(f"{path} cannot be read ({exc}): build the cluster anew") from None
+    if not (isinstance(record, dict) and isinstance(record.get("splits"), list)
+            and isinstance(record.get("archives"), dict)
+            and isinstance(record.get("indexes"), dict)
+            and isinstance(record.get("lines_per_block"), int)):
+        raise NoRecord(f"{path} is not a record of a cluster: build the cluster anew")
+    return record
+
+
+def sort_statuses(record, statuses):
+    """``(new, replaced, held)``: the statuses of archives the cluster does not hold, of
+    those it holds whose CDX file was made again since, and of those it holds as they are."""
+    new, replaced, held = [], [], []
+    for status in statuses:
+        known = record["archives"].get(status["name"])
+        if known is None:
+            new.append(status)
+        elif status["skipped"] and known.get("source") == status["source"]:
+            held.append(status)
+        else:
+            replaced.append(status)
+    return new, replaced, held
+
+
+def drop_cdx(cdx_dir, entries, suffixes):
+    """Remove the CDX files of ``entries`` (records of archives) from ``cdx_dir``, and the
+    files beside each that end in ``suffixes``; never outside ``cdx_dir``, whatever the
+    record says (``safe_path``)."""
+    for found in entries:
+        path = storage.join(cdx_dir, storage.safe_path(found["cdx"]))
+        for suffix in suffixes:
+            storage.remove(path + suffix)
+        storage.remove(path)

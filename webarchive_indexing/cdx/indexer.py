@@ -1,0 +1,337 @@
+"""CDX index entries from WARC/ARC records, as pywb 2.10's ``cdx-indexer`` writes them.
+
+Three small steps, each usable alone:
+
+* ``record_fields(record)``: the fields of one record (``None`` for a record
+  that is not indexed), following pywb's ``DefaultRecordParser`` rules;
+* ``format_line(fields, fmt)``: one CDXJ or CDX11 line from those fields (``cdxline``);
+* ``index_file(path, filename, fmt)``: the sorted lines of a whole file (a local
+  path or an ``s3://`` URL), with the problems met on the way.
+
+    >>> result = index_file("tests/data/real/example.warc.gz", "example.warc.gz")
+    >>> result.lines[0][:40]
+    'com,example)/ 20140127171200 {"url": "ht'
+
+CDX formats are data, in ``cdxline``: a legend of field letters (as in the
+``CDX N b a ...`` header line) or the CDXJ key order.
+"""
+import datetime
+import functools
+import json
+import re
+
+from .. import storage
+from .cdxline import CDX_FIELDS, FORMATS, format_line, name_problem
+from .urlkey import url_key
+from ..warc.walk import ArchiveError, RecordError, Skipped, iter_records
+
+# Metadata records whose payload a walk with Common Crawl's fields reads
+METADATA_CONTENT_TYPE = "application/warc-fields"
+# Bytes of such a record read at most (Common Crawl's are a few hundred)
+METADATA_MAX = 1 << 16
+# Characters java.net.URI refuses in a URL: a redirect target with one is left out, as
+# Common Crawl's crawler leaves out a Location it cannot make a URI of
+NOT_IN_URI = re.compile(r'[\x00-\x20"<>\\^`{|}\x7f]')
+
+MIME_SPLIT = re.compile("[; ]")
+WARC_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z?$")
+# pywb takes an ARC archive-date as it is (its first 14 characters): here, if it is digits
+ARC_DATE = re.compile(r"\d+$")
+# Not replayable captures, or records pywb's indexer never lists.
+SKIPPED_WARC_TYPES = ("request", "warcinfo")
+# Records of WARC fields (metadata of the crawl, not captures).
+SKIPPED_CONTENT_TYPES = ("application/warc-fields",)
+# Heritrix 1.x metadata records whose mime collides with responses.
+SKIPPED_METADATA_MIMES = ("text/anvl",)
+
+
+class FieldError(ValueError):
+    """A record that cannot be indexed, for a reason other than the archive's structure."""
+
+
+def wants_payload(record):
+    """Whether the payload sha1 must be computed: pywb does so when no digest is given."""
+    if record.rec_type in ("revisit", "request", "warcinfo"):
+        return False
+    if record.format == "arc":
+        return True
+    digest = record.rec_headers.get_header("WARC-Payload-Digest")
+    return not digest or digest == "-"
+
+
+def skipped_type(warc_type, content_type):
+    """WARC records pywb's indexer never lists, judged by WARC-Type and Content-Type."""
+    return warc_type in SKIPPED_WARC_TYPES or content_type in SKIPPED_CONTENT_TYPES
+
+
+def _mime(content_type, default="unk"):
+    return MIME_SPLIT.split(content_type, 1)[0] if content_type else default
+
+
+def _status(http_headers):
+    code = http_headers.get_statuscode()
+    if not code or (code == "204" and "Error" in http_headers.statusline):
+        return "-"
+    return code
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _day_digits(day):
+    """YYYYMMDD of YYYY-MM-DD, the year without leading zeros as strftime writes it;
+    ValueError if there is no such day."""
+    datetime.date(int(day[:4]), int(day[5:7]), int(day[8:10]))
+    return day[:4].lstrip("0") + day[5:7] + day[8:10]
+
+
+def warc_timestamp(date):
+    """The 14-digit timestamp of a WARC-Date, as pywb makes it (warcio's
+    ``iso_date_to_timestamp``: fractions of a second dropped); FieldError if it is no date."""
+    if not WARC_DATE.match(date):
+        return _other_warc_timestamp(date)
+    hour, minute, second = date[11:13], date[14:16], date[17:19]
+    try:
+        if hour > "23" or minute > "59" or second > "59":
+            raise ValueError("no such time of day")
+        return _day_digits(date[:10]) + hour + minute + second
+    except ValueError as exc:
+        raise FieldError(f"bad WARC-Date {date!r}: {exc}") from None
+
+
+def _other_warc_timestamp(date):
+    """The timestamp of a WARC-Date in another form than YYYY-MM-DDThh:mm:ss[.f]Z that pywb
+    takes (``2024-01-01``, ``2024-01-01T10:00Z``, 10 fraction digits): warcio's own
+    ``iso_date_to_timestamp``, which pywb's indexer runs; FieldError where that fails."""
+    from warcio.timeutils import iso_date_to_timestamp  # seldom needed
+    try:
+        return iso_date_to_timestamp(date)
+    except (ValueError, TypeError, OverflowError):
+        raise FieldError(f"bad WARC-Date {date!r}: expected YYYY-MM-DDThh:mm:ssZ") from None
+
+
+def _redirect(url, status, http_headers):
+    """The absolute target of a redirect (3xx but 304), as Common Crawl's index has it;
+    None without a Location that makes a URL."""
+    if len(status) != 3 or status[0] != "3" or status == "304":
+        return None
+    location = http_headers.get_header("Location")
+    if not location:
+        return None
+    from urllib.parse import urljoin
+    try:
+        target = urljoin(url, location.strip())
+    except ValueError:  # e.g. a bad IPv6 host
+        return None
+    return None if NOT_IN_URI.search(target) or ":" not in target else target
+
+
+def cc_metadata(payload):
+    """``{"charset": ..., "languages": ...}`` from the WARC fields of a Common Crawl metadata
+    record (``charset-detected``, ``languages-cld2``), as their index carries them: the
+    languages' ISO-639-3 codes in their order, a repeat left out, joined by commas."""
+    found = {}
+    for line in payload.decode("utf-8", "replace").splitlines():
+        name, colon, value = line.partition(":")
+        name, value = name.strip().lower(), value.strip()
+        if not colon or not value:
+            continue
+        if name == "charset-detected":
+            found["charset"] = value
+        elif name == "languages-cld2":
+            try:
+                detected = json.loads(value).get("languages") or []
+                codes = [item.get("code-iso-639-3") for item in detected]
+            except (ValueError, AttributeError):
+                continue
+            kept = []
+            for code in codes:
+                if isinstance(code, str) and code and code != "null" and code not in kept[-2:]:
+                    kept.append(code)
+            if kept:
+                found["languages"] = ",".join(kept)
+    return found
+
+
+def _warc_fields(record):
+    headers = record.rec_headers
+    date = headers.get_header("WARC-Date") or ""
+    fields = {"url": headers.get_header("WARC-Target-URI"),
+              "timestamp": warc_timestamp(date),
+              "metadata": headers.get_header("WARC-Json-Metadata")}
+    if record.rec_type == "revisit":
+        fields["mime"] = "warc/revisit"
+    else:
+        fields["mime"] = _mime(record.http_headers.get_header("Content-Type"))
+        fields["mime-detected"] = headers.get_header("WARC-Identified-Payload-Type")
+    fields["status"] = _status(record.http_headers) if record.rec_type == "response" else "-"
+    digest = headers.get_header("WARC-Payload-Digest") or "-"
+    fields["digest"] = digest[5:] if digest.startswith("sha1:") else digest
+    return fields
+
+
+def _arc_fields(record):
+    headers = record.rec_headers
+    date = headers.get_header("archive-date") or ""
+    if not ARC_DATE.match(date):
+        raise FieldError(f"bad ARC archive-date {date!r}: expected 14 digits (YYYYMMDDhhmmss)")
+    url = headers.get_header("uri")
+    for char, escaped in (("\r", "%0D"), ("\n", "%0A"), ("\x0c", "%0C"), ("\x00", "%00")):
+        url = url.replace(char, escaped)
+    return {"url": url, "timestamp": date[:14],
+            "mime": _mime(headers.get_header("content-type")),
+            "status": _status(record.http_headers), "digest": "-"}
+
+
+def record_fields(record, offset, length, payload_sha1=None):
+    """The CDX fields of one warcio record, or None when pywb would not index it."""
+    if record.http_headers.get_statuscode() == "-" or record.rec_type == "arc_header":
+        return None
+    if record.format == "arc":
+        fields = _arc_fields(record)
+    elif skipped_type(record.rec_type, record.content_type):
+        return None
+    else:
+        fields = _warc_fields(record)
+    if not fields["url"]:
+        return None
+    if record.rec_type == "metadata" and fields["mime"] in SKIPPED_METADATA_MIMES:
+        return None
+    try:
+        fields["urlkey"] = url_key(fields["url"])
+    except Exception as exc:  # surt raises assorted errors on malformed URLs
+        raise FieldError(f"cannot canonicalize URL {fields['url']!r}: {exc}") from None
+    if payload_sha1 is not None and fields["digest"] == "-":
+        import base64  # seldom needed: most records carry their digest
+        fields["digest"] = base64.b32encode(payload_sha1).decode("ascii")
+    fields["length"], fields["offset"] = str(length), str(offset)
+    return fields
+
+
+class IndexResult:
+    """What indexing one file gave: its sorted ``lines`` (each ending in "\\n"), the
+    ``records`` read (indexed or not), ``errors`` (``ArchiveError``/``RecordError``) and
+    ``warnings`` ((offset, message))."""
+
+    def __init__(self, path, filename):
+        self.path, self.filename = path, filename
+        self.lines, self.records, self.errors, self.warnings = [], 0, [], []
+
+    @property
+    def fatal(self):
+        return any(type(e) is ArchiveError for e in self.errors)
+
+    def warning_dicts(self):
+        """The warnings as errors.json lists them."""
+        return [{"file": self.path, "offset": o, "message": m} for o, m in self.warnings]
+
+
+class _MetadataReader:
+    """The ``wants_payload`` of a walk with Common Crawl's fields: the walker asks it about
+    each record before it reads the record's payload, and so it reads, as they pass, the
+    payload of WARC-fields metadata records (``last``: the record ID they refer to and
+    what ``cc_metadata`` found)."""
+
+    def __init__(self):
+        self.last = None
+
+    def __call__(self, record):
+        if record.rec_type == "metadata" and _mime(record.content_type, "") == METADATA_CONTENT_TYPE:
+            self.last = (record.rec_headers.get_header("WARC-Concurrent-To"),
+                         cc_metadata(record.raw_stream.read(METADATA_MAX)))
+            return False
+        return wants_payload(record)
+
+
+def _cc_fields(record, fields):
+    """Add what Common Crawl's index lines carry beyond pywb's: truncation and redirect."""
+    if record.format == "arc":
+        return
+    fields["truncated"] = record.rec_headers.get_header("WARC-Truncated")
+    if record.rec_type == "response":
+        fields["redirect"] = _redirect(fields["url"], fields["status"], record.http_headers)
+
+
+def iter_fields(fh, path, filename, result, cdx_fields="pywb", zstd_dictionary=None):
+    """Yield the fields of every indexable record; problems are appended to ``result``.
+    ``zstd_dictionary``: a dictionary file for a .warc.zst without its own.
+
+    With Common Crawl's fields (``cdx_fields="cc"``) a response's fields wait for the
+    metadata record after it, whose charset and languages they take."""
+    cc = cdx_fields == "cc"
+    metadata = _MetadataReader() if cc else None
+    pending = pending_id = None
+    skip = (SKIPPED_WARC_TYPES, () if cc else SKIPPED_CONTENT_TYPES)
+    try:
+        for item in iter_records(fh, path, metadata or wants_payload, skip, zstd_dictionary):
+            if type(item) is Skipped:
+                result.records += item.count
+                continue
+            if isinstance(item, RecordError):
+                result.errors.append(item)
+                continue
+            result.records += 1
+            if item.notes:
+                result.warnings.extend((item.offset, message) for message in item.notes)
+            try:
+                fields = record_fields(item.record, item.offset, item.length, item.payload_sha1)
+            except FieldError as exc:
+                result.errors.append(RecordError(path, item.offset, str(exc)))
+                continue
+            if cc:
+                if metadata.last is not None:
+                    refers_to, found = metadata.last
+                    metadata.last = None
+                    if pending is not None and refers_to == pending_id:
+                        pending.update(found)
+                if pending is not None and (fields is not None or item.record.rec_type == "metadata"):
+                    yield pending
+                    pending = None
+                if fields is not None:
+                    _cc_fields(item.record, fields)
+                    if item.record.rec_type == "response":
+                        fields["filename"] = filename
+                        pending = fields
+                        pending_id = item.record.rec_headers.get_header("WARC-Record-ID")
+                        continue
+            if fields is not None:
+                fields["filename"] = filename
+                yield fields
+    except ArchiveError as exc:
+        result.errors.append(exc)
+    if pending is not None:
+        yield pending
+
+
+def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read, cdx_fields="pywb",
+               zstd_dictionary=None):
+    """Index one WARC/ARC file: an ``IndexResult`` whose lines are sorted as pywb sorts them.
+
+    Indexing goes on past a bad record, at the next gzip member, zstd frame or record
+    found (see ``records``); records read before a problem that ends it are kept.
+    ``cdx_fields="cc"`` adds Common Crawl's fields to CDXJ lines (``cdxline.CDX_FIELDS``).
+    ``zstd_dictionary``: a dictionary file for a .warc.zst without a dictionary frame.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown CDX format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if cdx_fields not in CDX_FIELDS:
+        raise ValueError(f"unknown CDX fields {cdx_fields!r}: choose one of {', '.join(CDX_FIELDS)}")
+    if cdx_fields != "pywb" and fmt != "cdxj":
+        raise ValueError("Common Crawl's fields (charset, languages, truncated, redirect) need "
+                         "the CDXJ format: CDX11 and CDX9 have no columns for them")
+    keys = CDX_FIELDS[cdx_fields]
+    result = IndexResult(path, filename or path.rsplit("/", 1)[-1])
+    unwritable = name_problem(result.filename, fmt)
+    if unwritable:
+        result.errors.append(ArchiveError(path, 0, unwritable))
+        return result
+    try:
+        fh = opener(path)
+    except OSError as exc:
+        result.errors.append(ArchiveError(path, 0, f"cannot open: {exc.strerror or exc}"))
+        return result
+    with fh:
+        lines = [format_line(f, fmt, keys)
+                 for f in iter_fields(fh, path, result.filename, result, cdx_fields,
+                                      zstd_dictionary)]
+    lines.sort()
+    result.lines = lines
+    return result

@@ -1,0 +1,971 @@
+/* The compiled twin of records.GzipMembers: the same walk over a file of gzip members,
+ * inflated with ISA-L (the library python-isal wraps), with the same methods, results and
+ * errors, so records.py runs unchanged on either.  What it adds is speed: no Python objects
+ * per inflated chunk, and ``skim``, which passes over the records an indexer never lists
+ * (requests, metadata) without returning to Python at all.
+ *
+ * records.py is the specification: every method here says which Python method it follows,
+ * and tests/test_members.py runs both over the same files, good and broken.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+#include <isa-l/igzip_lib.h>
+
+#define READ_SIZE (1 << 20)
+#define FIRST_STEP (1 << 11)
+#define CHUNK (1 << 14)
+#define TRAILER_MAX 256
+#define HEADERS_MAX (1 << 20)
+#define HEADER_LINE_MAX (1 << 22)
+/* gzipmembers.RESERVED_FLAGS, RESERVED_FLAGS_SET */
+#define RESERVED_FLAGS 0xE0
+#define RESERVED_FLAGS_SET "gzip member header has reserved flag bits set: not a gzip member " \
+    "zlib or pywb read"
+/* recordtypes.TOO_LONG_LINE */
+#define TOO_LONG_LINE "not a WARC or ARC record: no end of line in 4194304 bytes (NUL bytes " \
+    "or other data where a record should start)"
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *fh, *path, *archive_error, *record_error, *readinto;
+    unsigned char *raw;             /* compressed bytes read; raw[rpos] is the next to inflate */
+    Py_ssize_t raw_len, raw_cap, rpos;
+    long long raw_offset;           /* file offset of raw[0] */
+    long long start, end;           /* the current member; end < 0 until inflated to its end */
+    unsigned char *out;             /* inflated bytes of the member kept; out[pos] is next */
+    Py_ssize_t out_len, out_cap, pos;
+    long long dropped;              /* inflated and dropped before out[0] */
+    struct inflate_state inflater;
+} Members;
+
+/* -- errors ------------------------------------------------------------------------------- */
+
+static PyObject *
+make_error(Members *self, PyObject *cls, long long offset, PyObject *reason)
+{
+    if (reason == NULL)
+        return NULL;
+    PyObject *error = PyObject_CallFunction(cls, "OLO", self->path, offset, reason);
+    Py_DECREF(reason);
+    return error;
+}
+
+/* Raise ArchiveError(path, offset, reason); returns NULL. */
+static PyObject *
+archive_error(Members *self, long long offset, PyObject *reason)
+{
+    PyObject *error = make_error(self, self->archive_error, offset, reason);
+    if (error != NULL) {
+        PyErr_SetObject(self->archive_error, error);
+        Py_DECREF(error);
+    }
+    return NULL;
+}
+
+/* The words python-isal's IsalError gives for each ISA-L inflate error. */
+static const char *
+inflate_error_text(int code)
+{
+    switch (code) {
+    case ISAL_INVALID_BLOCK: return "Invalid deflate block found";
+    case ISAL_INVALID_SYMBOL: return "Invalid deflate symbol found";
+    case ISAL_INVALID_LOOKBACK: return "Invalid lookback distance found";
+    case ISAL_INVALID_WRAPPER: return "Invalid gzip/zlib wrapper found";
+    case ISAL_UNSUPPORTED_METHOD: return "Gzip/zlib wrapper specifies unsupported compress method";
+    case ISAL_INCORRECT_CHECKSUM: return "Incorrect checksum found";
+    case ISAL_NEED_DICT: return "Dictionary needed";
+    default: return "Unknown error";
+    }
+}
+
+/* -- buffers ------------------------------------------------------------------------------ */
+
+static int
+reserve(unsigned char **buf, Py_ssize_t *cap, Py_ssize_t need)
+{
+    if (need <= *cap)
+        return 0;
+    Py_ssize_t cap2 = *cap ? *cap : 1 << 16;
+    while (cap2 < need)
+        cap2 *= 2;
+    unsigned char *buf2 = PyMem_Realloc(*buf, cap2);
+    if (buf2 == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *buf = buf2;
+    *cap = cap2;
+    return 0;
+}
+
+/* func(memoryview of buf[0:len]); the view is released after the call, so that it cannot
+ * outlive the buffer, which the next read or inflate may move. */
+static PyObject *
+call_with_view(PyObject *func, unsigned char *buf, Py_ssize_t len, int flags)
+{
+    PyObject *view = PyMemoryView_FromMemory((char *)buf, len, flags);
+    if (view == NULL)
+        return NULL;
+    PyObject *result = PyObject_CallOneArg(func, view);
+    PyObject *released = PyObject_CallMethod(view, "release", NULL);
+    Py_DECREF(view);
+    if (released == NULL) {
+        Py_XDECREF(result);
+        return NULL;
+    }
+    Py_DECREF(released);
+    return result;
+}
+
+/* GzipMembers._read_raw: drop the bytes inflated, append the next block of the file.
+ * 1 if read, 0 at the end of the file (or a None read: no data), -1 on error. */
+static int
+read_raw(Members *self)
+{
+    Py_ssize_t rest = self->raw_len - self->rpos;
+    if (rest)
+        memmove(self->raw, self->raw + self->rpos, rest);
+    self->raw_offset += self->rpos;
+    self->raw_len = rest;
+    self->rpos = 0;
+    if (reserve(&self->raw, &self->raw_cap, rest + READ_SIZE) < 0)
+        return -1;
+    Py_ssize_t got;
+    if (self->readinto != NULL) {
+        PyObject *n = call_with_view(self->readinto, self->raw + rest, READ_SIZE, PyBUF_WRITE);
+        if (n == NULL)
+            return -1;
+        got = n == Py_None ? 0 : PyLong_AsSsize_t(n);
+        Py_DECREF(n);
+        if (got < 0 || got > READ_SIZE) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_OSError, "readinto() returned an impossible size");
+            return -1;
+        }
+    } else {
+        PyObject *data = PyObject_CallMethod(self->fh, "read", "n", (Py_ssize_t)READ_SIZE);
+        if (data == NULL)
+            return -1;
+        if (data != Py_None && (!PyBytes_Check(data) || PyBytes_GET_SIZE(data) > READ_SIZE)) {
+            Py_DECREF(data);
+            PyErr_SetString(PyExc_TypeError, "read() must return at most the bytes asked for");
+            return -1;
+        }
+        got = data == Py_None ? 0 : PyBytes_GET_SIZE(data);
+        if (got)
+            memcpy(self->raw + rest, PyBytes_AS_STRING(data), got);
+        Py_DECREF(data);
+    }
+    self->raw_len += got;
+    return got > 0;
+}
+
+/* GzipMembers._inflate: inflate up to ``step`` compressed bytes, appending the output to out
+ * (from out_len). 0, or -1 with ArchiveError raised. */
+static int
+inflate_step(Members *self, Py_ssize_t step)
+{
+    if (self->rpos == self->raw_len) {
+        int more = read_raw(self);
+        if (more < 0)
+            return -1;
+        if (more == 0) {
+            archive_error(self, self->start, PyUnicode_FromString(
+                "gzip member is truncated: the file ends inside it"));
+            return -1;
+        }
+    }
+    Py_ssize_t avail = self->raw_len - self->rpos;
+    Py_ssize_t chunk = avail < step ? avail : step;
+    struct inflate_state *st = &self->inflater;
+    st->next_in = self->raw + self->rpos;
+    st->avail_in = (uint32_t)chunk;
+    do {
+        if (reserve(&self->out, &self->out_cap, self->out_len + 4 * CHUNK) < 0)
+            return -1;
+        st->next_out = self->out + self->out_len;
+        /* ISA-L counts in 32 bits; read() of a huge member may hold more than that */
+        Py_ssize_t free_space = self->out_cap - self->out_len;
+        uint32_t room = free_space > (1 << 30) ? 1 << 30 : (uint32_t)free_space;
+        st->avail_out = room;
+        int err = isal_inflate(st);
+        self->out_len += room - st->avail_out;
+        if (err != ISAL_DECOMP_OK) {
+            archive_error(self, self->start, PyUnicode_FromFormat(
+                "corrupt gzip data: Error %d %s", err, inflate_error_text(err)));
+            return -1;
+        }
+    } while (st->block_state != ISAL_BLOCK_FINISH && (st->avail_in > 0 || st->avail_out == 0));
+    if (st->block_state == ISAL_BLOCK_FINISH) {
+        /* input ISA-L read ahead into its bit buffer belongs to the next member */
+        self->rpos = (st->next_in - self->raw) - st->read_in_length / 8;
+        self->end = self->raw_offset + self->rpos;
+    } else {
+        self->rpos += chunk;
+    }
+    return 0;
+}
+
+/* GzipMembers._fill: drop what was read, inflate the next chunk.  (A read position past the
+ * bytes inflated, after a skip too far, counts as dropped but skips nothing more, as there.) */
+static int
+fill(Members *self)
+{
+    if (self->pos) {
+        Py_ssize_t kept = self->out_len > self->pos ? self->out_len - self->pos : 0;
+        memmove(self->out, self->out + self->pos, kept);
+        self->out_len = kept;
+        self->dropped += self->pos;
+        self->pos = 0;
+    }
+    return inflate_step(self, CHUNK);
+}
+
+/* GzipMembers.next_member: 1 when a member was started, 0 at the end of the file. */
+static int
+start_member(Members *self)
+{
+    if (self->raw_len - self->rpos < 4) {
+        int more = read_raw(self);
+        if (more < 0)
+            return -1;
+        if (more == 0 && self->rpos == self->raw_len)
+            return 0;
+    }
+    self->start = self->raw_offset + self->rpos;
+    if (self->raw_len - self->rpos < 2 || self->raw[self->rpos] != 0x1f
+            || self->raw[self->rpos + 1] != 0x8b) {
+        archive_error(self, self->start, PyUnicode_FromString(
+            "expected a gzip member here, found other data "
+            "(garbage between records, or a file that is not gzip)"));
+        return -1;
+    }
+    if (self->raw_len - self->rpos > 3 && self->raw[self->rpos + 3] & RESERVED_FLAGS) {
+        archive_error(self, self->start, PyUnicode_FromString(RESERVED_FLAGS_SET));
+        return -1;
+    }
+    self->end = -1;
+    self->pos = 0;
+    self->out_len = 0;
+    self->dropped = 0;
+    isal_inflate_reset(&self->inflater);
+    self->inflater.crc_flag = ISAL_GZIP;
+    return inflate_step(self, FIRST_STEP) < 0 ? -1 : 1;
+}
+
+/* -- the header block --------------------------------------------------------------------- */
+
+/* What warcio's parser takes as blank within a line (records.BLANK_LINE). */
+static inline int
+is_blank_char(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == 0x0b || c == 0x0c || (c >= 0x1c && c <= 0x1f);
+}
+
+/* Where blank characters from j, then a newline, end; -1 if something else comes first. */
+static Py_ssize_t
+blank_to_newline(const unsigned char *buf, Py_ssize_t j, Py_ssize_t len)
+{
+    while (j < len && is_blank_char(buf[j]))
+        j++;
+    return j < len && buf[j] == '\n' ? j + 1 : -1;
+}
+
+/* Where FIRST_LINE_BLANK.match(out, at) or BLANK_LINE.search(out, at) ends, or -1. */
+static Py_ssize_t
+blank_line_end(const unsigned char *buf, Py_ssize_t at, Py_ssize_t len)
+{
+    Py_ssize_t end = blank_to_newline(buf, at, len);
+    for (const unsigned char *nl = memchr(buf + at, '\n', len - at); end < 0 && nl != NULL;
+            nl = memchr(nl + 1, '\n', buf + len - nl - 1))
+        end = blank_to_newline(buf, nl - buf + 1, len);
+    return end;
+}
+
+/* GzipMembers.peek_headers: (at, length) of the header block ``start`` bytes past pos. */
+static int
+peek(Members *self, Py_ssize_t start, Py_ssize_t *at_out, Py_ssize_t *len_out)
+{
+    for (;;) {
+        Py_ssize_t at = self->pos + start;
+        Py_ssize_t stop = at <= self->out_len ? blank_line_end(self->out, at, self->out_len) : -1;
+        if (stop >= 0 || self->end >= 0 || self->out_len - at > HEADERS_MAX) {
+            if (stop < 0)
+                stop = self->out_len;
+            *at_out = at;
+            *len_out = at < stop ? stop - at : 0;
+            return 0;
+        }
+        if (fill(self) < 0)
+            return -1;
+    }
+}
+
+/* records._plain: ASCII, and no continuation line (a line starting with a space or tab). */
+static int
+plain(const unsigned char *block, Py_ssize_t len)
+{
+    for (Py_ssize_t i = 0; i < len; i++) {
+        if (block[i] >= 0x80)
+            return 0;
+        if (block[i] == '\n' && i + 1 < len && (block[i + 1] == ' ' || block[i + 1] == '\t'))
+            return 0;
+    }
+    return 1;
+}
+
+/* str.strip()'s whitespace, for ASCII. */
+static inline int
+is_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+
+/* records._header_at and _value: the first line after the first whose name (case aside, less
+ * trailing spaces and tabs) is ``name``, its value stripped; 0 if there is none. */
+static int
+header_value(const unsigned char *block, Py_ssize_t len, const char *name,
+             const unsigned char **value, Py_ssize_t *value_len)
+{
+    size_t name_len = strlen(name);
+    for (const unsigned char *nl = memchr(block, '\n', len); nl != NULL;
+            nl = memchr(nl + 1, '\n', block + len - nl - 1)) {
+        const unsigned char *p = nl + 1, *end = block + len;
+        if ((size_t)(end - p) < name_len || strncasecmp((const char *)p, name, name_len) != 0)
+            continue;
+        p += name_len;
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        if (p == end || *p != ':')
+            continue;
+        p++;
+        const unsigned char *q = memchr(p, '\n', end - p);
+        if (q == NULL)
+            q = end;
+        while (p < q && is_space(*p))
+            p++;
+        while (q > p && is_space(q[-1]))
+            q--;
+        *value = p;
+        *value_len = q - p;
+        return 1;
+    }
+    return 0;
+}
+
+/* Whether value is one of names (a tuple of str, checked by skim). */
+static int
+equals_any(const unsigned char *value, Py_ssize_t len, PyObject *names)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t name_len;
+        const char *name = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(names, i), &name_len);
+        if (name_len == len && memcmp(name, value, len) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* -- methods ------------------------------------------------------------------------------ */
+
+static PyObject *
+Members_next_member(Members *self, PyObject *unused)
+{
+    int started = start_member(self);
+    if (started < 0)
+        return NULL;
+    if (started == 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(self->start);
+}
+
+static PyObject *
+Members_tell(Members *self, PyObject *unused)
+{
+    return PyLong_FromLongLong(self->dropped + self->pos);
+}
+
+/* A size of any magnitude, as Python's ints are: too large for a Py_ssize_t is as good as
+ * no limit (no member is that long), too small as any negative size. */
+static int
+as_size(PyObject *obj, Py_ssize_t *size)
+{
+    int overflow;
+    long long n = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (n == -1 && PyErr_Occurred())
+        return -1;
+    *size = overflow > 0 || n > PY_SSIZE_T_MAX ? PY_SSIZE_T_MAX : overflow < 0 || n < 0 ? -1 : n;
+    return 0;
+}
+
+/* The size argument of read and readline: PY_SSIZE_T_MAX for none, None or a negative one. */
+static int
+size_arg(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t *size)
+{
+    *size = PY_SSIZE_T_MAX;
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "expected at most one argument, the size");
+        return -1;
+    }
+    if (nargs == 1 && args[0] != Py_None) {
+        if (as_size(args[0], size) < 0)
+            return -1;
+        if (*size < 0)
+            *size = PY_SSIZE_T_MAX;
+    }
+    return 0;
+}
+
+static PyObject *
+Members_read(Members *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t size;
+    if (size_arg(args, nargs, &size) < 0)
+        return NULL;
+    while (self->out_len - self->pos < size && self->end < 0)
+        if (fill(self) < 0)
+            return NULL;
+    Py_ssize_t n = self->out_len - self->pos;
+    if (n > size)
+        n = size;
+    if (n < 0)
+        n = 0;
+    PyObject *data = PyBytes_FromStringAndSize((char *)self->out + self->pos, n);
+    if (data != NULL)
+        self->pos += n;
+    return data;
+}
+
+static PyObject *
+Members_readline(Members *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t size, stop;
+    if (size_arg(args, nargs, &size) < 0)
+        return NULL;
+    for (;;) {
+        const unsigned char *nl = self->pos < self->out_len
+            ? memchr(self->out + self->pos, '\n', self->out_len - self->pos) : NULL;
+        if (nl != NULL || self->end >= 0) {
+            stop = nl != NULL ? nl - self->out + 1 : self->out_len;
+            break;
+        }
+        Py_ssize_t held = self->out_len - self->pos;
+        if (held >= size) {
+            stop = self->out_len;
+            break;
+        }
+        if (held > HEADER_LINE_MAX)
+            return archive_error(self, self->start, PyUnicode_FromString(TOO_LONG_LINE));
+        if (fill(self) < 0)
+            return NULL;
+    }
+    if (stop - self->pos > size)  /* (not stop > pos + size: that overflows for huge sizes) */
+        stop = self->pos + size;
+    PyObject *line = PyBytes_FromStringAndSize((char *)self->out + self->pos,
+                                               stop > self->pos ? stop - self->pos : 0);
+    if (line != NULL)
+        self->pos = stop;
+    return line;
+}
+
+static PyObject *
+Members_feed(Members *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "feed(consume, size)");
+        return NULL;
+    }
+    PyObject *consume = args[0];
+    Py_ssize_t size;
+    if (as_size(args[1], &size) < 0)
+        return NULL;
+    Py_ssize_t passed = 0;
+    for (;;) {
+        Py_ssize_t n = self->out_len - self->pos;
+        if (n > size - passed)
+            n = size - passed;
+        if (n < 0)
+            n = 0;
+        PyObject *result = call_with_view(consume, self->out + self->pos, n, PyBUF_READ);
+        if (result == NULL)
+            return NULL;
+        Py_DECREF(result);
+        passed += n;
+        self->pos += n;
+        if (passed == size || self->end >= 0)
+            return PyLong_FromSsize_t(passed);
+        self->dropped += self->out_len;
+        self->out_len = 0;
+        self->pos = 0;
+        if (inflate_step(self, CHUNK) < 0)
+            return NULL;
+    }
+}
+
+/* The one optional int argument of peek_headers and drain, into *value (left as it is when
+ * not given). */
+static int
+optional_int(PyObject *const *args, Py_ssize_t nargs, const char *usage, Py_ssize_t *value)
+{
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    if (nargs == 1 && (*value = PyLong_AsSsize_t(args[0])) == -1 && PyErr_Occurred())
+        return -1;
+    return 0;
+}
+
+static PyObject *
+Members_peek_headers(Members *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t start = 0, at, len;
+    if (optional_int(args, nargs, "peek_headers(start=0)", &start) < 0
+            || peek(self, start, &at, &len) < 0)
+        return NULL;
+    return PyBytes_FromStringAndSize((char *)self->out + at, len);
+}
+
+static PyObject *
+Members_skip(Members *self, PyObject *arg)
+{
+    Py_ssize_t size = PyLong_AsSsize_t(arg);
+    if (size == -1 && PyErr_Occurred())
+        return NULL;
+    if (size < 0)
+        return PyErr_Format(PyExc_ValueError, "skip(size) takes a size of 0 or more");
+    self->pos += size;
+    Py_RETURN_NONE;
+}
+
+/* GzipMembers.drain: inflate the rest of the member; in *size the bytes from the read position
+ * to its end, in head at most TRAILER_MAX of them from ``skip`` (0 or more) on. */
+static int
+drain(Members *self, long long skip, unsigned char *head, Py_ssize_t *head_len, long long *size)
+{
+    /* (a read position past the bytes inflated, after a skip too far, makes *size negative
+     * at first: the bytes skipped are yet to come) */
+    *size = (long long)self->out_len - self->pos;
+    *head_len = skip < *size ? (*size - skip < TRAILER_MAX ? *size - skip : TRAILER_MAX) : 0;
+    if (*head_len)
+        memcpy(head, self->out + self->pos + skip, *head_len);
+    self->out_len = self->pos = 0;
+    while (self->end < 0) {
+        if (inflate_step(self, CHUNK) < 0)
+            return -1;
+        long long n = self->out_len;
+        if (*head_len < TRAILER_MAX && *size + n > skip) {
+            long long at = skip > *size ? skip - *size : 0;
+            Py_ssize_t take = n - at < TRAILER_MAX - *head_len ? n - at : TRAILER_MAX - *head_len;
+            memcpy(head + *head_len, self->out + at, take);
+            *head_len += take;
+        }
+        *size += n;
+        self->out_len = 0;
+    }
+    return 0;
+}
+
+static PyObject *
+Members_drain(Members *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t skip = 0, head_len;
+    unsigned char head[TRAILER_MAX];
+    long long size;
+    if (optional_int(args, nargs, "drain(skip=0)", &skip) < 0)
+        return NULL;
+    if (skip < 0)
+        return PyErr_Format(PyExc_ValueError, "skip must be 0 or more");
+    if (drain(self, skip, head, &head_len, &size) < 0)
+        return NULL;
+    return Py_BuildValue("y#L", (char *)head, head_len, size);
+}
+
+/* str.strip()'s whitespace in bytes (and \S's complement in a bytes pattern). */
+static inline int
+is_byte_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+/* Where a run of non-whitespace from i ends, if it has at least ``min_digits`` characters and,
+ * when min_digits > 0, only digits; else -1. */
+static Py_ssize_t
+field_end(const unsigned char *buf, Py_ssize_t i, Py_ssize_t len, Py_ssize_t min_digits)
+{
+    Py_ssize_t j = i;
+    for (; j < len && !is_byte_space(buf[j]); j++)
+        if (min_digits && (buf[j] < '0' || buf[j] > '9'))
+            return -1;
+    return j - i >= (min_digits ? min_digits : 1) ? j : -1;
+}
+
+/* records.ANOTHER_RECORD.match: after whitespace, a WARC header or an ARC header line. */
+static int
+another_record(const unsigned char *buf, Py_ssize_t len)
+{
+    static const Py_ssize_t min_digits[5] = {0, 0, 12, 0, 1};
+    Py_ssize_t i = 0;
+    while (i < len && is_byte_space(buf[i]))
+        i++;
+    if (len - i >= 5 && memcmp(buf + i, "WARC/", 5) == 0)
+        return 1;
+    for (int f = 0; f < 5; f++) {
+        if (f > 0) {
+            if (i >= len || buf[i] != ' ')
+                return 0;
+            i++;
+        }
+        if ((i = field_end(buf, i, len, min_digits[f])) < 0)
+            return 0;
+    }
+    if (i < len && buf[i] == '\r')
+        i++;
+    return i < len && buf[i] == '\n';
+}
+
+/* GzipMembers.finish: None, or a RecordError in *problem (new reference). -1 with an
+ * ArchiveError raised. ``unread`` is a Python int of any size. */
+static int
+finish(Members *self, PyObject *unread, PyObject **problem)
+{
+    unsigned char head[TRAILER_MAX];
+    Py_ssize_t head_len;
+    long long rest;
+    int overflow;
+    *problem = NULL;
+    long long skip = PyLong_AsLongLongAndOverflow(unread, &overflow);
+    if (skip == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow > 0)
+        skip = LLONG_MAX;
+    if (skip < 0)
+        skip = 0;
+    if (drain(self, skip, head, &head_len, &rest) < 0)
+        return -1;
+    PyObject *rest_obj = PyLong_FromLongLong(rest);
+    PyObject *short_by = rest_obj == NULL ? NULL : PyNumber_Subtract(unread, rest_obj);
+    Py_XDECREF(rest_obj);
+    if (short_by == NULL)
+        return -1;
+    long long trailer = -PyLong_AsLongLongAndOverflow(short_by, &overflow);
+    if (overflow > 0 || trailer < 0) {
+        *problem = make_error(self, self->record_error, self->start, PyUnicode_FromFormat(
+            "record is cut short: its gzip member ends %S bytes before the Content-Length says",
+            short_by));
+        Py_DECREF(short_by);
+        return *problem == NULL ? -1 : 0;
+    }
+    Py_DECREF(short_by);
+    int blank = trailer <= head_len;
+    for (Py_ssize_t i = 0; blank && i < head_len; i++)
+        blank = is_byte_space(head[i]);
+    if (blank)
+        return 0;
+    *problem = make_error(self, self->record_error, self->start, another_record(head, head_len)
+        ? PyUnicode_FromFormat("gzip member holds more than one record (%lld bytes follow the "
+                               "first): the file is not compressed record by record, so its "
+                               "records cannot be addressed by byte range", trailer)
+        : PyUnicode_FromFormat("record is longer than its Content-Length says: %lld more bytes "
+                               "follow it in its gzip member", trailer));
+    return *problem == NULL ? -1 : 0;
+}
+
+static PyObject *
+Members_finish(Members *self, PyObject *arg)
+{
+    PyObject *problem;
+    if (!PyLong_Check(arg))
+        return PyErr_Format(PyExc_TypeError, "finish(unread) takes an int");
+    if (finish(self, arg, &problem) < 0)
+        return NULL;
+    if (problem == NULL)
+        Py_RETURN_NONE;
+    return problem;
+}
+
+/* Where records.MEMBER_START first matches raw from ``from``, or -1. */
+static Py_ssize_t
+find_member_start(const unsigned char *raw, Py_ssize_t from, Py_ssize_t len)
+{
+    for (Py_ssize_t i = from; i + 4 <= len; i++) {
+        const unsigned char *p = memchr(raw + i, 0x1f, len - 3 - i);
+        if (p == NULL)
+            return -1;
+        i = p - raw;
+        if (p[1] == 0x8b && p[2] == 0x08 && p[3] < 0x20)
+            return i;
+    }
+    return -1;
+}
+
+/* GzipMembers.recover: the offset of the next member after ``start`` whose first bytes
+ * inflate (where start_member goes on), or None. */
+static PyObject *
+Members_recover(Members *self, PyObject *unused)
+{
+    long long scan = self->start + 1 > self->raw_offset ? self->start + 1 : self->raw_offset;
+    for (;;) {
+        self->rpos = (Py_ssize_t)(scan - self->raw_offset);
+        Py_ssize_t at = find_member_start(self->raw, self->rpos, self->raw_len);
+        int found = at >= 0;
+        if (!found)
+            at = self->raw_len - 3 > self->rpos ? self->raw_len - 3 : self->rpos;
+        if (self->raw_len - at < FIRST_STEP || !found) {
+            /* too little of it to try (or of a start cut by the block's end): read on */
+            self->rpos = at;
+            int more = read_raw(self);
+            if (more < 0)
+                return NULL;
+            if (more) {
+                scan = self->raw_offset;
+                continue;
+            }
+            if (!found) {
+                self->rpos = self->raw_len;
+                Py_RETURN_NONE;
+            }
+            at = self->rpos;  /* (the bytes kept, now first) */
+        }
+        self->rpos = at;
+        if (start_member(self) < 0) {
+            if (!PyErr_ExceptionMatches(self->archive_error))
+                return NULL;
+            PyErr_Clear();
+            scan = self->raw_offset + at + 1;
+            continue;
+        }
+        self->rpos = at;
+        return PyLong_FromLongLong(self->raw_offset + at);
+    }
+}
+
+/* Like records.GzipMembers.skim: pass over the members whose records the caller skips;
+ * an ArchiveError that stops the walk of a member is returned last among the problems, not
+ * raised. */
+static PyObject *
+Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    const char *usage = "skim(warc_types, content_types): two tuples of str";
+    if (nargs != 2 || !PyTuple_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
+    PyObject *skip_types = args[0], *skip_content_types = args[1];
+    for (Py_ssize_t i = 0; i < 2; i++)
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(args[i]); j++)
+            if (!PyUnicode_Check(PyTuple_GET_ITEM(args[i], j))
+                    || PyUnicode_AsUTF8(PyTuple_GET_ITEM(args[i], j)) == NULL) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, usage);
+                return NULL;
+            }
+    long long skipped = 0;
+    PyObject *problems = PyList_New(0);
+    if (problems == NULL)
+        return NULL;
+    for (;;) {
+        int started = start_member(self);
+        if (started < 0)
+            goto error;
+        if (started == 0)
+            return Py_BuildValue("LNOO", skipped, problems, Py_None, Py_None);
+        Py_ssize_t at, len;
+        if (peek(self, 0, &at, &len) < 0)
+            goto error;
+        const unsigned char *block = self->out + at;
+        /* (a block longer than HEADERS_MAX is cut short: warcio's loader reads it) */
+        if (len > HEADERS_MAX || len < 5 || memcmp(block, "WARC/", 5) != 0 || !plain(block, len))
+            return Py_BuildValue("LNLO", skipped, problems, self->start, Py_None);
+        const unsigned char *type, *content_type, *length;
+        Py_ssize_t type_len, content_type_len, length_len;
+        int has_type = header_value(block, len, "warc-type", &type, &type_len);
+        int has_content_type = header_value(block, len, "content-type", &content_type,
+                                            &content_type_len);
+        int has_length = header_value(block, len, "content-length", &length, &length_len);
+        int skip = (has_type ? equals_any(type, type_len, skip_types)
+                             : equals_any((const unsigned char *)"", 0, skip_types))
+            || (has_content_type && equals_any(content_type, content_type_len, skip_content_types));
+        long long unread = 0;
+        /* lengths of 18 digits and more are left to Python's big integers */
+        if (!has_length || length_len == 0 || length_len > 17)
+            skip = 0;
+        for (Py_ssize_t i = 0; skip && i < length_len; i++) {
+            if (length[i] < '0' || length[i] > '9')
+                skip = 0;
+            unread = unread * 10 + (length[i] - '0');
+        }
+        if (!skip) {
+            /* the values found, as records.py's _iter_gzip reads them */
+            PyObject *values = Py_BuildValue(
+                "(NNN)",
+                has_type ? PyUnicode_DecodeASCII((const char *)type, type_len, NULL) : Py_NewRef(Py_None),
+                has_content_type ? PyUnicode_DecodeASCII((const char *)content_type, content_type_len, NULL)
+                                 : Py_NewRef(Py_None),
+                has_length ? PyUnicode_DecodeASCII((const char *)length, length_len, NULL) : Py_NewRef(Py_None));
+            if (values == NULL)
+                goto error;
+            return Py_BuildValue("LNLN", skipped, problems, self->start, values);
+        }
+        self->pos += len;
+        PyObject *problem, *unread_obj = PyLong_FromLongLong(unread);
+        if (unread_obj == NULL)
+            goto error;
+        int failed = finish(self, unread_obj, &problem);
+        Py_DECREF(unread_obj);
+        if (failed < 0)
+            goto error;
+        if (problem != NULL) {
+            failed = PyList_Append(problems, problem);
+            Py_DECREF(problem);
+            if (failed < 0)
+                goto error;
+        } else {
+            skipped++;
+        }
+    }
+error:
+    /* a problem that stops the walk goes last among the problems, not lost with them */
+    if (PyErr_ExceptionMatches(self->archive_error)) {
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        PyErr_NormalizeException(&type, &value, &traceback);
+        Py_XDECREF(type);
+        Py_XDECREF(traceback);
+        if (value != NULL) {
+            int failed = PyList_Append(problems, value);
+            Py_DECREF(value);
+            if (failed == 0)
+                return Py_BuildValue("LNOO", skipped, problems, Py_None, Py_None);
+        }
+    }
+    Py_DECREF(problems);
+    return NULL;
+}
+
+static PyObject *
+Members_get_start(Members *self, void *closure)
+{
+    return PyLong_FromLongLong(self->start);
+}
+
+static PyObject *
+Members_get_end(Members *self, void *closure)
+{
+    if (self->end < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(self->end);
+}
+
+static PyObject *
+Members_get_path(Members *self, void *closure)
+{
+    return Py_NewRef(self->path);
+}
+
+/* -- the type ----------------------------------------------------------------------------- */
+
+static int
+Members_init(Members *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"fh", "path", "archive_error", "record_error", NULL};
+    PyObject *fh, *path, *archive_error_cls, *record_error_cls;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO", kwlist, &fh, &path,
+                                     &archive_error_cls, &record_error_cls))
+        return -1;
+    Py_XSETREF(self->fh, Py_NewRef(fh));
+    Py_XSETREF(self->path, Py_NewRef(path));
+    Py_XSETREF(self->archive_error, Py_NewRef(archive_error_cls));
+    Py_XSETREF(self->record_error, Py_NewRef(record_error_cls));
+    Py_CLEAR(self->readinto);
+    self->readinto = PyObject_GetAttrString(fh, "readinto");
+    if (self->readinto == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return -1;
+        PyErr_Clear();
+    }
+    self->raw_len = self->rpos = self->out_len = self->pos = 0;
+    self->raw_offset = self->start = self->dropped = 0;
+    self->end = -1;
+    isal_inflate_init(&self->inflater);
+    return 0;
+}
+
+static void
+Members_dealloc(Members *self)
+{
+    Py_XDECREF(self->fh);
+    Py_XDECREF(self->path);
+    Py_XDECREF(self->archive_error);
+    Py_XDECREF(self->record_error);
+    Py_XDECREF(self->readinto);
+    PyMem_Free(self->raw);
+    PyMem_Free(self->out);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef Members_methods[] = {
+    {"next_member", (PyCFunction)Members_next_member, METH_NOARGS,
+     "Start the next member; its offset, or None at the end of the file."},
+    {"tell", (PyCFunction)Members_tell, METH_NOARGS, "Bytes of the member read so far."},
+    {"read", (PyCFunction)(void (*)(void))Members_read, METH_FASTCALL,
+     "read(size=-1): at most size bytes of the member."},
+    {"readline", (PyCFunction)(void (*)(void))Members_readline, METH_FASTCALL,
+     "readline(size=-1): the next line of the member."},
+    {"feed", (PyCFunction)(void (*)(void))Members_feed, METH_FASTCALL,
+     "feed(consume, size): pass the next size bytes to consume, as views; how many were passed."},
+    {"peek_headers", (PyCFunction)(void (*)(void))Members_peek_headers, METH_FASTCALL,
+     "peek_headers(start=0): the header block start bytes past the read position."},
+    {"skip", (PyCFunction)Members_skip, METH_O, "skip(size): move the read position on."},
+    {"drain", (PyCFunction)(void (*)(void))Members_drain, METH_FASTCALL,
+     "drain(skip=0): inflate the rest of the member; (at most 256 bytes from skip on, the size left)."},
+    {"finish", (PyCFunction)Members_finish, METH_O,
+     "finish(unread): inflate the rest; None, or a RecordError if the record does not end there."},
+    {"recover", (PyCFunction)Members_recover, METH_NOARGS,
+     "recover(): the offset of the next readable member after a bad one, or None."},
+    {"skim", (PyCFunction)(void (*)(void))Members_skim, METH_FASTCALL,
+     "skim(warc_types, content_types): (skipped, problems, offset, values) as GzipMembers.skim."},
+    {NULL}
+};
+
+static PyGetSetDef Members_getset[] = {
+    {"start", (getter)Members_get_start, NULL, "Offset of the current member.", NULL},
+    {"end", (getter)Members_get_end, NULL, "End offset of the current member, once known.", NULL},
+    {"path", (getter)Members_get_path, NULL, "The file's name, in errors.", NULL},
+    {NULL}
+};
+
+static PyTypeObject MembersType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "webarchive_indexing.warc._members.Members",
+    .tp_doc = "Members(fh, path, ArchiveError, RecordError): records.GzipMembers, compiled.",
+    .tp_basicsize = sizeof(Members),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Members_init,
+    .tp_dealloc = (destructor)Members_dealloc,
+    .tp_methods = Members_methods,
+    .tp_getset = Members_getset,
+};
+
+static struct PyModuleDef members_module = {
+    PyModuleDef_HEAD_INIT, "_members",
+    "records.GzipMembers compiled against ISA-L (optional: records.py works without it).", -1,
+};
+
+PyMODINIT_FUNC
+PyInit__members(void)
+{
+    if (PyType_Ready(&MembersType) < 0)
+        return NULL;
+    PyObject *module = PyModule_Create(&members_module);
+    if (module == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(module, "Members", (PyObject *)&MembersType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

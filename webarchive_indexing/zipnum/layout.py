@@ -1,0 +1,278 @@
+"""ZipNum cluster format: gzip blocks of sorted CDX lines plus a secondary index.
+
+A cluster is what pywb, OpenWayback and Common Crawl's index server read:
+
+* shards ``cdx-00000.gz ...``: concatenated gzip members, each holding
+  ``LINES_PER_BLOCK`` consecutive sorted lines (the last block of a shard may be
+  shorter; a shard without lines is an empty file);
+* ``part-00000 ...``: one line per block of that shard,
+  ``urlkey timestamp<TAB>shard<TAB>offset<TAB>length``;
+* ``cluster.idx``: all part files in shard order with the 1-based block number across
+  the whole cluster appended (pywb's page API needs it);
+* ``cluster.loc``: ``shard<TAB>location[<TAB>fallback...]``, a location relative to
+  the directory of the .loc (as pywb resolves it), an absolute path or a URI;
+* ``cluster.root`` (ours; readers that do not know it ignore it): the first key and
+  the byte range of every ~64 KiB slice of ``cluster.idx``, so that a reader of a
+  remote cluster finds the slice it needs in memory and fetches only that slice.
+
+Everything here is bytes in / bytes out except ``write_cluster``, a local convenience
+that lays a whole cluster out in one directory. Distributed builds use ``ShardWriter``
+per reducer, then ``number_parts`` and ``loc_line`` once all shards exist.
+
+Usage::
+
+    from webarchive_indexing.zipnum.layout import write_cluster
+
+    with open("sorted.cdxj", "rb") as lines:
+        stats = write_cluster(lines, "/data/cluster", splits=[b"com,example)/ 2024"])
+    # {'shards': 2, 'lines': ..., 'blocks': ..., 'bytes': ...}
+
+    # or, per shard, streaming into any binary file object:
+    with open("cdx-00000.gz", "wb") as out:
+        writer = ShardWriter(out, shard_name(0))
+        for line in lines_of_shard_0:
+            writer.add(line)
+        part = writer.close()          # content of part-00000
+"""
+
+import bisect
+import itertools
+import os
+import zlib
+
+__all__ = [
+    "LINES_PER_BLOCK",
+    "shard_name",
+    "part_name",
+    "block_key",
+    "gzip_block",
+    "idx_line",
+    "ShardWriter",
+    "number_parts",
+    "loc_line",
+    "root_index",
+    "parse_root",
+    "write_cluster",
+]
+
+# Common Crawl and the Internet Archive both use 3000: large enough for good
+# compression, small enough that one lookup decompresses little.
+LINES_PER_BLOCK = 3000
+
+# A slice of cluster.idx per root entry: one ranged read of a remote index fetches
+# about this much. Common Crawl's 300-shard index (~1M blocks) gets a root of ~2000
+# entries (~150 KB) and slices of ~700 block lines.
+ROOT_SLICE_BYTES = 64 * 1024
+ROOT_MAGIC = b"#webarchive-indexing cluster.root 1"
+
+_GZIP_LEVEL = 6
+_GZIP_WBITS = 31  # zlib's gzip wrapper writes mtime 0 and no file name: reproducible
+
+
+def shard_name(i: int) -> str:
+    return f"cdx-{i:05d}.gz"
+
+
+def part_name(i: int) -> str:
+    return f"part-{i:05d}"
+
+
+def shard_number(name):
+    """The number of a shard named as ``shard_name`` names one (``cdx-00042.gz``, also
+    under a directory: ``build-x/cdx-00042.gz``), else None."""
+    digits = name.rsplit("/", 1)[-1].removeprefix("cdx-").removesuffix(".gz")
+    return int(digits) if digits.isdigit() and f"cdx-{digits}.gz" in name else None
+
+
+def block_key(line: bytes) -> bytes:
+    """``urlkey timestamp`` of a CDX/CDXJ line: what the secondary index is sorted on."""
+    return b" ".join(line.split(b" ", 2)[:2]).rstrip(b"\r\n")
+
+
+def gzip_block(lines) -> bytes:
+    """One gzip member holding the concatenated ``lines``; same input, same bytes."""
+    compressor = zlib.compressobj(_GZIP_LEVEL, zlib.DEFLATED, _GZIP_WBITS)
+    return compressor.compress(b"".join(lines)) + compressor.flush()
+
+
+def idx_line(key: bytes, shard: str, offset: int, length: int, lineno: int | None = None) -> bytes:
+    fields = [key, shard.encode(), b"%d" % offset, b"%d" % length]
+    if lineno is not None:
+        fields.append(b"%d" % lineno)
+    return b"\t".join(fields) + b"\n"
+
+
+class ShardWriter:
+    """Writes one shard block by block; ``close()`` returns its part-file content.
+
+    Holds at most one block of lines. Lines must end with ``\\n`` and come sorted:
+    a violation raises ``ValueError`` at once, because a shard built from unsorted or
+    unterminated lines is silently unreadable by binary-searching readers.
+    """
+
+    def __init__(self, fileobj, shard: str, lines_per_block=LINES_PER_BLOCK):
+        if lines_per_block < 1:
+            raise ValueError(f"lines_per_block must be >= 1, got {lines_per_block}")
+        self.fileobj = fileobj
+        self.shard = shard
+        self.lines_per_block = lines_per_block
+        self.lines = 0
+        self.blocks = 0
+        self.bytes_written = 0
+        self._block = []
+        self._last = None
+        self._part = []
+
+    def add(self, line: bytes):
+        if not line.endswith(b"\n"):
+            raise ValueError(f"CDX line does not end with a newline: {line[:200]!r}")
+        if self._last is not None and line < self._last:
+            raise ValueError(f"CDX lines not sorted in {self.shard}: {line[:200]!r} after {self._last[:200]!r}")
+        self._last = line
+        self._block.append(line)
+        self.lines += 1
+        if len(self._block) >= self.lines_per_block:
+            self._flush()
+
+    def close(self) -> bytes:
+        if self._block:
+            self._flush()
+        return b"".join(self._part)
+
+    def _flush(self):
+        member = gzip_block(self._block)
+        self.fileobj.write(member)
+        self._part.append(idx_line(block_key(self._block[0]), self.shard, self.bytes_written, len(member)))
+        self.bytes_written += len(member)
+        self.blocks += 1
+        self._block = []
+
+
+def number_parts(parts):
+    """Yield ``cluster.idx`` lines: the part lines with the cluster-wide block number.
+
+    ``parts`` are part-file contents in shard order; the number is 1-based and runs
+    across shards, because pywb computes page counts as differences of these numbers.
+    """
+    lineno = 0
+    for part in parts:
+        for line in part.splitlines():
+            if not line:
+                continue
+            if line.count(b"\t") != 3:
+                raise ValueError(f"not a part-file line (key, shard, offset, length): {line[:200]!r}")
+            lineno += 1
+            yield line + b"\t%d\n" % lineno
+
+
+def loc_line(shard: str, *locations: str) -> bytes:
+    """``cluster.loc`` line; each location is an absolute path, a URI, or a path relative
+    to the .loc's directory that stays below it (pywb resolves those against it;
+    OpenWayback takes every location as it is, so relative ones only where it runs in
+    that directory: see the README).
+    """
+    if not locations:
+        raise ValueError(f"no location given for {shard}")
+    for location in locations:
+        if any(c in location for c in "\t\r\n"):
+            raise ValueError(f"cluster.loc location contains a tab or newline: {location!r}")
+        if "://" not in location and not os.path.isabs(location) and (
+                not location or ".." in location.split("/")):
+            raise ValueError(f"cluster.loc location outside the .loc's directory: {location!r}")
+    return "\t".join((shard,) + locations).encode() + b"\n"
+
+
+def root_index(idx: bytes, slice_bytes=ROOT_SLICE_BYTES) -> bytes:
+    """The root index of ``cluster.idx`` content ``idx``.
+
+    A header ``#webarchive-indexing cluster.root 1<TAB>idx size<TAB>slice bytes``, then
+    per slice ``first key<TAB>offset<TAB>length``. Slices hold whole lines, each at
+    least ``slice_bytes`` long except the last; the key is the slice's first line up to
+    its first TAB (``urlkey timestamp``), which orders like the whole line against any
+    search key without a TAB or control character.
+    """
+    if slice_bytes < 1:
+        raise ValueError(f"slice_bytes must be >= 1, got {slice_bytes}")
+    entries = [ROOT_MAGIC + b"\t%d\t%d\n" % (len(idx), slice_bytes)]
+    start = 0
+    while start < len(idx):
+        end = idx.find(b"\n", start + slice_bytes - 1)
+        end = len(idx) if end < 0 else end + 1
+        tab = idx.find(b"\t", start, end)
+        if tab < 0:
+            raise ValueError(f"not a cluster.idx line at byte {start}: {idx[start:start + 200]!r}")
+        entries.append(b"%s\t%d\t%d\n" % (idx[start:tab], start, end - start))
+        start = end
+    return b"".join(entries)
+
+
+def parse_root(data: bytes):
+    """``(idx size, [(key, offset, length), ...])`` of a root index; ValueError if it is none."""
+    lines = data.split(b"\n")
+    header = lines[0].split(b"\t")
+    if header[0] != ROOT_MAGIC or len(header) != 3 or lines[-1] != b"":
+        raise ValueError("not a cluster.root of this version (or cut short)")
+    entries = []
+    for line in lines[1:-1]:
+        key, offset, length = line.rsplit(b"\t", 2)
+        entries.append((key, int(offset), int(length)))
+    return int(header[1]), entries
+
+
+def write_cluster(sorted_lines, out_dir, splits, lines_per_block=LINES_PER_BLOCK,
+                  root_slice_bytes=ROOT_SLICE_BYTES) -> dict:
+    """Write a complete cluster of ``len(splits) + 1`` shards into ``out_dir``.
+
+    Shard ``i`` gets the lines ``L`` with ``bisect_right(splits, L) == i``, i.e.
+    ``splits[i-1] <= L < splits[i]`` comparing whole lines. Shards without lines are
+    written as empty files with empty part files. Returns
+    ``{"shards", "lines", "blocks", "bytes"}``.
+    """
+    splits = list(splits)
+    if any(a >= b for a, b in zip(splits, splits[1:])):
+        raise ValueError("splits must be strictly increasing")
+    out_dir = os.path.abspath(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+
+    parts = []
+    stats = {"shards": len(splits) + 1, "lines": 0, "blocks": 0, "bytes": 0}
+    for i, lines in _shard_groups(sorted_lines, splits):
+        with open(os.path.join(out_dir, shard_name(i)), "wb") as out:
+            writer = ShardWriter(out, shard_name(i), lines_per_block)
+            for line in lines:
+                writer.add(line)
+            parts.append(writer.close())
+        with open(os.path.join(out_dir, part_name(i)), "wb") as out:
+            out.write(parts[-1])
+        stats["lines"] += writer.lines
+        stats["blocks"] += writer.blocks
+        stats["bytes"] += writer.bytes_written
+
+    idx = b"".join(number_parts(parts))
+    with open(os.path.join(out_dir, "cluster.root"), "wb") as out:
+        out.write(root_index(idx, root_slice_bytes))
+    with open(os.path.join(out_dir, "cluster.idx"), "wb") as out:
+        out.write(idx)
+    with open(os.path.join(out_dir, "cluster.loc"), "wb") as out:
+        for i in range(len(splits) + 1):
+            out.write(loc_line(shard_name(i), shard_name(i)))
+    return stats
+
+
+def _shard_groups(sorted_lines, splits):
+    """Yield ``(shard index, lines)`` for every shard in order, empty shards included.
+
+    Each ``lines`` must be consumed before the next pair is requested (groupby). A line
+    routed to an earlier shard than its predecessor means unsorted input.
+    """
+    groups = itertools.groupby(sorted_lines, key=lambda line: bisect.bisect_right(splits, line))
+    next_shard = 0
+    for shard, lines in groups:
+        if shard < next_shard:
+            raise ValueError(f"input lines not sorted: a line of {shard_name(shard)} follows {shard_name(next_shard - 1)}")
+        for empty in range(next_shard, shard):
+            yield empty, ()
+        yield shard, lines
+        next_shard = shard + 1
+    for empty in range(next_shard, len(splits) + 1):
+        yield empty, ()
