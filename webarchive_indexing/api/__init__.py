@@ -1,0 +1,1 @@
+"""The CDX API: a request, its answer over clusters, and serve."""

@@ -1,0 +1,1 @@
+"""CDX lines: their model, the indexer that makes them from records, URL keys, meta and samples."""

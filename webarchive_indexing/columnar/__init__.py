@@ -1,0 +1,1 @@
+"""Common Crawl's columnar table: its schema, and Parquet files written from sorted CDX lines."""

@@ -1,0 +1,1 @@
+"""What the user's inputs are: archives and manifests found, existing indexes read."""

@@ -1,0 +1,1 @@
+"""Foundations that import nothing of the package: retries, progress, process pools, errors."""

@@ -1,0 +1,1 @@
+"""Reading WARC and ARC records: gzip members, .warc.zst frames, plain files, one walk."""

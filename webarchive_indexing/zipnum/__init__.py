@@ -1,0 +1,1 @@
+"""The ZipNum cluster format: shards, blocks and index lines written, clusters read."""

@@ -1,0 +1,1 @@
+"""The steps of a build, whatever the engine: tasks, runs and merges, updates, publishing."""
