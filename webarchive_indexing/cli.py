@@ -128,7 +128,7 @@ def _query_parser(sub, help_line):
                "The options are the CDX API's parameters, as serve takes them: " +
                ", ".join(f"{option.name} = {'/'.join(option.params)}" for option in o.CDX_API)
                + ".")
-    o.add(query, o.CLUSTER, *o.CDX_API,
+    o.add(query, o.CLUSTER, *o.CDX_API, *o.ACCESS_CONTROL,
           o.VERBOSE.but(help="print every request made to a remote cluster on stderr",
                         off_help="print no requests (default)"))
 
@@ -403,12 +403,21 @@ def _cdx_status(errors, on_error):
 
 def _query(args):
     from . import storage
+    from .api import access
     from .api.request import BadParameter, CdxRequest
     from .api.collection import query
     try:
         request = CdxRequest.from_args(args)
+        rules = access.from_options(args)
     except BadParameter as exc:
         sys.stderr.write(f"webarchive-index query: {exc.in_options()}\n")
+        return EXIT_USAGE
+    except access.RuleError as exc:
+        sys.stderr.write(f"webarchive-index query: {exc}; fix the line (webarchive-index acl "
+                         "validate FILE) and query again\n")
+        return EXIT_FAILED
+    except ValueError as exc:  # an embargo that is none
+        sys.stderr.write(f"webarchive-index query: {exc}\n")
         return EXIT_USAGE
 
     def show(method, url, byte_range):
@@ -418,7 +427,7 @@ def _query(args):
     if args.verbose:
         storage.add_request_listener(show)
     try:
-        sys.stdout.buffer.writelines(query(args.location, request))
+        sys.stdout.buffer.writelines(query(args.location, request, access=rules, user=args.acl_user))
     except BrokenPipeError:
         raise
     except BadParameter as exc:  # a page that is not there, too many lines to sort

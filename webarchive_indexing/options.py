@@ -478,6 +478,42 @@ CDX_API = (URL, MATCH_TYPE, FROM, TO, FILTER, LIMIT, QUERY_OUTPUT, FIELDS, SORT,
            COLLAPSE, PAGE, PAGE_SIZE, SHOW_NUM_PAGES, SHOW_PAGED_INDEX, COUNT, SHOW_RESUME_KEY,
            RESUME_KEY)
 
+# access control (api/access.py, docs/access-control.md): rules in files beside or apart
+# from the cluster, applied wherever captures leave the tool
+ACCESS_DEFAULTS = ("allow", "block", "exclude")
+ACL = Option("--acl", action="append", default=[], metavar="FILE",
+             help="access rules: a pywb .aclj file (or a directory of them; local, s3:// or "
+                  "http(s)://), its rules merged with those of other --acl files; excluded "
+                  "captures are left out, blocked ones marked \"access\": \"block\" "
+                  "(repeatable)")
+ACL_USER = Option("--acl-user", metavar="NAME",
+                  help="the user (pywb's X-Pywb-ACL-User) or access point (OutbackCDX's) whose "
+                       "rules hold, beside those for everyone (default: none)")
+ACL_DEFAULT = Option("--acl-default", choices=ACCESS_DEFAULTS, default="allow",
+                     help="the access of a capture no rule matches (default allow)")
+EMBARGO = Option("--embargo", action="append", default=[], metavar="WHEN",
+                 help="embargo captures before:TIMESTAMP, after:TIMESTAMP, newer:PERIOD (younger "
+                      "than PERIOD: 10y, 6m, 1y6m, 2w, 30d) or older:PERIOD, as pywb's embargo "
+                      "setting; repeatable (any of them embargoes); a rule allow_ignore_embargo "
+                      "lifts it")
+EMBARGO_ACCESS = Option("--embargo-access", choices=("exclude", "block"), default="exclude",
+                        help="what an embargo does: exclude (default, as pywb) or block")
+ACCESS_CONTROL = (ACL, ACL_USER, ACL_DEFAULT, EMBARGO, EMBARGO_ACCESS)
+CHECK = Option("--check", metavar="FILE",
+               help="instead of a query: the access of each URL [TIMESTAMP] line of FILE (- : "
+                    "stdin), one JSON line each, as serve's /NAME/ap/NAME/check answers")
+SERVE_ACCESS_CONTROL = (
+    ACL.but(metavar="NAME=FILE[,FILE...]",
+            help="the access rules of collection NAME: pywb .aclj files or directories of them "
+                 "(read again when they change; one that cannot be read makes NAME answer 503, "
+                 "never without its rules); repeatable"),
+    EMBARGO.but(metavar="NAME=WHEN",
+                help="an embargo of collection NAME: before:TIMESTAMP, after:TIMESTAMP, "
+                     "newer:PERIOD (10y, 6m, 30d) or older:PERIOD, as pywb's; repeatable"),
+    ACL_DEFAULT.but(help="the access of a capture no rule matches, in every collection "
+                         "(default allow)"),
+    EMBARGO_ACCESS)
+
 # serve
 COLLECTIONS = Option("collections", nargs="+", metavar="NAME=CLUSTER[,CLUSTER...]",
                      help="a collection and its cluster(s) (as query takes them: local, s3:// "
@@ -517,7 +553,7 @@ ACCESS_LOG = Option("--access-log", metavar="PATH",
                     help="append the access log to PATH (default: stderr)")
 LOG = Flag("log", True, "write an access log (default)", "write no access log")
 SERVE = (COLLECTIONS, HOST, PORT, SERVE_WORKERS, CACHE_MB, TIMEOUT, MAX_LIMIT, RELOAD_SECONDS,
-         MAX_CONNECTIONS, HEADER_TIMEOUT, IDLE_TIMEOUT, ACCESS_LOG, LOG)
+         MAX_CONNECTIONS, HEADER_TIMEOUT, IDLE_TIMEOUT, ACCESS_LOG, LOG, *SERVE_ACCESS_CONTROL)
 
 # export
 EXPORT_OUTPUT = Option("-o", "--output", metavar="FILE|DIR", type=dash_is_stdout,
