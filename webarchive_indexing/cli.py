@@ -484,8 +484,13 @@ def _serve(args):
         sys.stderr.write(f"search page {url}/ ; stop with Ctrl-C or SIGTERM\n")
         sys.stderr.flush()
 
+    from .api.access import RuleError
     try:
         return serve(o.ServeOptions.from_args(args), ready)
+    except RuleError as exc:
+        sys.stderr.write(f"webarchive-index serve: {exc}; fix it (webarchive-index acl validate "
+                         "FILE) and start again\n")
+        return EXIT_FAILED
     except ValueError as exc:
         sys.stderr.write(f"webarchive-index serve: {exc}\n")
         return EXIT_USAGE
