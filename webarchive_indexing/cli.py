@@ -256,6 +256,114 @@ def _copy_parser(sub, help_line):
           o.Flag("json", False, "print JSON", "print a summary (default)"))
 
 
+def _acl_parser(sub, help_line):
+    acl = sub.add_parser(
+        "acl", help=help_line,
+        description="Keep access rule files as wb-manager acl keeps them (pywb's .aclj, sorted "
+                    "as pywb needs, written whole or not at all, each change logged with who, "
+                    "when and why in FILE.log), see which rule wins for a URL and why, and "
+                    "check many URLs at once. query, serve, copy and export apply them with "
+                    "--acl (docs/access-control.md).")
+    actions = acl.add_subparsers(dest="acl_command", required=True, metavar="ACTION")
+    change = (o.WHO, o.WHY)
+    add = actions.add_parser("add", help="add a rule (or replace the one of its URL and user)")
+    o.add(add, o.ACL_FILE, o.ACL_URL, o.ACL_ACCESS, o.EXACT_MATCH, o.RULE_USER, *o.RULE_FIELDS, *change)
+    remove = actions.add_parser("remove", help="remove the rule of a URL (and user)")
+    o.add(remove, o.ACL_FILE, o.ACL_URL, o.EXACT_MATCH, o.RULE_USER, *change)
+    listing = actions.add_parser("list", help="print the rules")
+    o.add(listing, o.ACL_FILE)
+    validate = actions.add_parser("validate", help="check every line, the order pywb needs, "
+                                                   "duplicates (exit status 1 if any)")
+    o.add(validate, o.ACL_FILE, o.FIX, *change)
+    match = actions.add_parser("match", help="which rule wins for a URL, and why")
+    o.add(match, o.ACL_FILE.but(nargs="+", help="rule files (merged)"), o.ACL_URL,
+          o.RULE_USER, o.MATCH_TIMESTAMP, o.EMBARGO, o.EMBARGO_ACCESS, o.ACL_DEFAULT)
+    imports = actions.add_parser("import", help="add a rule for each line of OpenWayback's "
+                                                "exclusions.txt or a URL or SURT list")
+    o.add(imports, o.ACL_FILE, o.IMPORT_SOURCE, o.ACL_ACCESS.but(nargs="?", default="exclude",
+          help="the access of every line (default exclude)"), o.EXACT_MATCH, o.RULE_USER, *change)
+    check = actions.add_parser("check", help="the access of many URLs for a user or access point")
+    o.add(check, o.ACL_FILE.but(help="a rule file (more with --acl)"), o.CHECK_URLS, o.ACL,
+          o.RULE_USER, o.EMBARGO, o.EMBARGO_ACCESS, o.ACL_DEFAULT)
+
+
+def _acl(args):
+    from .api import access
+    from .commands import acl
+    action = args.acl_command
+    try:
+        if action in ("add", "remove", "import"):
+            return _acl_change(args, acl)
+        if action == "list":
+            for rule in acl.load(args.file):
+                sys.stdout.write(rule.line() + "\n")
+            return EXIT_OK
+        if action == "validate":
+            return _acl_validate(args, acl)
+        embargo = access.Embargo(args.embargo, args.embargo_access)
+        files = args.file if action == "match" else [args.file, *args.acl]
+        rules = access.Rules([r for path in files for r in access.read_rules(path)], args.acl_default)
+        if action == "match":
+            answer, why = acl.match(rules, args.url, args.user, args.timestamp, embargo)
+            sys.stdout.write(f"{answer['access']}: {args.url} at {answer['timestamp']}"
+                             f"{' for ' + args.user if args.user else ''}\n")
+            sys.stdout.writelines(f"  {line}\n" for line in why)
+            return EXIT_OK
+        checker = access.Checker(rules, args.user, embargo=embargo)
+        stream = sys.stdin if args.urls == "-" else open(args.urls, encoding="utf-8")
+        with stream:
+            failed = 0
+            for answer in access.check_lines(checker, stream):
+                failed += "error" in answer
+                sys.stdout.write(json.dumps(answer) + "\n")
+        return EXIT_FAILED if failed else EXIT_OK
+    except (access.RuleError, acl.AclError) as exc:
+        sys.stderr.write(f"webarchive-index acl {action}: {exc}\n")
+        return EXIT_FAILED
+    except ValueError as exc:
+        sys.stderr.write(f"webarchive-index acl {action}: {exc}\n")
+        return EXIT_USAGE
+
+
+def _acl_change(args, acl):
+    if args.acl_command == "add":
+        fields = {option.dest: getattr(args, option.dest) for option in o.RULE_FIELDS}
+        for name in ("captured", "accessed"):
+            if fields[name] is not None:
+                start, comma, end = fields[name].partition(",")
+                if not comma:
+                    raise ValueError(f"--{name} {fields[name]!r}: expected START,END (either may be empty)")
+                fields[name] = {"start": start or None, "end": end or None}
+        done = acl.add(args.file, args.url, args.access, args.exact_match, args.user, fields, args.who, args.why)
+        for line in done["replaced"]:
+            sys.stdout.write(f"replaced: {line}\n")
+        sys.stdout.writelines(f"added: {line}\n" for line in done["added"])
+    elif args.acl_command == "remove":
+        done = acl.remove(args.file, args.url, args.exact_match, args.user, args.who, args.why)
+        sys.stdout.writelines(f"removed: {line}\n" for line in done["removed"])
+    else:
+        with open(args.source, encoding="utf-8") as lines:
+            done = acl.import_list(args.file, lines, args.access, args.source, args.exact_match,
+                                   args.user, args.who, args.why)
+        sys.stdout.write(f"imported {args.source}: {done['added']} rules added, {done['replaced']} "
+                         f"replaced, in {args.file}\n")
+    return EXIT_OK
+
+
+def _acl_validate(args, acl):
+    rules = acl.load(args.file)
+    found = acl.problems(rules, args.file)
+    if args.fix and any("out of order" in p for p in found):
+        acl.fix(args.file, args.who, args.why)
+        sys.stdout.write(f"{args.file}: sorted as pywb needs\n")
+        found = acl.problems(acl.load(args.file), args.file)
+    for problem in found:
+        sys.stdout.write(problem + "\n")
+    if not found:
+        sys.stdout.write(f"{args.file}: {len(rules)} rules, in order\n")
+    return EXIT_FAILED if found else EXIT_OK
+
+
 def _zstd_dict_parser(sub, help_line):
     zdict = sub.add_parser(
         "zstd-dict", help=help_line,
@@ -737,6 +845,7 @@ COMMANDS = {
                   _zstd_dict_parser, _zstd_dict),
     "recompress": ("recompress WARC files into .warc.zst or per-record .warc.gz",
                    _recompress_parser, _recompress),
+    "acl": ("manage access rule files (pywb's .aclj), match and check URLs", _acl_parser, _acl),
 }
 
 
@@ -783,6 +892,8 @@ def _prints_output(args):
     """Whether what the command prints on stdout is its output, not an account of it."""
     if args.command == "copy":
         return args.copy_command != "copy"
+    if args.command == "acl":
+        return args.acl_command in ("list", "match", "check")
     return args.command == "query" or (args.command in ("cdx", "export") and not args.output)
 
 

@@ -499,9 +499,48 @@ EMBARGO = Option("--embargo", action="append", default=[], metavar="WHEN",
 EMBARGO_ACCESS = Option("--embargo-access", choices=("exclude", "block"), default="exclude",
                         help="what an embargo does: exclude (default, as pywb) or block")
 ACCESS_CONTROL = (ACL, ACL_USER, ACL_DEFAULT, EMBARGO, EMBARGO_ACCESS)
-CHECK = Option("--check", metavar="FILE",
-               help="instead of a query: the access of each URL [TIMESTAMP] line of FILE (- : "
-                    "stdin), one JSON line each, as serve's /NAME/ap/NAME/check answers")
+# webarchive-index acl (commands/acl.py)
+ACL_FILE = Option("file", metavar="FILE",
+                  help="the rule file (pywb's .aclj; local or s3://); each change is logged in "
+                       "FILE.log")
+ACL_URL = Option("url", metavar="URL",
+                 help="a URL (http://example.com/page), a URL prefix (example.com/path*, or a "
+                      "URL: a rule holds for everything below it, as pywb's), *.example.com "
+                      "(the host and its subdomains), or a SURT prefix (com,example)/path)")
+ACL_ACCESS = Option("access", choices=("allow", "block", "exclude", "allow_ignore_embargo"),
+                    help="allow; block (shown, marked, replayed as 451 by pywb); exclude (as if "
+                         "absent); allow_ignore_embargo (allowed despite an embargo)")
+EXACT_MATCH = Flag("exact-match", False, "the exact URL only (pywb's KEY### rule)",
+                   "URL and everything below it (default)", short="-e")
+RULE_USER = Option("-u", "--user", metavar="NAME",
+                   help="the rule holds for this user or access point only (default: everyone)")
+WHO = Option("--who", metavar="NAME", help="who makes the change, for the log (default: $USER)")
+WHY = Option("--why", metavar="TEXT", help="why, for the log (a ticket, a takedown request)")
+RULE_FIELDS = (
+    Option("--message", dest="publicMessage", metavar="TEXT",
+           help="a public message, said with what the rule blocks (OutbackCDX's publicMessage)"),
+    Option("--comment", dest="privateComment", metavar="TEXT",
+           help="a private comment, never shown (OutbackCDX's privateComment)"),
+    Option("--reason", metavar="TEXT", help="a category of reason (OutbackCDX's reason)"),
+    Option("--captured", metavar="START,END",
+           help="the rule holds for captures in this range only (timestamps or ISO 8601; "
+                "either may be empty): OutbackCDX's captured"),
+    Option("--accessed", metavar="START,END",
+           help="the rule holds while now is in this range (a takedown under review): "
+                "OutbackCDX's accessed"),
+    Option("--period", metavar="PERIOD",
+           help="the rule holds for PERIOD after capture (10y, 6m, 30d): OutbackCDX's embargo "
+                "period"),
+)
+FIX = Flag("fix", False, "sort a file out of order (atomically, logged)", "only report (default)")
+MATCH_TIMESTAMP = Option("--timestamp", metavar="TS",
+                         help="the capture's timestamp (default: now)")
+IMPORT_SOURCE = Option("source", metavar="LIST",
+                       help="OpenWayback's exclusions.txt, or a list of URLs, URL prefixes or "
+                            "SURT prefixes, one a line ('#' starts a comment)")
+CHECK_URLS = Option("urls", metavar="URLS",
+                    help="a file of URL [TIMESTAMP] lines (- : stdin); prints one JSON line "
+                         "each, as serve's /NAME/ap/AP/check answers")
 SERVE_ACCESS_CONTROL = (
     ACL.but(metavar="NAME=FILE[,FILE...]",
             help="the access rules of collection NAME: pywb .aclj files or directories of them "

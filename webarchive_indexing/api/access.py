@@ -413,6 +413,10 @@ class Checker:
             if chosen:
                 break
         access = chosen.access if chosen else self.rules.default
+        if explain is not None:
+            explain.append(f"the longest key that matches {key}" + (f" (user {self.user})" if self.user else "")
+                           + f": {chosen.describe()}" if chosen else
+                           f"no rule matches {key}: the default access ({self.rules.default})")
         if chosen is not None and chosen.date_holds(timestamp, self.ago) is False:
             if explain is not None:
                 explain.append(f"its {chosen.dated[0]} date does not hold for {timestamp}: the default "
