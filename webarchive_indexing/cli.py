@@ -148,7 +148,7 @@ def _export_parser(sub, help_line):
         epilog="Exit status: 0 done; 1 failed, nothing written (a cluster with a malformed "
                "line or out of order fails); 2 bad usage; 3 (parquet) done, but some lines "
                "could not become rows (listed).")
-    o.add(export, o.CLUSTER, o.EXPORT_OUTPUT, o.EXPORT_FORMAT, *o.TABLE, o.PROGRESS)
+    o.add(export, o.CLUSTER, o.EXPORT_OUTPUT, o.EXPORT_FORMAT, *o.TABLE, o.PROGRESS, *o.ACCESS_CONTROL)
 
 
 def _serve_parser(sub, help_line):
@@ -202,7 +202,7 @@ def _copy_parser(sub, help_line):
                     "between them).",
         epilog=COPY_SELECTION_HELP)
     actions = copy.add_subparsers(dest="copy_command", required=True, metavar="ACTION")
-    selection = (o.COPY_CLUSTER, o.DOMAINS, o.DOMAINS_FILE, o.RECORDS_CSV)
+    selection = (o.COPY_CLUSTER, o.DOMAINS, o.DOMAINS_FILE, o.RECORDS_CSV, *o.ACCESS_CONTROL)
     plan_options = (o.COPY_OUTPUT, o.RECORDS_PER_FILE, o.NAME_PREFIX, *o.COPY_WARC_OUTPUT)
 
     check = actions.add_parser(
@@ -573,6 +573,9 @@ def _export(args):
     sys.stderr.write(f"exported: {done.lines} lines ({done.format}) from {args.location} "
                      f"to {done.output or 'stdout'} in {done.seconds:.1f} s ({rate:.0f} "
                      "lines/s)\n")
+    if done.withheld:
+        sys.stderr.write(f"withheld by the access rules: {done.withheld['excluded']} excluded, "
+                         f"{done.withheld['blocked']} blocked\n")
     if done.table is None:
         return EXIT_OK
     sys.stderr.write(f"\nquery it: {query_table_hint(done.table)}\n")
@@ -628,20 +631,29 @@ def _copy_check(args):
     from .copy import check, check_source, read_selection
     from .copy.csvrecords import check as check_csv
     from .zipnum.reader import open_cluster
+    from .api.access import permitting
     check_source(args.location, args.domains, args.domains_file, args.records_csv)
+    through = permitting(args)
+    withheld = None
+    if args.records_csv and through is not None:
+        raise o.UsageError("access rules (--acl, --embargo) go with a cluster, not --records-csv")
     if args.records_csv:
         total = check_csv(args.records_csv)
         inputs = [(args.records_csv, "records")]
         per_input = [total]
     else:
         selection = read_selection(args.domains, args.domains_file)
-        per_input, total = check(open_cluster(args.location), selection)
+        cluster = open_cluster(args.location)
+        if through is not None:
+            cluster = through(cluster)
+        per_input, total = check(cluster, selection)
+        withheld = cluster.withheld if through is not None else None
         inputs = [(i.text, i.kind) for i in selection]
     out = sys.stdout
     if args.json:
         json.dump({"inputs": [{"input": text, "kind": kind, **t.as_dict()}
                               for (text, kind), t in zip(inputs, per_input)],
-                   "total": total.as_dict()}, out, indent=1)
+                   "total": total.as_dict(), **({"withheld": withheld} if withheld else {})}, out, indent=1)
         out.write("\n")
         return EXIT_OK
     rows = [(t.captures, t.warc_files, t.bytes, human(t.bytes), text)
@@ -654,6 +666,9 @@ def _copy_check(args):
     if total.arc_captures:
         out.write(f"(and {total.arc_captures} captures in ARC files, which a copy leaves out: "
                   "it writes WARC files)\n")
+    if withheld:
+        out.write(f"(and {withheld['excluded']} captures excluded, {withheld['blocked']} blocked by the "
+                  "access rules, which a copy leaves out)\n")
     return EXIT_OK
 
 
@@ -661,7 +676,8 @@ def _copy_plan(args):
     from . import storage
     from .copy.plan import copy_planner, listing_path
     from .storage.lock import hold
-    planner = copy_planner(args)
+    from .api.access import permitting
+    planner = copy_planner(args, permitting(args))
     with hold(storage.abspath(args.output), "copy plan"):
         plan = planner()
     _print_copy_plan(plan, sys.stderr)

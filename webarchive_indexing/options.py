@@ -874,14 +874,14 @@ class RecompressOptions(Options):
 
 class ExportOptions(Options):
     """What ``export.export(options)`` writes: which cluster, where to, in which format."""
-    OPTIONS = (CLUSTER, EXPORT_OUTPUT, EXPORT_FORMAT, *TABLE, PROGRESS)
+    OPTIONS = (CLUSTER, EXPORT_OUTPUT, EXPORT_FORMAT, *TABLE, PROGRESS, *ACCESS_CONTROL)
 
 
 class CopyOptions(Options):
     """What ``webarchive-index copy copy`` copies, where to, and with which engine."""
     OPTIONS = (COPY_CLUSTER, DOMAINS, DOMAINS_FILE, RECORDS_CSV, COPY_OUTPUT, RECORDS_PER_FILE,
                NAME_PREFIX, *COPY_WARC_OUTPUT, WARC_PREFIX, ZSTD_DICTIONARY, THREADS, RETRIES,
-               PROGRESS, *ENGINE)
+               PROGRESS, *ENGINE, *ACCESS_CONTROL)
     EXTRA = {"spark_context": None}
 
 

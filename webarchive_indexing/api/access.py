@@ -559,3 +559,34 @@ def check_lines(checker, lines):
             yield check(checker, url, stamp.strip() or None)
         except ValueError as exc:
             yield {"line": number, "error": str(exc)}
+
+
+class Permitted:
+    """A cluster (``zipnum.reader.Cluster``) seen through rules, for what hands captures out
+    whole (copy, export): its lookups give the captures they allow, neither excluded nor
+    blocked ones (``checker`` counts those)."""
+
+    def __init__(self, cluster, checker):
+        self._cluster, self.checker = cluster, checker
+
+    def __getattr__(self, name):
+        return getattr(self._cluster, name)
+
+    def lookup_range(self, start, end):
+        return filter(self.admits, self._cluster.lookup_range(start, end))
+
+    def admits(self, line):
+        return self.checker(line) == "allow"
+
+    @property
+    def withheld(self):
+        return {"excluded": self.checker.excluded, "blocked": self.checker.blocked}
+
+
+def permitting(settings):
+    """A function cluster -> ``Permitted`` cluster under the rules of the options of
+    ``options.ACCESS_CONTROL`` (for ``settings.acl_user``), or None where none are in force."""
+    access = from_options(settings)
+    if access is None:
+        return None
+    return lambda cluster: Permitted(cluster, access.checker(settings.acl_user))

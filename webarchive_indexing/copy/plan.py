@@ -269,13 +269,18 @@ def ensure_csv_plan(records_csv, output, records_per_file=DEFAULT_RECORDS_PER_FI
     return _existing(wanted) or _write(wanted, csvrecords.chunk_lines(records_csv))
 
 
-def copy_planner(options):
+def copy_planner(options, through=None):
     """Check the copy ``options`` describe (a ``CopyOptions``, or parsed arguments with its
     attributes), raising ``SelectionError`` or ``UsageError`` before anything is written;
     the function (of no arguments) that gives its plan: the one in ``options.output``, or
-    a new one (``PlanMismatch`` if the output holds another copy's)."""
+    a new one (``PlanMismatch`` if the output holds another copy's). ``through``: a
+    function of the cluster that gives what the plan reads instead (the captures access
+    rules let out)."""
     check_source(options.location, options.domains, options.domains_file, options.records_csv)
     warc = warc_output(options.output_format, options.level, options.dictionary)
+    if options.records_csv and through is not None:
+        raise UsageError("access rules (--acl, --embargo) go with a cluster, not --records-csv: "
+                         "a CSV's records have no timestamps to judge them by")
     if options.records_csv:
         check_output(options.output, [options.records_csv])
         return lambda: ensure_csv_plan(options.records_csv, options.output,
@@ -283,9 +288,13 @@ def copy_planner(options):
     from ..zipnum.reader import open_cluster
     inputs = read_selection(options.domains, options.domains_file)
     check_output(options.output, [p for p in (options.location, *options.domains_file) if p])
-    return lambda: ensure_plan(lambda: open_cluster(options.location), options.location,
+    return lambda: ensure_plan(lambda: (through or _itself)(open_cluster(options.location)), options.location,
                                inputs, options.output, options.records_per_file,
                                options.name_prefix, warc)
+
+
+def _itself(cluster):
+    return cluster
 
 
 def output_files(output):
