@@ -402,11 +402,11 @@ class Checker:
                         explain.append(f"not applying (its captured/accessed/period criteria do not "
                                        f"hold): {rule.describe()}")
                     continue
+                if rule.user == self.user:  # pywb: a request without a user takes the first
+                    chosen = rule           # rule for everyone, one with a user the last
+                    break
                 if rule.user is None:
                     fallback = rule
-                elif rule.user == self.user:
-                    chosen = rule
-                    break
                 elif explain is not None:
                     explain.append(f"for user {rule.user!r}, not this request's: {rule.describe()}")
             chosen = chosen or fallback
