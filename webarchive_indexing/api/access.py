@@ -32,9 +32,11 @@ replay answers it with 451); ``allow``: marked ``"access": "allow"``.
 import bisect
 import calendar
 import datetime
+import functools
 import json
 import os
 import re
+import stat
 import threading
 import time
 
@@ -332,6 +334,15 @@ class Rules:
                 self.by_key.setdefault(rule.key, []).append(rule)
         self.any = self.by_key.pop(ANY, [])
         self.keys = sorted(self.by_key)
+        # whether a capture's access depends on its URL alone (not on dates)
+        self.timeless = not any(rule.criteria or rule.dated for rule in self.rules)
+        # each KEY's groups and those of the KEYs that are prefixes of it, longest first
+        self.chains, stack = {}, []
+        for key in self.keys:
+            while stack and not key.startswith(stack[-1]):
+                stack.pop()
+            self.chains[key] = (self.by_key[key], *(self.chains[stack[-1]] if stack else ()))
+            stack.append(key)
 
     def __len__(self):
         return len(self.rules)
@@ -339,20 +350,16 @@ class Rules:
     def groups(self, key):
         """The rules that may hold for URL key ``key`` (a str), a list per KEY, the longest
         KEY first: the exact URL's, those of each prefix, ``*,``'s."""
-        groups = []
-        if key in self.exact:
-            groups.append(self.exact[key])
-        keys, probe = self.keys, key
-        while probe:
-            i = bisect.bisect_right(keys, probe) - 1
-            if i < 0:
-                break
-            found = keys[i]
-            if probe.startswith(found):
-                groups.append(self.by_key[found])
-                probe = found[:-1]
-            else:
-                probe = probe[:len(os.path.commonprefix((found, probe)))]
+        groups = [self.exact[key]] if key in self.exact else []
+        i = bisect.bisect_right(self.keys, key) - 1
+        if i >= 0:
+            # the KEY before it in order, or one of that KEY's prefixes, is the longest
+            # prefix of it there is (a KEY between a prefix of it and it starts with it)
+            chain = self.chains[self.keys[i]]
+            for n, group in enumerate(chain):
+                if key.startswith(group[0].key):
+                    groups.extend(chain[n:])
+                    break
         if self.any:
             groups.append(self.any)
         return groups
@@ -369,15 +376,20 @@ class Checker:
 
     def __init__(self, rules, user=None, now=None, embargo=None):
         self.rules, self.user = rules, user
-        now = time.time() if now is None else now
-        self.now_ts = time.strftime("%Y%m%d%H%M%S", time.gmtime(now))
+        self._now = time.time() if now is None else now
         self._ago_cache = {}
-        self._now = now
         self.embargo = embargo.bounds(self.ago) if embargo else []
         self.embargo_access = embargo.access if embargo else None
         self._last_key, self._last_groups = None, None
+        # the last line's key, and its access where that depends on nothing else
+        self._line_key, self._line_access = None, None
+        self._timeless = rules.timeless and not self.embargo
         # counts of what this request left out and marked
         self.excluded = self.blocked = 0
+
+    @functools.cached_property
+    def now_ts(self):
+        return time.strftime("%Y%m%d%H%M%S", time.gmtime(self._now))
 
     def ago(self, period):
         key = tuple(sorted(period.items()))
@@ -385,14 +397,15 @@ class Checker:
             self._ago_cache[key] = _ago(self._now, period)
         return self._ago_cache[key]
 
+    def _groups(self, key):
+        if key != self._last_key:
+            self._last_key, self._last_groups = key, self.rules.groups(key)
+        return self._last_groups
+
     def decide(self, key, timestamp, explain=None):
         if len(timestamp) != 14:
             timestamp = pad_timestamp(timestamp, PAD_14_UP)  # as pywb reads a short one
-        if key == self._last_key and explain is None:
-            groups = self._last_groups
-        else:
-            groups = self.rules.groups(key)
-            self._last_key, self._last_groups = key, groups
+        groups = self.rules.groups(key) if explain is not None else self._groups(key)
         chosen = None
         for group in groups:
             fallback = None
@@ -435,13 +448,18 @@ class Checker:
 
     def __call__(self, line):
         """The access of a CDX line (bytes): None if excluded, else "allow" or "block"."""
-        parts = line.split(b" ", 2)
-        key = parts[0].decode("utf-8", "replace")
-        if "__wb_method=" in key and len(parts) == 3:
-            # pywb looks a POST capture up by its URL's key, without the method's
-            url = _original(parts[2])
-            key = url_key(url) if url else key
-        access = self.decide(key, parts[1].decode("ascii", "replace") if len(parts) > 1 else "")[0]
+        line_key = line[:line.find(b" ")]
+        if line_key == self._line_key and self._line_access is not None:
+            access = self._line_access  # the captures of one URL come together
+        else:
+            parts = line.split(b" ", 2)
+            key = parts[0].decode("utf-8", "replace")
+            if "__wb_method=" in key and len(parts) == 3:
+                # pywb looks a POST capture up by its URL's key, without the method's
+                url = _original(parts[2])
+                key = url_key(url) if url else key
+            access = self.decide(key, parts[1].decode("ascii", "replace") if len(parts) > 1 else "")[0]
+            self._line_key, self._line_access = line_key, access if self._timeless else None
         if access == "exclude":
             self.excluded += 1
             return None
@@ -469,6 +487,7 @@ class Access:
 
     def __init__(self, paths=(), default="allow", embargo=None):
         self.paths, self.default = list(paths), default
+        self._local = [storage.is_local(path) for path in self.paths]
         self.embargo = embargo or Embargo()
         Rules((), default)  # the default checked now
         self._lock = threading.Lock()
@@ -480,14 +499,14 @@ class Access:
 
     def _version(self):
         versions = []
-        for path in self.paths:
+        for path, local in zip(self.paths, self._local):
             try:
-                if storage.is_local(path):
-                    if os.path.isdir(path):
+                if local:
+                    version = _stat(path)
+                    if stat.S_ISDIR(version[3]):
                         names = sorted(n for n in os.listdir(path) if n.endswith(".aclj"))
-                        versions.append((path, tuple((n, _stat(os.path.join(path, n))) for n in names)))
-                    else:
-                        versions.append((path, _stat(path)))
+                        version = tuple((n, _stat(os.path.join(path, n))) for n in names)
+                    versions.append((path, version))
                 else:
                     versions.append((path, json.dumps(storage.version(path), sort_keys=True)))
             except OSError as exc:
@@ -497,9 +516,8 @@ class Access:
     def rules(self):
         """The ``Rules`` now in force; RuleError if a file cannot be read."""
         now = time.monotonic()
-        remote = any(not storage.is_local(p) for p in self.paths)
         with self._lock:
-            if self._versions is None or not remote or now - self._checked >= REMOTE_RECHECK:
+            if self._versions is None or all(self._local) or now - self._checked >= REMOTE_RECHECK:
                 versions = self._version()
                 self._checked = now
                 if versions != self._versions:
@@ -519,7 +537,7 @@ class Access:
 
 def _stat(path):
     info = os.stat(path)
-    return info.st_mtime_ns, info.st_size, info.st_ino
+    return info.st_mtime_ns, info.st_size, info.st_ino, info.st_mode
 
 
 def from_options(settings, paths=None, embargo=None):

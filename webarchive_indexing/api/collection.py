@@ -14,7 +14,6 @@ first cluster, then those of the next: each line is on exactly one page.
     # what webarchive-index query prints
     sys.stdout.buffer.writelines(query("out/", CdxRequest("*.example.com", limit=5)))
 """
-import copy as copying
 import heapq
 import itertools
 import json
@@ -72,8 +71,8 @@ class Collection:
         (``access.RuleError`` if they cannot be read: no answer without them)."""
         if self.access is None:
             return self
-        view = copying.copy(self)
-        view.check = self.access.checker(user)
+        view = object.__new__(type(self))
+        view.__dict__.update(self.__dict__, check=self.access.checker(user))
         return view
 
     def current(self, recheck=False):
