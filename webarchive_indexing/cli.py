@@ -515,7 +515,7 @@ def _query(args):
     from .api.request import BadParameter, CdxRequest
     from .api.collection import query
     try:
-        request = CdxRequest.from_args(args)
+        request = CdxRequest.from_args(args, acl_user=args.acl_user)
         rules = access.from_options(args)
     except BadParameter as exc:
         sys.stderr.write(f"webarchive-index query: {exc.in_options()}\n")
@@ -535,7 +535,7 @@ def _query(args):
     if args.verbose:
         storage.add_request_listener(show)
     try:
-        sys.stdout.buffer.writelines(query(args.location, request, access=rules, user=args.acl_user))
+        sys.stdout.buffer.writelines(query(args.location, request, access=rules))
     except BrokenPipeError:
         raise
     except BadParameter as exc:  # a page that is not there, too many lines to sort

@@ -39,13 +39,13 @@ JSON = "application/json"
 CLOCK_EVERY = 256
 
 
-def query(location, request, cache=None, access=None, user=None):
+def query(location, request, cache=None, access=None):
     """The answer to ``request`` (a ``CdxRequest``) from the cluster at ``location`` (as
     ``reader.open_cluster`` takes it), as ``webarchive-index query`` prints it: bytes,
-    lazily; with the rules of ``access`` (``access.Access``) for ``user``. The cluster's
+    lazily; with the rules of ``access`` (``access.Access``) for ``request.acl_user``. The cluster's
     index is opened now: OSError (``DamagedCluster`` too) if it cannot be read;
     BadParameter, OSError or ValueError later, from the body."""
-    return Collection.open(location, [location], cache, access).answer(request, user=user)[1]
+    return Collection.open(location, [location], cache, access).answer(request)[1]
 
 
 class Collection:
@@ -79,13 +79,13 @@ class Collection:
         """This collection: what a server answers from (as ``Reloading.current``)."""
         return self
 
-    def answer(self, request, deadline=None, user=None):
-        """``(content type, body)`` for ``request`` by ``user``: body yields bytes, lazily.
-        Errors in the request (BadParameter) and in reading come from the body's first
-        chunk, or later for what only shows further in (a damaged block); rules that cannot
-        be read (``access.RuleError``), at once."""
+    def answer(self, request, deadline=None):
+        """``(content type, body)`` for ``request`` (by ``request.acl_user``): body yields
+        bytes, lazily. Errors in the request (BadParameter) and in reading come from the
+        body's first chunk, or later for what only shows further in (a damaged block);
+        rules that cannot be read (``access.RuleError``), at once."""
         if self.access is not None and self.check is None:
-            return self.checked(user).answer(request, deadline)
+            return self.checked(request.acl_user).answer(request, deadline)
         for predicate in request.predicates:
             predicate.deadline = deadline
         if request.show_num_pages:

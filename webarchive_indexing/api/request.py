@@ -102,6 +102,8 @@ class CdxRequest(options.Options):
     ``filters``, ``show_num_captures``...), and the key range (``start``, ``end``)."""
 
     OPTIONS = options.CDX_API
+    # who asks: the user or access point whose access rules hold (pywb's X-Pywb-ACL-User)
+    EXTRA = {"acl_user": None}
 
     def __init__(self, url=None, *, limits=UNBOUNDED, **values):
         super().__init__(url=url, **values)

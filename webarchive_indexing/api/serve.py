@@ -295,7 +295,8 @@ class Handler(BaseHTTPRequestHandler):
             pending, size = [], 0
             try:
                 request = CdxRequest.from_query(params, self.limits)
-                content_type, body = collection.answer(request, deadline, user)
+                request.acl_user = user
+                content_type, body = collection.answer(request, deadline)
                 body = iter(body)
                 for chunk in body:
                     pending.append(chunk)
