@@ -406,3 +406,17 @@ def test_the_commands_of_docs_access_control_md_run_as_written(samples_cluster, 
             server.__exit__(None, None, None)
     log = [json.loads(line) for line in open(tmp_path / "rules" / "public.aclj.log")]
     assert log[0]["who"] == "jsmith" and log[-1]["why"] == "released"
+
+
+def test_a_change_keeps_the_other_lines_as_they_were_written(tmp_path):
+    """A rule file written by hand (or by pywb) keeps its lines byte for byte: only the
+    rule changed is written anew, and the order pywb needs is by the lines as they are."""
+    path = tmp_path / "hand.aclj"
+    path.write_text('org,example)/ - {"access":"block",  "url":"http://example.org/"}\n'
+                    'com,example)/ - {"user": "staff", "access": "allow"}\n')
+    before = path.read_text().splitlines()
+    acl.add(str(path), "http://example.net/", "exclude", who="t")
+    after = path.read_text().splitlines()
+    assert before[0] in after and before[1] in after and len(after) == 3
+    assert after == sorted(after, reverse=True)
+    assert main(["acl", "validate", str(path)]) == 0

@@ -143,10 +143,11 @@ class Rule:
     """One rule: its KEY, its JSON fields as written (kept whole, in their order), and
     where it was read (``file:line``)."""
 
-    __slots__ = ("key", "fields", "where", "access", "user", "criteria", "dated")
+    __slots__ = ("key", "fields", "where", "access", "user", "criteria", "dated", "text")
 
-    def __init__(self, key, fields, where=""):
-        self.key, self.fields, self.where = key, fields, where
+    def __init__(self, key, fields, where="", text=None):
+        # ``text``: the line as a file holds it, kept as it is (its JSON's spacing too)
+        self.key, self.fields, self.where, self.text = key, fields, where, text
         if not key or " " in key:
             raise RuleError(f"{where}: a rule's key is a SURT prefix without spaces, got {key!r}")
         access = fields.get("access")
@@ -204,11 +205,11 @@ class Rule:
             raise RuleError(f"{where}: the JSON of the rule is malformed: {exc}") from None
         if not isinstance(fields, dict):
             raise RuleError(f"{where}: the JSON of a rule is an object, got {text[:60]!r}")
-        return cls(key, fields, where)
+        return cls(key, fields, where, line)
 
     def line(self):
-        """The rule as an ``.aclj`` line (without its newline), as pywb writes it."""
-        return f"{self.key} - {json.dumps(self.fields)}"
+        """The rule as an ``.aclj`` line (without its newline): as read, or as pywb writes it."""
+        return self.text or f"{self.key} - {json.dumps(self.fields)}"
 
     def applies(self, timestamp, now_ts, ago):
         """Whether OutbackCDX's criteria hold for a capture at ``timestamp``, accessed at
