@@ -20,7 +20,7 @@ import servers
 from test_docs import documented_commands
 from test_query import LINES, URLS
 from webarchive_indexing.api import access
-from webarchive_indexing.api.access import Access, Checker, Embargo, Rule, RuleError, Rules, parse_rules
+from webarchive_indexing.api.access import Access, Embargo, RuleError, Rules, parse_rules
 from webarchive_indexing.api.collection import Collection
 from webarchive_indexing.api.request import CdxRequest
 from webarchive_indexing.api.serve import open_collections
@@ -420,3 +420,38 @@ def test_a_change_keeps_the_other_lines_as_they_were_written(tmp_path):
     assert before[0] in after and before[1] in after and len(after) == 3
     assert after == sorted(after, reverse=True)
     assert main(["acl", "validate", str(path)]) == 0
+
+
+def test_rules_changed_under_load_never_let_everything_through(cluster, tmp_path):
+    """Requests from many threads while the rule is added and removed (atomically, by the
+    acl commands): each answer is whole under one version of the rules or the other."""
+    import threading
+    out, _ = cluster
+    rules = tmp_path / "load.aclj"
+    acl.add(str(rules), "http://example.com/", "exclude", who="t")
+    with servers.ours(open_collections([f"c={out}"], accesses={"c": Access([str(rules)])})) as base:
+        def count():
+            status, _, body = servers.get(base + "/c/cdx", url="example.com/", matchType="prefix",
+                                          showNumCaptures="true")
+            assert status == 200, body
+            return json.loads(body)["captures"]
+        hidden = count()
+        seen, stop = set(), threading.Event()
+
+        def ask():
+            while not stop.is_set():
+                seen.add(count())
+        threads = [threading.Thread(target=ask) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for _ in range(10):
+            acl.remove(str(rules), "http://example.com/", who="t")
+            time.sleep(0.05)
+            acl.add(str(rules), "http://example.com/", "exclude", who="t")
+            time.sleep(0.05)
+        stop.set()
+        for thread in threads:
+            thread.join()
+        acl.remove(str(rules), "http://example.com/", who="t")
+        shown = count()
+    assert hidden == 0 and shown > 0 and seen == {0, shown}
