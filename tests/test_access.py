@@ -455,3 +455,16 @@ def test_rules_changed_under_load_never_let_everything_through(cluster, tmp_path
         acl.remove(str(rules), "http://example.com/", who="t")
         shown = count()
     assert hidden == 0 and shown > 0 and seen == {0, shown}
+
+
+def test_a_copy_plan_made_under_other_rules_is_not_reused(samples_cluster, tmp_path, capsys):
+    tmp, rules = samples_cluster
+    out = str(tmp / "out")
+    args = ["copy", "plan", out, "--domains", "archive.org", "-o", str(tmp_path / "c")]
+    assert main([*args, "--acl", str(rules)]) == 0
+    assert main([*args, "--acl", str(rules)]) == 0  # the same rules: the same plan
+    assert main(args) == 2
+    assert "differs in: the access rules" in capsys.readouterr().err
+    other = tmp_path / "other.aclj"
+    other.write_text('org,archive)/images - {"access": "exclude"}\n')
+    assert main([*args, "--acl", str(other)]) == 2

@@ -33,6 +33,7 @@ import bisect
 import calendar
 import datetime
 import functools
+import hashlib
 import json
 import os
 import re
@@ -602,10 +603,24 @@ class Permitted:
         return {"excluded": self.checker.excluded, "blocked": self.checker.blocked}
 
 
+class Through:
+    """A function cluster -> ``Permitted`` cluster under ``access`` for ``user``, and the
+    ``digest`` of what decides (the rules read now, user, embargo, default): what a copy's
+    plan records, so that one made under other rules is not taken for it."""
+
+    def __init__(self, access, user):
+        self.access, self.user = access, user
+        rules = access.rules()
+        what = [sorted(rule.line() for rule in rules.rules), user, access.embargo.specs,
+                access.embargo.access, rules.default]
+        self.digest = hashlib.sha1(json.dumps(what).encode("utf-8")).hexdigest()
+
+    def __call__(self, cluster):
+        return Permitted(cluster, self.access.checker(self.user))
+
+
 def permitting(settings):
-    """A function cluster -> ``Permitted`` cluster under the rules of the options of
-    ``options.ACCESS_CONTROL`` (for ``settings.acl_user``), or None where none are in force."""
+    """A ``Through`` of the rules of the options of ``options.ACCESS_CONTROL`` (for
+    ``settings.acl_user``), or None where none are in force."""
     access = from_options(settings)
-    if access is None:
-        return None
-    return lambda cluster: Permitted(cluster, access.checker(settings.acl_user))
+    return Through(access, settings.acl_user) if access is not None else None
