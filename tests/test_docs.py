@@ -110,6 +110,10 @@ COVERED = {
         "in order, in a directory holding two generated crawls (warcs/, new-warcs/), each "
         "cluster then compared with the others (docs/local-engine.md)",
         "test_local_engine.py::test_the_commands_of_docs_local_engine_run_as_written"),
+    r"^webarchive-index (acl |(query|export|copy check) out .*--acl rules/|serve cc=out --acl )|"
+    r"^curl .*127\.0\.0\.1:8080/cc/(ap/|cdx\?url=archive)": (
+        "in order, in a directory with the samples' cluster, an exclusions.txt and urls.txt, "
+        "the server on a free port", "test_access.py::test_the_commands_of_docs_access_control_md_run_as_written"),
     r"^(webarchive-index serve cc=out/cluster |curl 'http://127\.0\.0\.1:8080/cc/cdx\?)": (
         "a server that runs until stopped: started on a free port, asked with curl",
         "test_serve.py::test_readme_serve_commands"),

@@ -128,7 +128,7 @@ def _query_parser(sub, help_line):
                "The options are the CDX API's parameters, as serve takes them: " +
                ", ".join(f"{option.name} = {'/'.join(option.params)}" for option in o.CDX_API)
                + ".")
-    o.add(query, o.CLUSTER, *o.CDX_API,
+    o.add(query, o.CLUSTER, *o.CDX_API, *o.ACCESS_CONTROL,
           o.VERBOSE.but(help="print every request made to a remote cluster on stderr",
                         off_help="print no requests (default)"))
 
@@ -148,7 +148,7 @@ def _export_parser(sub, help_line):
         epilog="Exit status: 0 done; 1 failed, nothing written (a cluster with a malformed "
                "line or out of order fails); 2 bad usage; 3 (parquet) done, but some lines "
                "could not become rows (listed).")
-    o.add(export, o.CLUSTER, o.EXPORT_OUTPUT, o.EXPORT_FORMAT, *o.TABLE, o.PROGRESS)
+    o.add(export, o.CLUSTER, o.EXPORT_OUTPUT, o.EXPORT_FORMAT, *o.TABLE, o.PROGRESS, *o.ACCESS_CONTROL)
 
 
 def _serve_parser(sub, help_line):
@@ -202,7 +202,7 @@ def _copy_parser(sub, help_line):
                     "between them).",
         epilog=COPY_SELECTION_HELP)
     actions = copy.add_subparsers(dest="copy_command", required=True, metavar="ACTION")
-    selection = (o.COPY_CLUSTER, o.DOMAINS, o.DOMAINS_FILE, o.RECORDS_CSV)
+    selection = (o.COPY_CLUSTER, o.DOMAINS, o.DOMAINS_FILE, o.RECORDS_CSV, *o.ACCESS_CONTROL)
     plan_options = (o.COPY_OUTPUT, o.RECORDS_PER_FILE, o.NAME_PREFIX, *o.COPY_WARC_OUTPUT)
 
     check = actions.add_parser(
@@ -254,6 +254,114 @@ def _copy_parser(sub, help_line):
                     "otherwise.")
     o.add(status, o.Option("output", metavar="OUT", help="the copy's output directory"),
           o.Flag("json", False, "print JSON", "print a summary (default)"))
+
+
+def _acl_parser(sub, help_line):
+    acl = sub.add_parser(
+        "acl", help=help_line,
+        description="Keep access rule files as wb-manager acl keeps them (pywb's .aclj, sorted "
+                    "as pywb needs, written whole or not at all, each change logged with who, "
+                    "when and why in FILE.log), see which rule wins for a URL and why, and "
+                    "check many URLs at once. query, serve, copy and export apply them with "
+                    "--acl (docs/access-control.md).")
+    actions = acl.add_subparsers(dest="acl_command", required=True, metavar="ACTION")
+    change = (o.WHO, o.WHY)
+    add = actions.add_parser("add", help="add a rule (or replace the one of its URL and user)")
+    o.add(add, o.ACL_FILE, o.ACL_URL, o.ACL_ACCESS, o.EXACT_MATCH, o.RULE_USER, *o.RULE_FIELDS, *change)
+    remove = actions.add_parser("remove", help="remove the rule of a URL (and user)")
+    o.add(remove, o.ACL_FILE, o.ACL_URL, o.EXACT_MATCH, o.RULE_USER, *change)
+    listing = actions.add_parser("list", help="print the rules")
+    o.add(listing, o.ACL_FILE)
+    validate = actions.add_parser("validate", help="check every line, the order pywb needs, "
+                                                   "duplicates (exit status 1 if any)")
+    o.add(validate, o.ACL_FILE, o.FIX, *change)
+    match = actions.add_parser("match", help="which rule wins for a URL, and why")
+    o.add(match, o.ACL_FILE.but(nargs="+", help="rule files (merged)"), o.ACL_URL,
+          o.RULE_USER, o.MATCH_TIMESTAMP, o.EMBARGO, o.EMBARGO_ACCESS, o.ACL_DEFAULT)
+    imports = actions.add_parser("import", help="add a rule for each line of OpenWayback's "
+                                                "exclusions.txt or a URL or SURT list")
+    o.add(imports, o.ACL_FILE, o.IMPORT_SOURCE, o.ACL_ACCESS.but(nargs="?", default="exclude",
+          help="the access of every line (default exclude)"), o.EXACT_MATCH, o.RULE_USER, *change)
+    check = actions.add_parser("check", help="the access of many URLs for a user or access point")
+    o.add(check, o.ACL_FILE.but(help="a rule file (more with --acl)"), o.CHECK_URLS, o.ACL,
+          o.RULE_USER, o.EMBARGO, o.EMBARGO_ACCESS, o.ACL_DEFAULT)
+
+
+def _acl(args):
+    from .api import access
+    from .commands import acl
+    action = args.acl_command
+    try:
+        if action in ("add", "remove", "import"):
+            return _acl_change(args, acl)
+        if action == "list":
+            for rule in acl.load(args.file):
+                sys.stdout.write(rule.line() + "\n")
+            return EXIT_OK
+        if action == "validate":
+            return _acl_validate(args, acl)
+        embargo = access.Embargo(args.embargo, args.embargo_access)
+        files = args.file if action == "match" else [args.file, *args.acl]
+        rules = access.Rules([r for path in files for r in access.read_rules(path)], args.acl_default)
+        if action == "match":
+            answer, why = acl.match(rules, args.url, args.user, args.timestamp, embargo)
+            sys.stdout.write(f"{answer['access']}: {args.url} at {answer['timestamp']}"
+                             f"{' for ' + args.user if args.user else ''}\n")
+            sys.stdout.writelines(f"  {line}\n" for line in why)
+            return EXIT_OK
+        checker = access.Checker(rules, args.user, embargo=embargo)
+        stream = sys.stdin if args.urls == "-" else open(args.urls, encoding="utf-8")
+        with stream:
+            failed = 0
+            for answer in access.check_lines(checker, stream):
+                failed += "error" in answer
+                sys.stdout.write(json.dumps(answer) + "\n")
+        return EXIT_FAILED if failed else EXIT_OK
+    except (access.RuleError, acl.AclError) as exc:
+        sys.stderr.write(f"webarchive-index acl {action}: {exc}\n")
+        return EXIT_FAILED
+    except ValueError as exc:
+        sys.stderr.write(f"webarchive-index acl {action}: {exc}\n")
+        return EXIT_USAGE
+
+
+def _acl_change(args, acl):
+    if args.acl_command == "add":
+        fields = {option.dest: getattr(args, option.dest) for option in o.RULE_FIELDS}
+        for name in ("captured", "accessed"):
+            if fields[name] is not None:
+                start, comma, end = fields[name].partition(",")
+                if not comma:
+                    raise ValueError(f"--{name} {fields[name]!r}: expected START,END (either may be empty)")
+                fields[name] = {"start": start or None, "end": end or None}
+        done = acl.add(args.file, args.url, args.access, args.exact_match, args.user, fields, args.who, args.why)
+        for line in done["replaced"]:
+            sys.stdout.write(f"replaced: {line}\n")
+        sys.stdout.writelines(f"added: {line}\n" for line in done["added"])
+    elif args.acl_command == "remove":
+        done = acl.remove(args.file, args.url, args.exact_match, args.user, args.who, args.why)
+        sys.stdout.writelines(f"removed: {line}\n" for line in done["removed"])
+    else:
+        with open(args.source, encoding="utf-8") as lines:
+            done = acl.import_list(args.file, lines, args.access, args.source, args.exact_match,
+                                   args.user, args.who, args.why)
+        sys.stdout.write(f"imported {args.source}: {done['added']} rules added, {done['replaced']} "
+                         f"replaced, in {args.file}\n")
+    return EXIT_OK
+
+
+def _acl_validate(args, acl):
+    rules = acl.load(args.file)
+    found = acl.problems(rules, args.file)
+    if args.fix and any("out of order" in p for p in found):
+        acl.fix(args.file, args.who, args.why)
+        sys.stdout.write(f"{args.file}: sorted as pywb needs\n")
+        found = acl.problems(acl.load(args.file), args.file)
+    for problem in found:
+        sys.stdout.write(problem + "\n")
+    if not found:
+        sys.stdout.write(f"{args.file}: {len(rules)} rules, in order\n")
+    return EXIT_FAILED if found else EXIT_OK
 
 
 def _zstd_dict_parser(sub, help_line):
@@ -403,12 +511,21 @@ def _cdx_status(errors, on_error):
 
 def _query(args):
     from . import storage
+    from .api import access
     from .api.request import BadParameter, CdxRequest
     from .api.collection import query
     try:
-        request = CdxRequest.from_args(args)
+        request = CdxRequest.from_args(args, acl_user=args.acl_user)
+        rules = access.from_options(args)
     except BadParameter as exc:
         sys.stderr.write(f"webarchive-index query: {exc.in_options()}\n")
+        return EXIT_USAGE
+    except access.RuleError as exc:
+        sys.stderr.write(f"webarchive-index query: {exc}; fix the line (webarchive-index acl "
+                         "validate FILE) and query again\n")
+        return EXIT_FAILED
+    except ValueError as exc:  # an embargo that is none
+        sys.stderr.write(f"webarchive-index query: {exc}\n")
         return EXIT_USAGE
 
     def show(method, url, byte_range):
@@ -418,7 +535,7 @@ def _query(args):
     if args.verbose:
         storage.add_request_listener(show)
     try:
-        sys.stdout.buffer.writelines(query(args.location, request))
+        sys.stdout.buffer.writelines(query(args.location, request, access=rules))
     except BrokenPipeError:
         raise
     except BadParameter as exc:  # a page that is not there, too many lines to sort
@@ -456,6 +573,9 @@ def _export(args):
     sys.stderr.write(f"exported: {done.lines} lines ({done.format}) from {args.location} "
                      f"to {done.output or 'stdout'} in {done.seconds:.1f} s ({rate:.0f} "
                      "lines/s)\n")
+    if done.withheld:
+        sys.stderr.write(f"withheld by the access rules: {done.withheld['excluded']} excluded, "
+                         f"{done.withheld['blocked']} blocked\n")
     if done.table is None:
         return EXIT_OK
     sys.stderr.write(f"\nquery it: {query_table_hint(done.table)}\n")
@@ -475,8 +595,13 @@ def _serve(args):
         sys.stderr.write(f"search page {url}/ ; stop with Ctrl-C or SIGTERM\n")
         sys.stderr.flush()
 
+    from .api.access import RuleError
     try:
         return serve(o.ServeOptions.from_args(args), ready)
+    except RuleError as exc:
+        sys.stderr.write(f"webarchive-index serve: {exc}; fix it (webarchive-index acl validate "
+                         "FILE) and start again\n")
+        return EXIT_FAILED
     except ValueError as exc:
         sys.stderr.write(f"webarchive-index serve: {exc}\n")
         return EXIT_USAGE
@@ -506,20 +631,29 @@ def _copy_check(args):
     from .copy import check, check_source, read_selection
     from .copy.csvrecords import check as check_csv
     from .zipnum.reader import open_cluster
+    from .api.access import permitting
     check_source(args.location, args.domains, args.domains_file, args.records_csv)
+    through = permitting(args)
+    withheld = None
+    if args.records_csv and through is not None:
+        raise o.UsageError("access rules (--acl, --embargo) go with a cluster, not --records-csv")
     if args.records_csv:
         total = check_csv(args.records_csv)
         inputs = [(args.records_csv, "records")]
         per_input = [total]
     else:
         selection = read_selection(args.domains, args.domains_file)
-        per_input, total = check(open_cluster(args.location), selection)
+        cluster = open_cluster(args.location)
+        if through is not None:
+            cluster = through(cluster)
+        per_input, total = check(cluster, selection)
+        withheld = cluster.withheld if through is not None else None
         inputs = [(i.text, i.kind) for i in selection]
     out = sys.stdout
     if args.json:
         json.dump({"inputs": [{"input": text, "kind": kind, **t.as_dict()}
                               for (text, kind), t in zip(inputs, per_input)],
-                   "total": total.as_dict()}, out, indent=1)
+                   "total": total.as_dict(), **({"withheld": withheld} if withheld else {})}, out, indent=1)
         out.write("\n")
         return EXIT_OK
     rows = [(t.captures, t.warc_files, t.bytes, human(t.bytes), text)
@@ -532,6 +666,9 @@ def _copy_check(args):
     if total.arc_captures:
         out.write(f"(and {total.arc_captures} captures in ARC files, which a copy leaves out: "
                   "it writes WARC files)\n")
+    if withheld:
+        out.write(f"(and {withheld['excluded']} captures excluded, {withheld['blocked']} blocked by the "
+                  "access rules, which a copy leaves out)\n")
     return EXIT_OK
 
 
@@ -539,7 +676,8 @@ def _copy_plan(args):
     from . import storage
     from .copy.plan import copy_planner, listing_path
     from .storage.lock import hold
-    planner = copy_planner(args)
+    from .api.access import permitting
+    planner = copy_planner(args, permitting(args))
     with hold(storage.abspath(args.output), "copy plan"):
         plan = planner()
     _print_copy_plan(plan, sys.stderr)
@@ -723,6 +861,7 @@ COMMANDS = {
                   _zstd_dict_parser, _zstd_dict),
     "recompress": ("recompress WARC files into .warc.zst or per-record .warc.gz",
                    _recompress_parser, _recompress),
+    "acl": ("manage access rule files (pywb's .aclj), match and check URLs", _acl_parser, _acl),
 }
 
 
@@ -769,6 +908,8 @@ def _prints_output(args):
     """Whether what the command prints on stdout is its output, not an account of it."""
     if args.command == "copy":
         return args.copy_command != "copy"
+    if args.command == "acl":
+        return args.acl_command in ("list", "match", "check")
     return args.command == "query" or (args.command in ("cdx", "export") and not args.output)
 
 

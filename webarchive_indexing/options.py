@@ -478,6 +478,81 @@ CDX_API = (URL, MATCH_TYPE, FROM, TO, FILTER, LIMIT, QUERY_OUTPUT, FIELDS, SORT,
            COLLAPSE, PAGE, PAGE_SIZE, SHOW_NUM_PAGES, SHOW_PAGED_INDEX, COUNT, SHOW_RESUME_KEY,
            RESUME_KEY)
 
+# access control (api/access.py, docs/access-control.md): rules in files beside or apart
+# from the cluster, applied wherever captures leave the tool
+ACCESS_DEFAULTS = ("allow", "block", "exclude")
+ACL = Option("--acl", action="append", default=[], metavar="FILE",
+             help="access rules: a pywb .aclj file (or a directory of them; local, s3:// or "
+                  "http(s)://), its rules merged with those of other --acl files; excluded "
+                  "captures are left out, blocked ones marked \"access\": \"block\" "
+                  "(repeatable)")
+ACL_USER = Option("--acl-user", metavar="NAME",
+                  help="the user (pywb's X-Pywb-ACL-User) or access point (OutbackCDX's) whose "
+                       "rules hold, beside those for everyone (default: none)")
+ACL_DEFAULT = Option("--acl-default", choices=ACCESS_DEFAULTS, default="allow",
+                     help="the access of a capture no rule matches (default allow)")
+EMBARGO = Option("--embargo", action="append", default=[], metavar="WHEN",
+                 help="embargo captures before:TIMESTAMP, after:TIMESTAMP, newer:PERIOD (younger "
+                      "than PERIOD: 10y, 6m, 1y6m, 2w, 30d) or older:PERIOD, as pywb's embargo "
+                      "setting; repeatable (any of them embargoes); a rule allow_ignore_embargo "
+                      "lifts it")
+EMBARGO_ACCESS = Option("--embargo-access", choices=("exclude", "block"), default="exclude",
+                        help="what an embargo does: exclude (default, as pywb) or block")
+ACCESS_CONTROL = (ACL, ACL_USER, ACL_DEFAULT, EMBARGO, EMBARGO_ACCESS)
+# webarchive-index acl (commands/acl.py)
+ACL_FILE = Option("file", metavar="FILE",
+                  help="the rule file (pywb's .aclj; local or s3://); each change is logged in "
+                       "FILE.log")
+ACL_URL = Option("url", metavar="URL",
+                 help="a URL (http://example.com/page), a URL prefix (example.com/path*, or a "
+                      "URL: a rule holds for everything below it, as pywb's), *.example.com "
+                      "(the host and its subdomains), or a SURT prefix (com,example)/path)")
+ACL_ACCESS = Option("access", choices=("allow", "block", "exclude", "allow_ignore_embargo"),
+                    help="allow; block (shown, marked, replayed as 451 by pywb); exclude (as if "
+                         "absent); allow_ignore_embargo (allowed despite an embargo)")
+EXACT_MATCH = Flag("exact-match", False, "the exact URL only (pywb's KEY### rule)",
+                   "URL and everything below it (default)", short="-e")
+RULE_USER = Option("-u", "--user", metavar="NAME",
+                   help="the rule holds for this user or access point only (default: everyone)")
+WHO = Option("--who", metavar="NAME", help="who makes the change, for the log (default: $USER)")
+WHY = Option("--why", metavar="TEXT", help="why, for the log (a ticket, a takedown request)")
+RULE_FIELDS = (
+    Option("--message", dest="publicMessage", metavar="TEXT",
+           help="a public message, said with what the rule blocks (OutbackCDX's publicMessage)"),
+    Option("--comment", dest="privateComment", metavar="TEXT",
+           help="a private comment, never shown (OutbackCDX's privateComment)"),
+    Option("--reason", metavar="TEXT", help="a category of reason (OutbackCDX's reason)"),
+    Option("--captured", metavar="START,END",
+           help="the rule holds for captures in this range only (timestamps or ISO 8601; "
+                "either may be empty): OutbackCDX's captured"),
+    Option("--accessed", metavar="START,END",
+           help="the rule holds while now is in this range (a takedown under review): "
+                "OutbackCDX's accessed"),
+    Option("--period", metavar="PERIOD",
+           help="the rule holds for PERIOD after capture (10y, 6m, 30d): OutbackCDX's embargo "
+                "period"),
+)
+FIX = Flag("fix", False, "sort a file out of order (atomically, logged)", "only report (default)")
+MATCH_TIMESTAMP = Option("--timestamp", metavar="TS",
+                         help="the capture's timestamp (default: now)")
+IMPORT_SOURCE = Option("source", metavar="LIST",
+                       help="OpenWayback's exclusions.txt, or a list of URLs, URL prefixes or "
+                            "SURT prefixes, one a line ('#' starts a comment)")
+CHECK_URLS = Option("urls", metavar="URLS",
+                    help="a file of URL [TIMESTAMP] lines (- : stdin); prints one JSON line "
+                         "each, as serve's /NAME/ap/AP/check answers")
+SERVE_ACCESS_CONTROL = (
+    ACL.but(metavar="NAME=FILE[,FILE...]",
+            help="the access rules of collection NAME: pywb .aclj files or directories of them "
+                 "(read again when they change; one that cannot be read makes NAME answer 503, "
+                 "never without its rules); repeatable"),
+    EMBARGO.but(metavar="NAME=WHEN",
+                help="an embargo of collection NAME: before:TIMESTAMP, after:TIMESTAMP, "
+                     "newer:PERIOD (10y, 6m, 30d) or older:PERIOD, as pywb's; repeatable"),
+    ACL_DEFAULT.but(help="the access of a capture no rule matches, in every collection "
+                         "(default allow)"),
+    EMBARGO_ACCESS)
+
 # serve
 COLLECTIONS = Option("collections", nargs="+", metavar="NAME=CLUSTER[,CLUSTER...]",
                      help="a collection and its cluster(s) (as query takes them: local, s3:// "
@@ -517,7 +592,7 @@ ACCESS_LOG = Option("--access-log", metavar="PATH",
                     help="append the access log to PATH (default: stderr)")
 LOG = Flag("log", True, "write an access log (default)", "write no access log")
 SERVE = (COLLECTIONS, HOST, PORT, SERVE_WORKERS, CACHE_MB, TIMEOUT, MAX_LIMIT, RELOAD_SECONDS,
-         MAX_CONNECTIONS, HEADER_TIMEOUT, IDLE_TIMEOUT, ACCESS_LOG, LOG)
+         MAX_CONNECTIONS, HEADER_TIMEOUT, IDLE_TIMEOUT, ACCESS_LOG, LOG, *SERVE_ACCESS_CONTROL)
 
 # export
 EXPORT_OUTPUT = Option("-o", "--output", metavar="FILE|DIR", type=dash_is_stdout,
@@ -799,14 +874,14 @@ class RecompressOptions(Options):
 
 class ExportOptions(Options):
     """What ``export.export(options)`` writes: which cluster, where to, in which format."""
-    OPTIONS = (CLUSTER, EXPORT_OUTPUT, EXPORT_FORMAT, *TABLE, PROGRESS)
+    OPTIONS = (CLUSTER, EXPORT_OUTPUT, EXPORT_FORMAT, *TABLE, PROGRESS, *ACCESS_CONTROL)
 
 
 class CopyOptions(Options):
     """What ``webarchive-index copy copy`` copies, where to, and with which engine."""
     OPTIONS = (COPY_CLUSTER, DOMAINS, DOMAINS_FILE, RECORDS_CSV, COPY_OUTPUT, RECORDS_PER_FILE,
                NAME_PREFIX, *COPY_WARC_OUTPUT, WARC_PREFIX, ZSTD_DICTIONARY, THREADS, RETRIES,
-               PROGRESS, *ENGINE)
+               PROGRESS, *ENGINE, *ACCESS_CONTROL)
     EXTRA = {"spark_context": None}
 
 

@@ -39,35 +39,53 @@ JSON = "application/json"
 CLOCK_EVERY = 256
 
 
-def query(location, request, cache=None):
+def query(location, request, cache=None, access=None):
     """The answer to ``request`` (a ``CdxRequest``) from the cluster at ``location`` (as
     ``reader.open_cluster`` takes it), as ``webarchive-index query`` prints it: bytes,
-    lazily. The cluster's index is opened now: OSError (``DamagedCluster`` too) if it
-    cannot be read; BadParameter, OSError or ValueError later, from the body."""
-    return Collection.open(location, [location], cache).answer(request)[1]
+    lazily; with the rules of ``access`` (``access.Access``) for ``request.acl_user``. The cluster's
+    index is opened now: OSError (``DamagedCluster`` too) if it cannot be read;
+    BadParameter, OSError or ValueError later, from the body."""
+    return Collection.open(location, [location], cache, access).answer(request)[1]
 
 
 class Collection:
-    """Clusters searched as one index (``name``: what a server calls it)."""
+    """Clusters searched as one index (``name``: what a server calls it), with the
+    access rules ``access`` (``access.Access``) if any: every answer then has only the
+    captures they let through (``check``: the request's ``access.Checker``)."""
 
-    def __init__(self, name, clusters):
+    check = None
+
+    def __init__(self, name, clusters, access=None):
         self.name = name
         self.clusters = list(clusters)
+        self.access = access if access else None
 
     @classmethod
-    def open(cls, name, locations, cache=None):
+    def open(cls, name, locations, cache=None, access=None):
         """The collection of the clusters at ``locations`` (as ``reader.open_cluster``
         takes them); each cluster's index is opened now, so a bad one is named at once."""
-        return cls(name, [open_cluster(location, cache=cache) for location in locations])
+        return cls(name, [open_cluster(location, cache=cache) for location in locations], access)
+
+    def checked(self, user=None):
+        """This collection for one request by ``user``, under the rules in force now
+        (``access.RuleError`` if they cannot be read: no answer without them)."""
+        if self.access is None:
+            return self
+        view = object.__new__(type(self))
+        view.__dict__.update(self.__dict__, check=self.access.checker(user))
+        return view
 
     def current(self, recheck=False):
         """This collection: what a server answers from (as ``Reloading.current``)."""
         return self
 
     def answer(self, request, deadline=None):
-        """``(content type, body)`` for ``request``: body yields bytes, lazily. Errors in
-        the request (BadParameter) and in reading come from the body's first chunk, or
-        later for what only shows further in (a damaged block)."""
+        """``(content type, body)`` for ``request`` (by ``request.acl_user``): body yields
+        bytes, lazily. Errors in the request (BadParameter) and in reading come from the
+        body's first chunk, or later for what only shows further in (a damaged block);
+        rules that cannot be read (``access.RuleError``), at once."""
+        if self.access is not None and self.check is None:
+            return self.checked(request.acl_user).answer(request, deadline)
         for predicate in request.predicates:
             predicate.deadline = deadline
         if request.show_num_pages:
@@ -100,7 +118,20 @@ class Collection:
             previous = line
             if resume is not None and line == resume[0] and copy <= resume[1]:
                 continue
-            yield Capture(line, copy)
+            if self.check is None:
+                yield Capture(line, copy)
+                continue
+            # counted after the copies: equal lines have one access, so a resume key
+            # names the same place with the rules as without
+            access = self.check(line)
+            if access is not None:
+                yield Capture(line, copy, access)
+
+    def _permitted(self, lines):
+        """Captures of ``lines`` that the rules let through, marked."""
+        if self.check is None:
+            return map(Capture, lines)
+        return (Capture(line, 1, access) for line in lines if (access := self.check(line)) is not None)
 
     def _selected(self, request, reverse=False, deadline=None, resume=None):
         captures = selected(self.lines(request.start, request.end, reverse, resume or request.resume, deadline),
@@ -113,7 +144,7 @@ class Collection:
     def _captures(self, request, deadline):
         write = formatter(request.output, request.fields)
         if request.page is not None:
-            captures = selected(map(Capture, self._page(request)), request.predicates,
+            captures = selected(self._permitted(self._page(request)), request.predicates,
                                 request.from_ts, request.to_ts)
             yield from map(write, itertools.islice(captures, request.limit))
             return
@@ -175,19 +206,19 @@ class Collection:
         # the lines alone are held (not their parsed fields); one more than asked tells
         # whether a request without limit got them all
         held = request.limit or HELD_LINES
-        ranked = heapq.nsmallest(held + 1, ((distance(c), n, c.line) for n, c in
+        ranked = heapq.nsmallest(held + 1, ((distance(c), n, c.line, c.access) for n, c in
                                             enumerate(self._selected(request, deadline=deadline))))
         if len(ranked) > held and request.limit is None:
             raise BadParameter("limit", f"sort=closest over more than {HELD_LINES} captures of several "
                                         "URLs (or with collapse) holds them all to sort them: give "
                                         f"limit=N (at most {HELD_LINES}) for the nearest N, or an exact url")
-        return (Capture(line) for _, _, line in ranked[:held])
+        return (Capture(line, 1, access) for _, _, line, access in ranked[:held])
 
     def _seconds_in_order(self, earlier, request, deadline):
         """``earlier`` (an exact URL's captures read backwards) with those of each second
         put back in index order: held, up to ``HELD_LINES`` of them, else read again."""
         for stamp, same in itertools.groupby(earlier, lambda c: c.value("timestamp")):
-            group = [Capture(c.line, c.copy) for c in itertools.islice(same, HELD_LINES)]  # not their fields
+            group = [Capture(c.line, c.copy, c.access) for c in itertools.islice(same, HELD_LINES)]  # not their fields
             if len(group) < HELD_LINES:
                 yield from reversed(group)
                 continue
@@ -197,7 +228,7 @@ class Collection:
                                 request.predicates, request.from_ts, request.to_ts)
 
     def _count(self, request, deadline):
-        if request.predicates or request.from_ts or request.to_ts or request.collapse:
+        if request.predicates or request.from_ts or request.to_ts or request.collapse or self.check:
             return sum(1 for _ in self._selected(request, deadline=deadline))
         return sum(cluster.count_range(*request.range) for cluster in self.clusters)
 
@@ -272,14 +303,14 @@ class Reloading:
     was (a warning says why).
     """
 
-    def __init__(self, name, locations, cache=None, every=DEFAULT_RELOAD_SECONDS):
-        self.name, self.cache, self.every = name, cache, every
+    def __init__(self, name, locations, cache=None, every=DEFAULT_RELOAD_SECONDS, access=None):
+        self.name, self.cache, self.every, self.access = name, cache, every, access
         clusters = [open_cluster(location, cache=cache) for location in locations]
         versions = []
         for cluster in clusters:
             warn_remote_loc(cluster)
             versions.append(cluster.idx.version or idxfile.version(cluster.idx.path))
-        self._state = (Collection(name, clusters), versions)
+        self._state = (Collection(name, clusters, access), versions)
         self._checked = time.monotonic()
         self._reopening = threading.Lock()
         # {cluster's number: the version of its index that could not be opened}: tried
@@ -330,5 +361,5 @@ class Reloading:
             clusters[i], versions[i], changed = cluster, cluster.idx.version or version, True
             log.info("%s: a new build published: collection %s answers from it", path, self.name)
         if changed:
-            self._state = (Collection(self.name, clusters), versions)
+            self._state = (Collection(self.name, clusters, self.access), versions)
         return self._state[0]

@@ -43,11 +43,12 @@ CONTENT_TYPES = {"cdxj": "text/x-cdxj", "json": "text/x-ndjson", "cdx11": "text/
 CDX11_FIELDS = NAMES["cdx11"]
 # The fields a request may name (fl, filter, collapse): the classic legends', those of the
 # CDXJ lines pywb, cdxj-indexer and Common Crawl write (their server says "encoding" for
-# "charset"; pywb adds orig.* to a revisit), cdxj-indexer's req.http:HEADER, and ALIASES.
+# "charset"; pywb adds orig.* to a revisit, and access where rules are in force),
+# cdxj-indexer's req.http:HEADER, and ALIASES.
 # A line may lack one (fl leaves it out, a filter sees ''); a name outside them is a typo
 # that would match nothing.
 KNOWN_FIELDS = tuple(dict.fromkeys((*FIELD_LETTERS.values(), *CDXJ_KEYS, *CC_KEYS, "encoding", "method",
-                                    "requestBody", "orig.length", "orig.offset", "orig.filename")))
+                                    "requestBody", "orig.length", "orig.offset", "orig.filename", "access")))
 
 
 class RequestTimeout(TimeoutError):
@@ -101,6 +102,8 @@ class CdxRequest(options.Options):
     ``filters``, ``show_num_captures``...), and the key range (``start``, ``end``)."""
 
     OPTIONS = options.CDX_API
+    # who asks: the user or access point whose access rules hold (pywb's X-Pywb-ACL-User)
+    EXTRA = {"acl_user": None}
 
     def __init__(self, url=None, *, limits=UNBOUNDED, **values):
         super().__init__(url=url, **values)
@@ -286,14 +289,16 @@ def _known_field(param, name):
 
 class Capture:
     """A line as it passes through a request: its fields parsed when first needed, and
-    how many lines equal to it came before it and with it (for resume keys)."""
+    how many lines equal to it came before it and with it (for resume keys); ``access``:
+    what the rules in force made of it ("allow" or "block"; None without rules)."""
 
-    __slots__ = ("line", "copy", "_fields")
+    __slots__ = ("line", "copy", "_fields", "access")
 
-    def __init__(self, line, copy=1):
+    def __init__(self, line, copy=1, access=None):
         self.line = line
         self.copy = copy
         self._fields = None
+        self.access = access
 
     @property
     def fields(self):
@@ -409,28 +414,44 @@ def formatter(output, fields=None):
     as pywb writes them (link lines are joined by ``timemap``)."""
     if output == "json":
         if fields:
-            return lambda c: (json.dumps({f: c.fields[f] for f in fields if f in c.fields}) + "\n").encode("utf-8")
-        return lambda c: (json.dumps(c.fields) + "\n").encode("utf-8")
+            return lambda c: (json.dumps({f: v for f in fields if (v := _field(c, f)) is not None}) + "\n").encode("utf-8")
+        return lambda c: (json.dumps(_marked(c, c.fields)) + "\n").encode("utf-8")
     if fields or output == "cdx11":
         names = fields or CDX11_FIELDS
         if output == "cdxj":
             def cdxj(c):
-                rest = {f: c.fields[f] for f in names if f in c.fields and f not in ("urlkey", "timestamp")}
+                rest = {f: v for f in names if f not in ("urlkey", "timestamp") and (v := _field(c, f)) is not None}
                 return f"{c.fields['urlkey']} {c.fields['timestamp']} {json.dumps(rest)}\n".encode("utf-8")
             return cdxj
-        return lambda c: (" ".join(str(c.fields.get(f, "-")) for f in names) + "\n").encode("utf-8")
+        return lambda c: (" ".join(str(v if (v := _field(c, f)) is not None else "-") for f in names) + "\n").encode("utf-8")
     if output == "link":
         return _link
     if output == "text":
-        return lambda c: c.line.rstrip() + b"\n"
+        return lambda c: c.line.rstrip() + b"\n"  # pywb's text is the line as stored, unmarked
 
     def as_cdxj(c):
         parts = c.line.split(b" ", 2)
         if len(parts) == 3 and parts[2][:1] == b"{":
-            return c.line.rstrip() + b"\n"
+            if c.access is None:
+                return c.line.rstrip() + b"\n"
+            stored = c.line.rstrip()
+            # pywb's mark, after the stored fields
+            return stored[:-1] + (b", " if stored[-2:] != b"{}" else b"") + b'"access": "%s"}\n' % c.access.encode()
         rest = {f: v for f, v in c.fields.items() if f not in ("urlkey", "timestamp")}
-        return f"{c.fields['urlkey']} {c.fields['timestamp']} {json.dumps(rest)}\n".encode("utf-8")
+        return f"{c.fields['urlkey']} {c.fields['timestamp']} {json.dumps(_marked(c, rest))}\n".encode("utf-8")
     return as_cdxj
+
+
+def _field(capture, name):
+    """A field of ``capture`` (its ``access`` mark too), None if it has none."""
+    if name == "access":
+        return capture.access
+    return capture.fields.get(name)
+
+
+def _marked(capture, fields):
+    """``fields`` with the capture's ``access`` mark after them, as pywb adds it."""
+    return fields if capture.access is None else {**fields, "access": capture.access}
 
 
 def _link(capture):

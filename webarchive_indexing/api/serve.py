@@ -3,6 +3,8 @@ Machine and Common Crawl's index server speak.
 
     /NAME/cdx?url=...      pywb's path
     /NAME-index?url=...    Common Crawl's path, the same API
+    /NAME/ap/AP/cdx?url=...  the same, for access point (user) AP (OutbackCDX's /NAME/ap/AP)
+    /NAME/ap/AP/check      the access of URLs (url=, timestamp=; or POSTed, one a line)
     /collinfo.json         the collections, as Common Crawl's server lists them
     /                      a page to search a collection and see its captures as a table
 
@@ -22,6 +24,13 @@ answering with threads, each with its own bounded caches (``cache_mb`` MiB of in
 blocks, plus ``idxfile.CACHE_BYTES`` of index per cluster). SIGTERM (or Ctrl-C) stops
 taking connections and lets the requests in flight finish (each bounded by
 ``limits.seconds``) before exiting.
+
+Access control (``access.Access``, ``--acl NAME=FILE``, ``--embargo NAME=WHEN``): a
+collection's captures pass its rules, for the user pywb's ``X-Pywb-ACL-User`` header names
+or the access point of the path; the rules are read again when their files change, and a
+collection whose rules cannot be read answers ``503``, never without them. The header and
+the access point are the client's word: a proxy in front sets them (and strips them from
+what the public sends).
 
 Rebuilds: every worker follows the clusters as ``build`` (and ``build --update``)
 publishes them (``collection.Reloading``): a local ``cluster.idx`` is looked at on every
@@ -55,6 +64,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .request import BadParameter, CdxRequest, Limits, RequestTimeout
 from .collection import Reloading
+from . import access as acl
 from ..zipnum.idxfile import DamagedCluster
 from ..options import (DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
                        DEFAULT_MAX_LIMIT, DEFAULT_RELOAD_SECONDS, DEFAULT_TIMEOUT, MATCH_TYPES)
@@ -74,6 +84,11 @@ ANSWER_ATTEMPTS = 3
 # rows the search page shows (its JSON link has them all)
 PAGE_ROWS = 500
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*$")
+# an access point's path (OutbackCDX's /NAME/ap/AP, pywb's /cdx after it) and its check
+AP_PATH = re.compile(r"/(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)/ap/(?P<ap>[A-Za-z0-9][A-Za-z0-9._-]*)"
+                     r"(?P<what>/cdx|/check)?$")
+# the largest body of a POSTed check
+CHECK_BYTES = 4 * 1024 * 1024
 # What a worker allows its clients (see the module's docstring)
 Bounds = namedtuple("Bounds", "connections header_seconds idle_seconds")
 DEFAULT_BOUNDS = Bounds(DEFAULT_MAX_CONNECTIONS, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT)
@@ -90,9 +105,11 @@ UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 UNPRINTABLE_QUOTED = re.compile(r'[\x00-\x1f\x7f-\x9f"\\]')
 
 
-def open_collections(specs, cache=None, reload_seconds=DEFAULT_RELOAD_SECONDS):
-    """``{name: Reloading}`` of ``NAME=CLUSTER[,CLUSTER...]`` specs; ValueError for a bad
-    spec, OSError for a cluster that cannot be opened."""
+def open_collections(specs, cache=None, reload_seconds=DEFAULT_RELOAD_SECONDS, accesses=None):
+    """``{name: Reloading}`` of ``NAME=CLUSTER[,CLUSTER...]`` specs, with the access rules
+    ``accesses`` (``{name: access.Access}``) name theirs; ValueError for a bad spec,
+    OSError for a cluster that cannot be opened."""
+    accesses = accesses or {}
     collections = {}
     for spec in specs:
         name, equals, locations = spec.partition("=")
@@ -103,8 +120,34 @@ def open_collections(specs, cache=None, reload_seconds=DEFAULT_RELOAD_SECONDS):
             raise ValueError(f"collection {name!r} is named twice")
         if name == "collinfo.json" or name.endswith("-index") and name[:-6] in collections:
             raise ValueError(f"{name!r}: a name its paths would clash with")
-        collections[name] = Reloading(name, [p for p in locations.split(",") if p], cache, reload_seconds)
+        collections[name] = Reloading(name, [p for p in locations.split(",") if p], cache, reload_seconds,
+                                      accesses.get(name))
+    unknown = sorted(set(accesses) - set(collections))
+    if unknown:
+        raise ValueError(f"access rules for {', '.join(unknown)}, which no NAME=CLUSTER names")
     return collections
+
+
+def _by_collection(specs, option):
+    """``{name: [values]}`` of ``NAME=VALUE[,VALUE...]`` ``specs`` of ``option``."""
+    values = {}
+    for spec in specs:
+        name, equals, given = spec.partition("=")
+        if not equals or not NAME.match(name) or not given.strip(","):
+            raise ValueError(f"{option} {spec!r}: expected NAME=VALUE, NAME a collection (e.g. "
+                             f"{option} cc=rules.aclj)")
+        values.setdefault(name, []).extend(v for v in (given.split(",") if option == "--acl" else [given]) if v)
+    return values
+
+
+def open_accesses(options):
+    """``{name: access.Access}`` of serve's ``--acl``, ``--embargo`` and ``--acl-default``
+    (ValueError for a bad one, ``access.RuleError`` for rules that cannot be read)."""
+    paths, embargoes = _by_collection(options.acl, "--acl"), _by_collection(options.embargo, "--embargo")
+    accesses = {}
+    for name in dict.fromkeys([*paths, *embargoes]):
+        accesses[name] = acl.from_options(options, paths.get(name, []), embargoes.get(name, []))
+    return {name: a for name, a in accesses.items() if a is not None}
 
 
 def printable(text, quoted=False):
@@ -158,14 +201,17 @@ class Handler(BaseHTTPRequestHandler):
         parts = urllib.parse.urlsplit(self.path)
         params = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
         path = urllib.parse.unquote(parts.path)
-        name = path[1:-len("/cdx")] if path.endswith("/cdx") else path[1:-len("-index")] if path.endswith("-index") else None
+        name, user, check = self._route(path)
         try:
             if path == "/":
                 self._send_page(params)
             elif path == "/collinfo.json":
                 self._send_whole(200, "application/json", json.dumps(self._collinfo(), indent=1).encode() + b"\n")
+            elif name in self.collections and check:
+                self._send_check(self.collections[name], user, [(u, (params.get("timestamp") or [""])[-1])
+                                                                 for u in params.get("url", [])])
             elif name in self.collections:
-                self._send_answer(self.collections[name], params)
+                self._send_answer(self.collections[name], params, user)
             else:
                 known = ", ".join(f"/{n}/cdx" for n in self.collections)
                 self._send_error(404, f"no such path: {path}; the CDX API is at {known} "
@@ -177,7 +223,70 @@ class Handler(BaseHTTPRequestHandler):
             if not self.server.mark(self.connection, WAITING):
                 self.close_connection = True  # the server is stopping
 
-    def _send_answer(self, live, params):
+    def do_POST(self):
+        """A bulk check (``/NAME/ap/AP/check``): a body of ``URL [TIMESTAMP]`` lines, or
+        OutbackCDX's JSON list of ``{"url": ..., "timestamp": ...}``."""
+        self.started = time.monotonic()
+        self.sent = 0
+        self.server.mark(self.connection, BUSY)
+        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+        name, user, check = self._route(path)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+            if not (name in self.collections and check):
+                self.close_connection = True
+                self._send_error(404, f"no such path for POST: {path}; checks go to /NAME/ap/AP/check")
+            elif not 0 <= length <= CHECK_BYTES:
+                self.close_connection = True
+                self._send_error(413, f"a check of at most {CHECK_BYTES} bytes (Content-Length), "
+                                      f"got {length}: send fewer URLs at a time")
+            else:
+                self._send_check(self.collections[name], user, _check_items(self.rfile.read(length)))
+        except ValueError as exc:
+            self._send_error(400, str(exc))
+        except ConnectionError:
+            self.close_connection = True
+        finally:
+            self._log_access()
+            if not self.server.mark(self.connection, WAITING):
+                self.close_connection = True
+
+    def _route(self, path):
+        """``(collection name, user, check)`` of a path: the user of an access point
+        (``/NAME/ap/AP/...``), else of pywb's ``X-Pywb-ACL-User`` header."""
+        user = self.headers.get("X-Pywb-ACL-User") or None
+        match = AP_PATH.match(path)
+        if match:
+            return match["name"], match["ap"], match["what"] == "/check"
+        if path.endswith("/check"):
+            return path[1:-len("/check")], user, True
+        name = path[1:-len("/cdx")] if path.endswith("/cdx") else path[1:-len("-index")] if path.endswith("-index") else None
+        return name, user, False
+
+    def _send_check(self, live, user, items):
+        """The access of each ``(url, timestamp)`` of ``items`` for ``user``: one JSON
+        object for one URL asked by GET, else a list (OutbackCDX's check)."""
+        collection = live.current()
+        if not items:
+            return self._send_error(400, "url: missing: give url=URL (and timestamp=TS), or POST "
+                                         "URL [TIMESTAMP] lines")
+        if collection.access is None:
+            checker = acl.Checker(acl.Rules())
+        else:
+            try:
+                checker = collection.access.checker(user)
+            except acl.RuleError as exc:
+                return self._send_error(*self._failure(exc, collection))
+        answers = []
+        for url, stamp in items:
+            try:
+                answers.append(acl.check(checker, url, stamp or None))
+            except ValueError as exc:
+                answers.append({"url": url, "timestamp": stamp, "error": str(exc)})
+        single = self.command == "GET" and len(answers) == 1
+        self._send_whole(200, "application/json", json.dumps(answers[0] if single else answers).encode() + b"\n")
+
+    def _send_answer(self, live, params, user=None):
         deadline = self.started + self.limits.seconds if self.limits.seconds else None
         collection = live.current()
         for attempt in range(ANSWER_ATTEMPTS):
@@ -186,6 +295,7 @@ class Handler(BaseHTTPRequestHandler):
             pending, size = [], 0
             try:
                 request = CdxRequest.from_query(params, self.limits)
+                request.acl_user = user
                 content_type, body = collection.answer(request, deadline)
                 body = iter(body)
                 for chunk in body:
@@ -214,6 +324,11 @@ class Handler(BaseHTTPRequestHandler):
         """The status and message of an error met while answering from ``collection``:
         the message names the collection and its files, not where they are on the server
         (the log has that)."""
+        if isinstance(exc, acl.RuleError):
+            log.error("collection %s: its access rules cannot be read, it answers nothing: %s",
+                      collection.name, printable(redact(str(exc))))
+            return 503, (f"collection {collection.name}: its access rules cannot be read (the server's "
+                         "log says why): nothing is answered without them")
         if isinstance(exc, RequestTimeout):
             return 503, (f"the request took longer than {self.limits.seconds} s: narrow it "
                          "(limit, from/to, a page, or a resumeKey)")
@@ -353,6 +468,21 @@ class Handler(BaseHTTPRequestHandler):
         if self.access_log is not None:
             with self.log_lock:
                 self.access_log.write(f"{self.client_address[0]} - - {printable(redact(format % args))}\n")
+
+
+def _check_items(body):
+    """``[(url, timestamp)]`` of a check's body: OutbackCDX's JSON list or lines."""
+    text = body.decode("utf-8", "replace")
+    if text.lstrip().startswith("["):
+        try:
+            items = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"the JSON list of the check is malformed: {exc}") from None
+        if not all(isinstance(i, dict) and isinstance(i.get("url"), str) for i in items):
+            raise ValueError('expected a JSON list of {"url": URL, "timestamp": TS} objects')
+        return [(i["url"], str(i.get("timestamp") or "")) for i in items]
+    return [(url, stamp.strip()) for url, _, stamp in
+            (line.strip().partition(" ") for line in text.splitlines()) if url and not url.startswith("#")]
 
 
 def _without_places(message, collection):
@@ -510,7 +640,7 @@ def _serve(options, limits, access_log, ready):
     host, workers = options.host, options.workers or os.cpu_count() or 1
     cache = BlockCache(options.cache_mb * 1024 * 1024)
     bounds = _bounds(options)
-    collections = open_collections(options.collections, cache, options.reload_seconds)
+    collections = open_collections(options.collections, cache, options.reload_seconds, open_accesses(options))
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

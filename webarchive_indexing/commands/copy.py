@@ -24,6 +24,7 @@ from ..util.progress import Progress
 from ..copy.fetch import again, check_dictionary, check_prefix
 from ..copy.plan import Plan, copy_planner, load_plan, output_files, plan_path
 from ..copy.write import output_paths, read_progress
+from ..api.access import permitting
 
 
 def copy_chunks(engine, chunk_paths, output, warc_prefix, threads=DEFAULT_THREADS,
@@ -117,7 +118,7 @@ def copy(options, planned=None):
     started = time.monotonic()
     check_prefix(options.warc_prefix)
     check_engine(options, strict=True)
-    planner = copy_planner(options)
+    planner = copy_planner(options, permitting(options))
     zstd_dictionary = check_dictionary(options.zstd_dictionary)
     with lock.hold(storage.abspath(options.output), "copy copy"):
         return _copy(options, planner, planned, started, zstd_dictionary)

@@ -21,7 +21,9 @@ new format is one more entry, and its name in ``options.EXPORT_FORMATS``):
   (``publish.staged_table``).
 
 What an export writes appears only once complete, and not at all when the cluster has a
-malformed line or is out of order: an export is a sorted index, or nothing.
+malformed line or is out of order: an export is a sorted index, or nothing. With access
+rules (``--acl``, ``--embargo``: a public release), only the captures they allow go out,
+neither excluded nor blocked ones (``Withheld``).
 """
 import gzip
 import time
@@ -31,6 +33,7 @@ from .. import storage
 from ..inputs.indexes import ZipNumCluster, cluster_index
 from ..inputs.discovery import check_output
 from ..options import UsageError, check_table
+from ..api.access import permitting
 from ..util.progress import Progress
 
 
@@ -46,6 +49,7 @@ class Exported:
     output: str
     seconds: float
     table: object = None
+    withheld: dict = None
 
 
 def _check(source):
@@ -112,6 +116,29 @@ def write_table(source, options, stdout=None):
 FORMATS = {"cdx": write_cdx, "parquet": write_table}
 
 
+class Withheld:
+    """A cluster source whose chunks hold only the lines ``admits`` lets out (the rest of
+    the source as it is)."""
+
+    def __init__(self, source, admits):
+        self._source, self._admits = source, admits
+
+    def __getattr__(self, name):
+        return getattr(self._source, name)
+
+    def chunks_by_file(self, *args):
+        for path, chunks in self._source.chunks_by_file(*args):
+            yield path, (kept for chunk in chunks if (kept := list(filter(self._admits, chunk))))
+
+    def chunks(self, *args):
+        for _, chunks in self.chunks_by_file(*args):
+            yield from chunks
+
+    def write(self, out):
+        for chunk in self.chunks():
+            out.write(b"\n".join(chunk) + b"\n")
+
+
 def export(options, stdout=None):
     """Write every line of the cluster ``options.location`` (an ``ExportOptions``) in format
     ``options.format`` to ``options.output`` (a path or URI; for ``cdx``, None: ``stdout``,
@@ -137,11 +164,16 @@ def export(options, stdout=None):
     if options.output and options.format == "cdx":
         check_output(options.output, [index])
     source = ZipNumCluster(index)
+    through = permitting(options)
+    permitted = through(source) if through else None
+    if permitted is not None:
+        source = Withheld(source, permitted.admits)
     progress.step(f"exporting {len(source.shards)} shards of {options.location}",
                   count=lambda: source.lines_read)
     try:
         table = FORMATS[options.format](source, options, stdout)
     finally:
         progress.done()
-    return Exported(source.lines_read, source.format, options.output,
-                    time.monotonic() - started, table)
+    withheld = permitted.withheld if permitted is not None else None
+    return Exported(source.lines_read - sum((withheld or {}).values()), source.format, options.output,
+                    time.monotonic() - started, table, withheld)

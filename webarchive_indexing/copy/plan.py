@@ -83,6 +83,7 @@ class Plan:
     records_csv: str = None   # the CSV whose records these are, and its SHA-1
     records_sha1: str = None
     warc: dict = None     # how the WARC files are written (``warc_output``)
+    access: str = None    # the access rules the selection went through (their digest)
 
     def __post_init__(self):
         self.warc = self.warc or GZ_OUTPUT
@@ -96,7 +97,7 @@ class Plan:
                 "records_sha1": self.records_sha1, "records_per_file": self.records_per_file,
                 "name_prefix": self.name_prefix, "records": self.records, "bytes": self.bytes,
                 "warc_files": self.warc_files, "arc_records": self.arc_records,
-                "warc": self.warc, "chunks": self.chunks}
+                "warc": self.warc, "access": self.access, "chunks": self.chunks}
 
     def identity(self):
         """What tells this copy from another in the same output, by what an option names."""
@@ -104,7 +105,8 @@ class Plan:
                 "--records-csv": self.records_csv, "the records CSV (its SHA-1)": self.records_sha1,
                 "--records-per-file": self.records_per_file, "--name-prefix": self.name_prefix,
                 "--output-format": self.warc["format"], "--level": self.warc["level"],
-                "--dictionary": self.warc["dictionary"]}
+                "--dictionary": self.warc["dictionary"],
+                "the access rules (--acl, --acl-user, --embargo...)": self.access}
 
     def source(self):
         """Where the records come from, for people."""
@@ -130,14 +132,15 @@ def load_plan(output):
     return Plan(output, data["cluster"], data["selection"], data["ranges"],
                 data["records_per_file"], prefix, chunks, data["records"], data["bytes"],
                 data["warc_files"], data.get("arc_records", 0), data.get("records_csv"),
-                data.get("records_sha1"), data.get("warc"))
+                data.get("records_sha1"), data.get("warc"), data.get("access"))
 
 
-def _selection_plan(location, inputs, output, records_per_file, name_prefix, warc):
-    """The plan (without chunks) of copying ``inputs`` from the cluster at ``location``."""
+def _selection_plan(location, inputs, output, records_per_file, name_prefix, warc, access=None):
+    """The plan (without chunks) of copying ``inputs`` from the cluster at ``location``
+    (through the access rules of digest ``access``, if any)."""
     return Plan(storage.abspath(output), storage.abspath(location), [i.text for i in inputs],
                 [[g.start, g.end] for g in merge_ranges(inputs)], records_per_file,
-                name_prefix, [], warc=warc)
+                name_prefix, [], warc=warc, access=access)
 
 
 def _csv_plan(records_csv, output, records_per_file, name_prefix, warc):
@@ -148,12 +151,12 @@ def _csv_plan(records_csv, output, records_per_file, name_prefix, warc):
 
 
 def make_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECORDS_PER_FILE,
-              name_prefix=DEFAULT_NAME_PREFIX, warc=GZ_OUTPUT):
+              name_prefix=DEFAULT_NAME_PREFIX, warc=GZ_OUTPUT, access=None):
     """Write the plan of copying ``inputs`` from ``cluster`` (found at ``location``) into
     ``output`` (WARC files written as ``warc`` says: see ``warc_output``): chunk files of at most ``records_per_file`` index lines, in index order,
     then ``chunks.txt`` and, last, ``plan.json``. Streams: one chunk is open at a time.
     Records of ARC files are left out (counted in ``arc_records``)."""
-    plan = _selection_plan(location, inputs, output, records_per_file, name_prefix, warc)
+    plan = _selection_plan(location, inputs, output, records_per_file, name_prefix, warc, access)
     groups = merge_ranges(inputs)
     return _write(plan, ((line, cdxline.location(line)) for _, line in lines_in(cluster, groups)))
 
@@ -220,11 +223,11 @@ def _write(plan, records):
 
 
 def existing_plan(location, inputs, output, records_per_file=DEFAULT_RECORDS_PER_FILE,
-                  name_prefix=DEFAULT_NAME_PREFIX, warc=GZ_OUTPUT):
+                  name_prefix=DEFAULT_NAME_PREFIX, warc=GZ_OUTPUT, access=None):
     """The plan in ``output`` if it is the plan of this copy (None if there is none);
     ``PlanMismatch`` if it is another copy's, or if outputs lie there without a plan."""
     return _existing(_selection_plan(location, inputs, output, records_per_file, name_prefix,
-                                     warc))
+                                     warc, access))
 
 
 def _existing(wanted):
@@ -251,13 +254,13 @@ def _existing(wanted):
 
 
 def ensure_plan(cluster, location, inputs, output, records_per_file=DEFAULT_RECORDS_PER_FILE,
-                name_prefix=DEFAULT_NAME_PREFIX, warc=GZ_OUTPUT):
+                name_prefix=DEFAULT_NAME_PREFIX, warc=GZ_OUTPUT, access=None):
     """The plan of this copy in ``output``: the one there, or a new one (see ``make_plan``).
     ``cluster`` may be a callable returning it, called only when a plan is made."""
-    plan = existing_plan(location, inputs, output, records_per_file, name_prefix, warc)
+    plan = existing_plan(location, inputs, output, records_per_file, name_prefix, warc, access)
     if plan is None:
         plan = make_plan(cluster() if callable(cluster) else cluster, location, inputs, output,
-                         records_per_file, name_prefix, warc)
+                         records_per_file, name_prefix, warc, access)
     return plan
 
 
@@ -269,13 +272,18 @@ def ensure_csv_plan(records_csv, output, records_per_file=DEFAULT_RECORDS_PER_FI
     return _existing(wanted) or _write(wanted, csvrecords.chunk_lines(records_csv))
 
 
-def copy_planner(options):
+def copy_planner(options, through=None):
     """Check the copy ``options`` describe (a ``CopyOptions``, or parsed arguments with its
     attributes), raising ``SelectionError`` or ``UsageError`` before anything is written;
     the function (of no arguments) that gives its plan: the one in ``options.output``, or
-    a new one (``PlanMismatch`` if the output holds another copy's)."""
+    a new one (``PlanMismatch`` if the output holds another copy's). ``through``: a
+    function of the cluster that gives what the plan reads instead (the captures access
+    rules let out), its ``digest`` naming the rules in the plan."""
     check_source(options.location, options.domains, options.domains_file, options.records_csv)
     warc = warc_output(options.output_format, options.level, options.dictionary)
+    if options.records_csv and through is not None:
+        raise UsageError("access rules (--acl, --embargo) go with a cluster, not --records-csv: "
+                         "a CSV's records have no timestamps to judge them by")
     if options.records_csv:
         check_output(options.output, [options.records_csv])
         return lambda: ensure_csv_plan(options.records_csv, options.output,
@@ -283,9 +291,13 @@ def copy_planner(options):
     from ..zipnum.reader import open_cluster
     inputs = read_selection(options.domains, options.domains_file)
     check_output(options.output, [p for p in (options.location, *options.domains_file) if p])
-    return lambda: ensure_plan(lambda: open_cluster(options.location), options.location,
+    return lambda: ensure_plan(lambda: (through or _itself)(open_cluster(options.location)), options.location,
                                inputs, options.output, options.records_per_file,
-                               options.name_prefix, warc)
+                               options.name_prefix, warc, getattr(through, "digest", None))
+
+
+def _itself(cluster):
+    return cluster
 
 
 def output_files(output):
