@@ -49,9 +49,9 @@ def main(argv=None):
     runs = {name: [] for name in commands}
     for round_ in range(args.repeat):
         for name, argv in commands.items():
-            for stale in ("ours.wacz", "theirs.wacz"):
-                if os.path.exists(os.path.join(work, stale)):
-                    os.remove(os.path.join(work, stale))
+            output = argv[argv.index("-o") + 1]
+            if os.path.exists(output):
+                os.remove(output)
             runs[name].append(zstdbench.run_once(argv, os.path.join(work, "stdout")))
             print(f"  round {round_ + 1}: {name} {runs[name][-1][0]:.1f} s", flush=True)
     for name in ("ours.wacz", "theirs.wacz"):
