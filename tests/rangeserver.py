@@ -18,6 +18,7 @@ resumes can tell that a file changed. (``http.server`` does none of the ranges.)
 import contextlib
 import email.utils
 import http.server
+import mimetypes
 import os
 import re
 import shutil
@@ -111,6 +112,9 @@ class FileHandler(http.server.BaseHTTPRequestHandler):
             else:
                 self.send_response(200)
             self.send_header("Content-Length", str(last - first + 1))
+            # (a browser registers a service worker only from a script served as one)
+            self.send_header("Content-Type", mimetypes.guess_type(path)[0]
+                             or "application/octet-stream")
             self.send_header("Accept-Ranges", "bytes")
             self.send_header("ETag", etag)
             self.send_header("Last-Modified", email.utils.formatdate(stat.st_mtime, usegmt=True))

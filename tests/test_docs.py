@@ -127,6 +127,7 @@ RUN_HERE = {
     r"^webarchive-index --version$": (".", {}, None),
     r"^webarchive-index copy copy \S+ --domains-file my-domains.txt ": (".", {}, "extract/*.cdxj"),
     r"^webarchive-index (build|cdx|query|copy|finalize|corpus) ": (".", {}, None),
+    r"^webarchive-index wacz samples/": (".", {}, "samples.wacz"),
     r"^awk .* cluster\.loc > cluster-absolute\.loc$": ("out/cluster", {}, "cluster-absolute.loc"),
     r"^zcat warc\.paths\.gz \| sed ": (".", {}, "warcs.txt"),
     r"^LC_ALL=C sort -m OUT/\*\.cdxj$": (".", {"OUT/": "copied/"}, None),

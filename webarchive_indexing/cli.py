@@ -151,6 +151,21 @@ def _export_parser(sub, help_line):
     o.add(export, o.CLUSTER, o.EXPORT_OUTPUT, o.EXPORT_FORMAT, *o.TABLE, o.PROGRESS, *o.ACCESS_CONTROL)
 
 
+def _wacz_parser(sub, help_line):
+    wacz = sub.add_parser(
+        "wacz", help=help_line,
+        description="Pack WARC files into a WACZ 1.1.1 package (archive/, indexes/, pages/, "
+                    "datapackage.json): the WARCs stored as they are, their captures indexed "
+                    "by build (any --runner) into indexes/index.cdx.gz and index.idx "
+                    "(cdxj-gzip-1.0, as ReplayWeb.page, pywb and py-wacz read it), the pages "
+                    "(HTML captures answered 2xx) listed, every file hashed (SHA-256). "
+                    "FILE.wacz appears only once complete. See docs/wacz.md.",
+        epilog="Exit status: 0 done; 1 failed, nothing written; 2 bad usage; 3 written, but "
+               "some records could not be indexed (--on-error skip; listed).")
+    o.add(wacz, o.INPUTS, o.WACZ_OUTPUT, o.WACZ_LINES_PER_BLOCK, o.WACZ_TITLE, o.INPUT_ROOT,
+          o.ON_ERROR, o.PROGRESS, *o.ENGINE)
+
+
 def _serve_parser(sub, help_line):
     serve = sub.add_parser(
         "serve", help=help_line,
@@ -818,6 +833,25 @@ def _zstd_dict(args):
     return EXIT_PARTIAL if summary.errors else EXIT_OK
 
 
+def _wacz(args):
+    log_to_stderr(args.verbose)
+    from .commands.build import BuildFailed
+    from .commands.wacz import pack
+    from .inputs.discovery import InputError
+    try:
+        summary = pack(args.inputs, args.output, o.WaczOptions.from_args(args))
+    except (InputError, o.UsageError) as exc:
+        sys.stderr.write(f"webarchive-index: {exc}\n")
+        return EXIT_USAGE
+    except BuildFailed as exc:
+        print_problems(exc.summary.errors, sys.stderr, exc.summary.warnings)
+        sys.stderr.write(f"webarchive-index wacz: {exc} (nothing was written)\n")
+        return EXIT_FAILED
+    print_problems(summary.errors, sys.stderr, summary.warnings)
+    sys.stderr.write(summary.describe() + "\n")
+    return EXIT_PARTIAL if summary.errors else EXIT_OK
+
+
 def _recompress(args):
     from .util.progress import human
     from .commands.recompress import recompress
@@ -862,6 +896,7 @@ COMMANDS = {
     "recompress": ("recompress WARC files into .warc.zst or per-record .warc.gz",
                    _recompress_parser, _recompress),
     "acl": ("manage access rule files (pywb's .aclj), match and check URLs", _acl_parser, _acl),
+    "wacz": ("pack WARC files into a WACZ package indexed for replay", _wacz_parser, _wacz),
 }
 
 

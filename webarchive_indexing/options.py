@@ -664,6 +664,17 @@ RECOMPRESS_SKIP_EXISTING = SKIP_EXISTING.but(default=False,
                                              help="leave outputs that are there with their CDX",
                                              off_help="recompress every input again (default)")
 
+# wacz: a WACZ package of WARC files
+WACZ_LINES_PER_BLOCK_DEFAULT = 1024
+WACZ_OUTPUT = Option("-o", "--output", required=True, metavar="FILE.wacz",
+                     help="the WACZ file to write (local), which appears only once complete")
+WACZ_LINES_PER_BLOCK = LINES_PER_BLOCK.but(
+    default=WACZ_LINES_PER_BLOCK_DEFAULT,
+    help=f"CDXJ lines per gzip block of indexes/index.cdx.gz (default "
+         f"{WACZ_LINES_PER_BLOCK_DEFAULT}, as py-wacz: a browser inflates one block of ~100-300 "
+         "KB per lookup and loads index.idx whole, one line per block)")
+WACZ_TITLE = Option("--title", metavar="TEXT", help="the package's title (datapackage.json)")
+
 # how copy writes its WARC files (part of its plan)
 COPY_WARC_OUTPUT = (
     OUTPUT_FORMAT.but(default="gz",
@@ -870,6 +881,11 @@ class RecompressOptions(Options):
     """How ``recompress.recompress(inputs, output, options)`` recompresses and indexes."""
     OPTIONS = (OUTPUT_FORMAT, DICTIONARY, LEVEL, CDX_PATH, CDX_FORMAT, ZSTD_DICTIONARY,
                INPUT_ROOT, RECOMPRESS_SKIP_EXISTING, PROCESSES, PROGRESS)
+
+
+class WaczOptions(Options):
+    """What ``wacz.pack(inputs, output, options)`` packs, and with which engine it indexes."""
+    OPTIONS = (WACZ_LINES_PER_BLOCK, WACZ_TITLE, INPUT_ROOT, ON_ERROR, PROGRESS, *ENGINE)
 
 
 class ExportOptions(Options):

@@ -110,7 +110,7 @@ class ShardWriter:
     unterminated lines is silently unreadable by binary-searching readers.
     """
 
-    def __init__(self, fileobj, shard: str, lines_per_block=LINES_PER_BLOCK):
+    def __init__(self, fileobj, shard: str, lines_per_block=LINES_PER_BLOCK, index_line=None):
         if lines_per_block < 1:
             raise ValueError(f"lines_per_block must be >= 1, got {lines_per_block}")
         self.fileobj = fileobj
@@ -122,6 +122,10 @@ class ShardWriter:
         self._block = []
         self._last = None
         self._part = []
+        # the secondary index's line of a block (key, its gzip member, offset): ZipNum's
+        # ``idx_line`` unless another format of it is wanted (a WACZ's ``index.idx``)
+        self._index_line = index_line or (
+            lambda key, member, offset: idx_line(key, shard, offset, len(member)))
 
     def add(self, line: bytes):
         if not line.endswith(b"\n"):
@@ -142,7 +146,7 @@ class ShardWriter:
     def _flush(self):
         member = gzip_block(self._block)
         self.fileobj.write(member)
-        self._part.append(idx_line(block_key(self._block[0]), self.shard, self.bytes_written, len(member)))
+        self._part.append(self._index_line(block_key(self._block[0]), member, self.bytes_written))
         self.bytes_written += len(member)
         self.blocks += 1
         self._block = []

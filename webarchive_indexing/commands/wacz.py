@@ -1,0 +1,229 @@
+"""``webarchive-index wacz``: WARC files packed into a WACZ 1.1.1 package, its index made by
+our own cluster writer.
+
+    archive/NAME                  each WARC as it is, stored (not compressed again), so that a
+                                  record is a byte range of the package
+    indexes/index.cdx.gz          the captures' CDXJ lines in gzip blocks (stored)
+    indexes/index.idx             one line per block: cdxj-gzip-1.0 (``zipnum/waczindex.py``)
+    pages/pages.jsonl             the pages: HTML captures answered 2xx, each URL once
+    datapackage.json              every file with its SHA-256 and size
+    datapackage-digest.json       the SHA-256 of datapackage.json
+
+The archives are indexed and their lines sorted by ``build`` (any engine: a one-shard
+cluster in a work directory beside the output, removed at the end), then streamed once into
+the package's blocks and pages; each WARC is copied in pieces while it is hashed. Memory does
+not grow with the size of the archives (neither holds more than a block or a piece).
+"""
+import datetime
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+
+from .. import storage
+from ..cdx.cdxline import fields_of
+from ..inputs.discovery import InputError, check_output, expand_named
+from ..inputs.indexes import cluster_index
+from ..inputs.sources import open_index
+from ..options import ENGINE, BuildOptions, UsageError
+from ..util.progress import Progress, human
+from ..zipnum import layout, waczindex
+from .build import build
+
+WACZ_VERSION = "1.1.1"
+# What WACZ readers replay: WARC files (ReplayWeb.page reads neither ARC nor .warc.zst)
+WACZ_ARCHIVES = (".warc.gz", ".warc")
+PIECE = 1 << 20
+PAGE_MIMES = ("text/html", "application/xhtml+xml")
+
+
+@dataclass
+class WaczSummary:
+    output: str
+    archives: int = 0
+    archive_bytes: int = 0
+    lines: int = 0
+    blocks: int = 0
+    pages: int = 0
+    bytes: int = 0
+    errors: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+
+    def describe(self):
+        return (f"wrote {self.output}: {human(self.bytes)}; {self.archives} WARC files "
+                f"({human(self.archive_bytes)}), {self.lines} index lines in {self.blocks} "
+                f"blocks, {self.pages} pages")
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+
+
+class _Hashing:
+    """A file object written through, counting and hashing what goes into it."""
+
+    def __init__(self, fh):
+        self.fh, self.sha256, self.size = fh, hashlib.sha256(), 0
+
+    def write(self, data):
+        self.sha256.update(data)
+        self.size += len(data)
+        return self.fh.write(data)
+
+    def resource(self, path):
+        return {"name": os.path.basename(path).lower(), "path": path,
+                "hash": "sha256:" + self.sha256.hexdigest(), "bytes": self.size}
+
+
+class _Package:
+    """The ZIP being written: each entry streamed, its hash and size kept for the
+    datapackage."""
+
+    def __init__(self, fh, when):
+        self.zip = zipfile.ZipFile(fh, "w", allowZip64=True)
+        self.when = when.timetuple()[:6]
+        self.resources = []
+
+    def entry(self, path, stored=True, size=0):
+        info = zipfile.ZipInfo(path, self.when)
+        info.compress_type = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
+        return _Entry(self, self.zip.open(info, "w", force_zip64=size >= zipfile.ZIP64_LIMIT),
+                      path)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        # also after a failure (the entry written is closed by then): the file is discarded
+        self.zip.close()
+
+
+class _Entry(_Hashing):
+    def __init__(self, package, fh, path):
+        super().__init__(fh)
+        self.package, self.path = package, path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.fh.close()
+        if exc[0] is None:
+            self.package.resources.append(self.resource(self.path))
+
+
+def _archives(inputs, output, options):
+    found = expand_named(inputs, options.input_root, [output])
+    if found.indexes:
+        raise InputError(f"{found.indexes[0].path} is an index: a WACZ packs WARC files, and "
+                         "its index is made from them")
+    if found.missing:
+        raise InputError(f"no such file: {', '.join(found.missing)} (nothing was written)")
+    wrong = [a.path for a in found.archives if not a.name.endswith(WACZ_ARCHIVES)]
+    if wrong:
+        raise InputError(f"{wrong[0]}: a WACZ holds WARC files ({', '.join(WACZ_ARCHIVES)}), "
+                         "which its readers replay; make one first (a .warc.zst: "
+                         "`webarchive-index recompress FILE -o DIR --output-format gz`)")
+    return found.archives
+
+
+def _page(line):
+    """The page of a CDXJ line: an HTML capture answered 2xx; else None."""
+    fields = fields_of(line)
+    if fields.get("mime") not in PAGE_MIMES or not str(fields.get("status", "")).startswith("2"):
+        return None
+    ts = fields["timestamp"]
+    when = f"{ts[0:4]}-{ts[4:6]}-{ts[6:8]}T{ts[8:10]}:{ts[10:12]}:{ts[12:14]}Z"
+    return {"id": hashlib.sha1(f"{ts} {fields['url']}".encode()).hexdigest()[:22],
+            "url": fields["url"], "ts": when}
+
+
+def _index(package, cluster, lines_per_block, summary):
+    """The cluster's lines into ``indexes/index.cdx.gz`` (and ``index.idx``) and the pages,
+    counted in ``summary``."""
+    # a ZIP takes one entry at a time: the pages wait in a file until the index is in
+    with tempfile.TemporaryFile() as page_file:
+        page_file.write(json.dumps({"format": "json-pages-1.0", "id": "pages",
+                                    "title": "All Pages"}).encode() + b"\n")
+        with package.entry("indexes/" + waczindex.DATA_NAME) as data:
+            writer = layout.ShardWriter(data, waczindex.DATA_NAME, lines_per_block,
+                                        index_line=waczindex.index_line)
+            last_key = None  # the lines come sorted: a URL's captures are together
+            for chunk in open_index(cluster).chunks():
+                for line in chunk:
+                    writer.add(line + b"\n")
+                    page = _page(line)
+                    key = line.split(b" ", 1)[0]
+                    if page and key != last_key:
+                        last_key = key
+                        page_file.write(json.dumps(page).encode() + b"\n")
+                        summary.pages += 1
+                summary.lines += len(chunk)
+            index = writer.close()
+        summary.blocks = writer.blocks
+        with package.entry("indexes/index.idx", stored=False) as idx:
+            idx.write(waczindex.meta_line() + index)
+        page_file.seek(0)
+        with package.entry("pages/pages.jsonl", stored=False) as pages:
+            while piece := page_file.read(PIECE):
+                pages.write(piece)
+
+
+def _copy_archive(package, archive, summary):
+    size = os.path.getsize(archive.path)
+    with package.entry("archive/" + archive.name, size=size) as entry, \
+            storage.open_read(archive.path) as source:
+        while piece := source.read(PIECE):
+            entry.write(piece)
+            summary.archive_bytes += len(piece)
+
+
+def pack(inputs, output, options):
+    """Pack the WARC files ``inputs`` name into the WACZ ``output`` (``WaczOptions``); a
+    ``WaczSummary``. ``InputError`` / ``UsageError`` before anything is written; a build
+    that fails raises as ``build`` does, and no package is written."""
+    if not output.endswith(".wacz"):
+        raise UsageError(f"-o {output}: a WACZ package's name ends in .wacz")
+    if not storage.is_local(output):
+        raise UsageError(f"-o {output}: a WACZ is written to a local file (copy it to its "
+                         "place afterwards)")
+    check_output(output, inputs)
+    archives = _archives(inputs, output, options)
+    summary = WaczSummary(output, archives=len(archives))
+    when = _now()
+    work = tempfile.mkdtemp(prefix=".wacz-", dir=os.path.dirname(os.path.abspath(output)))
+    progress = Progress(enabled=options.progress)
+    try:
+        # the same INPUTs as named here: the lines' filenames are the archives' names
+        built = build(inputs, work, BuildOptions(
+            shards=1, on_error=options.on_error, input_root=options.input_root,
+            progress=options.progress, skip_existing=False,
+            **{option.dest: getattr(options, option.dest) for option in ENGINE}))
+        summary.errors, summary.warnings = built.errors, built.warnings
+        total = sum(os.path.getsize(a.path) for a in archives)
+        progress.transfer(f"packing {output}", lambda: (summary.lines, summary.archive_bytes),
+                          built.lines, total)
+        with storage.open_atomic(output) as fh, _Package(fh, when) as package:
+            _index(package, cluster_index(built.cluster_dir), options.lines_per_block, summary)
+            for archive in archives:
+                _copy_archive(package, archive, summary)
+            datapackage = json.dumps({
+                "profile": "data-package", "resources": package.resources,
+                "created": when.strftime("%Y-%m-%dT%H:%M:%SZ"), "wacz_version": WACZ_VERSION,
+                "software": "webarchive-indexing", **({"title": options.title}
+                                                       if options.title else {}),
+            }, indent=2).encode()
+            package.zip.writestr(zipfile.ZipInfo("datapackage.json", package.when), datapackage,
+                                 zipfile.ZIP_DEFLATED)
+            digest = {"path": "datapackage.json",
+                      "hash": "sha256:" + hashlib.sha256(datapackage).hexdigest()}
+            package.zip.writestr(zipfile.ZipInfo("datapackage-digest.json", package.when),
+                                 json.dumps(digest, indent=2).encode(), zipfile.ZIP_DEFLATED)
+    finally:
+        progress.done()
+        shutil.rmtree(work, ignore_errors=True)
+    summary.bytes = os.path.getsize(output)
+    return summary
