@@ -130,6 +130,13 @@ class LocalEngine(Engine):
         return self._pool
 
     @property
+    def merging(self):
+        """How this engine merges (``merge.Merging``): the pool and the work directory made
+        when first needed."""
+        return merge.Merging(self.pool, self.work, self.workers, self.fan_in, self.memory,
+                             self.substeps)
+
+    @property
     def fan_in(self):
         """Files a task merges at once: as asked, within the limit of open files."""
         return merge.fan_in_within_limit(self.asked_fan_in)
@@ -194,9 +201,7 @@ class LocalEngine(Engine):
     def _make_runs(self, inputs, sampled, sample_size, removal=None):
         sizes = [self.sizes.get(item) or _size(merge.input_key(item)) for item in inputs]
         try:
-            return merge.make_runs(self.pool, inputs, sizes, self.work, self.workers,
-                                        sampled, sample_size, self.fan_in, self.memory, removal,
-                                        self.substeps)
+            return merge.make_runs(self.merging, inputs, sizes, sampled, sample_size, removal)
         except merge.InputFailed as exc:
             raise StepFailed(f"cannot read the CDX file {exc}") from None
 
@@ -205,8 +210,7 @@ class LocalEngine(Engine):
         ``pairs`` with the index inputs' sample."""
         index_runs, index_pairs = self._indexes
         if index_runs:
-            run_list = merge.merge_rounds(self.pool, run_list + index_runs, self.work,
-                                               self.fan_in, self.memory, self.substeps)
+            run_list = merge.merge_rounds(self.merging, run_list + index_runs)
         return run_list, pairs + index_pairs
 
     def sample(self, cdx_files, shards, splits_dir):
@@ -238,9 +242,8 @@ class LocalEngine(Engine):
     def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
         run_list, sample_lines = self._runs_of(cdx_files, shards)
         try:
-            return merge.write_shards(self.pool, run_list, split_lines, sample_lines,
-                                           cluster_dir, self.work, lines_per_block, self.workers,
-                                           self.memory, progress=self.substeps)
+            return merge.write_shards(self.merging, run_list, split_lines, sample_lines,
+                                      cluster_dir, lines_per_block)
         except merge.InputFailed as exc:
             raise StepFailed(f"cannot read {exc}") from None
 
@@ -250,9 +253,8 @@ class LocalEngine(Engine):
         run_list, sample_lines = self._runs_of(cdx_files, len(split_lines) + 1,
                                                removal.of_globs())
         try:
-            return update_shards(self.pool, run_list, sample_lines, old_cluster, split_lines,
-                                 removal, cluster_dir, self.work, lines_per_block, self.workers,
-                                 self.memory, self.substeps)
+            return update_shards(self.merging, run_list, sample_lines, old_cluster, split_lines,
+                                 removal, cluster_dir, lines_per_block)
         except ClusterChanged as exc:
             raise StepFailed(str(exc)) from None
 
