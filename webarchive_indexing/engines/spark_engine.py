@@ -14,8 +14,8 @@ master, else ``local[*]``) and stops when it is closed.
 
 1. **index** (:func:`index_archives`): the archives are parallelized
    ``archives_per_task`` per partition; each task runs ``tasks.index_archive``
-   (always with ``on_error="skip"``, as ``build`` does, so that every
-   problem is listed) and returns its status dict and the size of its CDX file.
+   (with ``on_error="skip"``, as ``build`` hands it, so that every
+   problem is listed) and returns its ``IndexStatus`` and the size of its CDX file.
 2. **sample** (:func:`sample_splits`): the per-archive CDX files, grouped into
    partitions of about ``cdx_bytes_per_task`` (like the mrjob jobs'
    CombineTextInputFormat split size), are read line by line; each partition keeps
