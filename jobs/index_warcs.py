@@ -16,7 +16,7 @@ from mrjob.protocol import JSONValueProtocol, RawValueProtocol
 
 from webarchive_indexing import options
 from webarchive_indexing.inputs.discovery import relative_name
-from webarchive_indexing.build.tasks import index_archive
+from webarchive_indexing.build.tasks import Indexing, index_archive
 
 COUNTERS = "webarchive-index"
 
@@ -36,15 +36,14 @@ class IndexWarcsJob(options.AbsolutePaths, MRJob):
     def configure_args(self):
         super().configure_args()
         options.add(
-            self, options.CDX_DIR, options.CDX_FORMAT, options.CDX_FIELDS,
+            self, options.CDX_DIR,
             options.INPUT_ROOT.but(help="archive names (the CDX filename field) are relative to "
                                         "the longest matching root, else base names; repeatable"),
-            options.SKIP_EXISTING,
-            options.ON_ERROR.but(help="fail: a bad archive fails its task (default); skip: index "
-                                      "what is readable and report the problems"),
-            options.ZSTD_DICTIONARY.but(help="the zstd dictionary of .warc.zst files without a "
-                                             "dictionary frame (a path or URI every task can "
-                                             "read)"))
+            *Indexing.options(
+                on_error="fail: a bad archive fails its task (default); skip: index what is "
+                         "readable and report the problems",
+                zstd_dictionary="the zstd dictionary of .warc.zst files without a dictionary "
+                                "frame (a path or URI every task can read)"))
 
     def mapper(self, _, line):
         # NLineInputFormat hands the mapper "offset<TAB>path"
@@ -52,16 +51,13 @@ class IndexWarcsJob(options.AbsolutePaths, MRJob):
         if not path:
             return
         status = index_archive(path, relative_name(path, self.options.input_root),
-                               self.options.cdx_dir, self.options.cdx_format,
-                               self.options.skip_existing, self.options.on_error,
-                               cdx_fields=self.options.cdx_fields,
-                               zstd_dictionary=self.options.zstd_dictionary)
-        self.increment_counter(COUNTERS, "archives skipped" if status["skipped"] else "archives indexed")
-        self.increment_counter(COUNTERS, "records", status["records"])
-        self.increment_counter(COUNTERS, "cdx lines", status["lines"])
-        if status["errors"]:
+                               self.options.cdx_dir, Indexing.parsed(self.options))
+        self.increment_counter(COUNTERS, "archives skipped" if status.skipped else "archives indexed")
+        self.increment_counter(COUNTERS, "records", status.records)
+        self.increment_counter(COUNTERS, "cdx lines", status.lines)
+        if status.errors:
             self.increment_counter(COUNTERS, "archives with errors")
-        yield None, status
+        yield None, status.as_dict()
 
 
 if __name__ == "__main__":

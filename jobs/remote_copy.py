@@ -21,7 +21,7 @@ from mrjob.job import MRJob
 from mrjob.protocol import JSONValueProtocol, RawValueProtocol
 
 from webarchive_indexing import options
-from webarchive_indexing.copy import run_chunk
+from webarchive_indexing.copy import ChunkSettings, run_chunk
 
 COUNTERS = "webarchive-index copy"
 
@@ -40,11 +40,9 @@ class RemoteCopyJob(options.AbsolutePaths, MRJob):
 
     def configure_args(self):
         super().configure_args()
-        options.add(self, options.COPY_DIR, options.WARC_PREFIX, options.THREADS,
-                    options.RETRIES, options.PROGRESS_DIR,
-                    options.ZSTD_DICTIONARY.but(help="the zstd dictionary of .warc.zst sources "
-                                                     "without a dictionary frame (a path or "
-                                                     "URI every task can read)"))
+        options.add(self, *ChunkSettings.options(
+            zstd_dictionary="the zstd dictionary of .warc.zst sources without a dictionary "
+                            "frame (a path or URI every task can read)"))
 
     def mapper_init(self):
         self.reported = 0
@@ -61,17 +59,14 @@ class RemoteCopyJob(options.AbsolutePaths, MRJob):
         if not path:
             return
         self.reported = 0
-        status = run_chunk(path, self.options.copy_dir, self.options.warc_prefix,
-                           self.options.threads, self.options.retries,
-                           self.options.progress_dir, self._progress,
-                           self.options.zstd_dictionary)
-        self.increment_counter(COUNTERS, "records done", status["records"] - self.reported)
+        status = run_chunk(path, ChunkSettings.parsed(self.options), self._progress)
+        self.increment_counter(COUNTERS, "records done", status.records - self.reported)
         self.increment_counter(COUNTERS,
-                               "outputs skipped" if status["skipped"] else "outputs written")
-        self.increment_counter(COUNTERS, "records copied", status["copied"])
-        if status["failed"]:
-            self.increment_counter(COUNTERS, "records failed", status["failed"])
-        yield None, status
+                               "outputs skipped" if status.skipped else "outputs written")
+        self.increment_counter(COUNTERS, "records copied", status.copied)
+        if status.failed:
+            self.increment_counter(COUNTERS, "records failed", status.failed)
+        yield None, status.as_dict()
 
 
 if __name__ == "__main__":

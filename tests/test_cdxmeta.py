@@ -128,12 +128,14 @@ def test_stale_or_unrecorded_cdx_files_are_made_again(tmp_path, archives):
 def test_index_archive_says_why_it_indexed_again(tmp_path, archives):
     warc = str(sorted(archives.glob("*.warc.gz"))[0])
     cdx_dir = str(tmp_path / "cdx")
-    status = tasks.index_archive(warc, "a.warc.gz", cdx_dir, "cdx11")
-    assert status["stale"] is None and not status["skipped"]
-    assert tasks.index_archive(warc, "a.warc.gz", cdx_dir, "cdx11")["skipped"]
-    status = tasks.index_archive(warc, "a.warc.gz", cdx_dir, "cdxj")
-    assert status["stale"] == "it is cdx11, not cdxj" and not status["skipped"]
+    cdx11, cdxj = tasks.Indexing(cdx_format="cdx11"), tasks.Indexing(cdx_format="cdxj")
+    status = tasks.index_archive(warc, "a.warc.gz", cdx_dir, cdx11)
+    assert status.stale is None and not status.skipped
+    assert tasks.index_archive(warc, "a.warc.gz", cdx_dir, cdx11).skipped
+    status = tasks.index_archive(warc, "a.warc.gz", cdx_dir, cdxj)
+    assert status.stale == "it is cdx11, not cdxj" and not status.skipped
     os.utime(warc, ns=(1, 1))
-    assert tasks.index_archive(warc, "a.warc.gz", cdx_dir, "cdxj")["stale"] == \
+    assert tasks.index_archive(warc, "a.warc.gz", cdx_dir, cdxj).stale == \
         "the archive changed since it was indexed"
-    assert tasks.index_archive(warc, "a.warc.gz", cdx_dir, "cdxj", skip_existing=False)["stale"] is None
+    again = tasks.Indexing(cdx_format="cdxj", skip_existing=False)
+    assert tasks.index_archive(warc, "a.warc.gz", cdx_dir, again).stale is None

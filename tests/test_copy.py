@@ -524,18 +524,18 @@ def test_job_inline_and_spark(collection, domains, tmp_path, spark):
             manifest = tmp_path / "chunks.txt"
             # as NLineInputFormat hands them to the mapper: offset<TAB>path
             manifest.write_text("".join(f"{i}\t{p}\n" for i, p in enumerate(plan.chunk_paths())))
-            statuses = run_job(RemoteCopyJob, ["--copy-dir", str(out), "--warc-prefix",
-                                               str(collection["crawl"]), "--progress-dir",
-                                               str(progress), str(manifest)], "inline")
+            statuses = [copy.ChunkStatus.from_dict(s) for s in run_job(
+                RemoteCopyJob, ["--copy-dir", str(out), "--warc-prefix", str(collection["crawl"]),
+                                "--progress-dir", str(progress), str(manifest)], "inline")]
         else:
             with open_engine("spark", CopyOptions(spark_context=spark)) as on_spark:
-                statuses = copy_chunks(on_spark, plan.chunk_paths(), str(out),
-                                            str(collection["crawl"]), progress_dir=str(progress))
+                statuses = copy_chunks(on_spark, plan.chunk_paths(), copy.ChunkSettings(
+                    str(out), str(collection["crawl"]), progress_dir=str(progress)))
         # what the tasks told the progress bar: every record and byte of the plan
         assert copy.read_progress(progress) == (plan.records, plan.bytes)
-        assert sorted(s["name"] for s in statuses) == [c["name"] for c in plan.chunks]
-        assert sum(s["copied"] for s in statuses) == plan.records
-        assert all(s["index_lines"] == s["records"] for s in statuses)
+        assert sorted(s.name for s in statuses) == [c["name"] for c in plan.chunks]
+        assert sum(s.copied for s in statuses) == plan.records
+        assert all(s.index_lines == s.records for s in statuses)
         verify_copy(collection, read_output(out), domains[3:], 30, tmp_path / engine)
         # the same records in the same files (the warcinfo records differ: date, id, plan)
         results[engine] = {n: members(d)[1:] for n, d in read_output(out).items()

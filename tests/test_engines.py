@@ -5,6 +5,8 @@ import shutil
 import pytest
 
 from helpers import REAL
+from webarchive_indexing.build.tasks import Indexing
+from webarchive_indexing.copy import ChunkSettings
 from webarchive_indexing.engines import ENGINES, Engine, open_engine
 from webarchive_indexing.inputs.discovery import cdx_name, expand
 from webarchive_indexing.options import BuildOptions, CopyOptions
@@ -14,7 +16,7 @@ def test_every_engine_name_opens_an_engine_that_starts_nothing_until_used():
     for name in ENGINES:
         with open_engine(name, BuildOptions()) as engine:
             assert isinstance(engine, Engine) and engine.name == name
-            assert engine.copy([], "out", "prefix", 1, 0) == []  # nothing to do: no job
+            assert engine.copy([], ChunkSettings("out", "prefix", 1, 0)) == []  # no job
     for name in ("local", "mrjob", "inline"):
         with open_engine(name, CopyOptions()) as engine:
             assert engine.tasks_here
@@ -42,10 +44,10 @@ def test_the_mrjob_engine_gives_each_archive_the_name_it_was_given(tmp_path):
     assert sorted(a.name for a in archives) == ["c.warc.gz", "seg/a.warc.gz", "x/b.warc.gz"]
     cdx_dir = str(tmp_path / "cdx")
     with open_engine("inline", BuildOptions()) as engine:
-        statuses = engine.index(archives, cdx_dir, "cdxj", True)
-    by_path = {s["path"]: s for s in statuses}
+        statuses = engine.index(archives, cdx_dir, Indexing(on_error="skip"))
+    by_path = {s.path: s for s in statuses}
     assert sorted(by_path) == sorted(a.path for a in archives)
     for archive in archives:
-        assert by_path[archive.path]["name"] == archive.name
-        assert by_path[archive.path]["cdx"] == os.path.join(cdx_dir, cdx_name(archive.name))
-    assert all(os.path.exists(s["cdx"]) and not s["errors"] for s in statuses)
+        assert by_path[archive.path].name == archive.name
+        assert by_path[archive.path].cdx == os.path.join(cdx_dir, cdx_name(archive.name))
+    assert all(os.path.exists(s.cdx) and not s.errors for s in statuses)

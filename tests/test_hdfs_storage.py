@@ -244,11 +244,11 @@ def test_index_archives_on_hdfs(hadoop, tmp_path):
         assert [e.as_dict()["reason"] for e in remote.errors] == [e.as_dict()["reason"] for e in local.errors]
     status = index_archive(f"hdfs:///crawl/{names[0]}", names[0], "hdfs:///out/cdx")
     expected = index_archive(os.path.join(REAL, names[0]), names[0], str(tmp_path / "cdx"))
-    published = tmp_path / "cdx" / os.path.basename(status["cdx"])
-    assert storage.read_bytes(status["cdx"]) == published.read_bytes()
-    assert status["records"] == expected["records"] and status["bytes"] == expected["bytes"]
+    published = tmp_path / "cdx" / os.path.basename(status.cdx)
+    assert storage.read_bytes(status.cdx) == published.read_bytes()
+    assert status.records == expected.records and status.bytes == expected.bytes
     # a rerun finds it and skips it
-    assert index_archive(f"hdfs:///crawl/{names[0]}", names[0], "hdfs:///out/cdx")["skipped"]
+    assert index_archive(f"hdfs:///crawl/{names[0]}", names[0], "hdfs:///out/cdx").skipped
 
 
 def test_build_to_hdfs_equals_a_local_build(hadoop, tmp_path, capsys):

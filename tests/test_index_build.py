@@ -23,7 +23,7 @@ from webarchive_indexing.engines.mrjob_engine import run_job
 from webarchive_indexing.inputs.sources import open_index
 from webarchive_indexing.inputs.discovery import InputError
 from webarchive_indexing.options import BuildOptions
-from webarchive_indexing.build.tasks import index_archive
+from webarchive_indexing.build.tasks import Indexing, index_archive
 
 WARCS = [os.path.join(REAL, name) for name in (
     "iipc+webarchive-commons__IAH-urls-wget.warc.gz", "webrecorder+warcio__example.warc.gz",
@@ -307,9 +307,9 @@ def test_backslashes_and_dots_in_names_are_neutralised(tmp_path):
                         ("a//./b.warc.gz", "a/b.cdx.gz"),
                         ("nul\x00and\nnewline.warc.gz", "nul%00and%0Anewline.cdx.gz"),
                         ("..", "%2E%2E.cdx.gz")):
-        status = index_archive(WARCS[1], name, str(cdx_dir), skip_existing=False)
-        assert status["cdx"] == str(cdx_dir / where)
-        assert json.dumps(name)[1:-1].encode() in gzip.open(status["cdx"]).read()
+        status = index_archive(WARCS[1], name, str(cdx_dir), Indexing(skip_existing=False))
+        assert status.cdx == str(cdx_dir / where)
+        assert json.dumps(name)[1:-1].encode() in gzip.open(status.cdx).read()
     assert tree(tmp_path / "deep") == sorted(
         "cdx/" + w for w in ("%2E%2E/%2E%2E/%2E%2E/evil.cdx.gz", "abs/x.cdx.gz", "a/b.cdx.gz",
                              "nul%00and%0Anewline.cdx.gz", "%2E%2E.cdx.gz"))

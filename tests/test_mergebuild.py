@@ -68,13 +68,13 @@ def build(pool, tmp_path, paths, shards, lines_per_block, workers, fan_in=merge.
     work.mkdir()
     cluster.mkdir()
     sizes = [os.path.getsize(p) for p in paths]
+    merging = merge.Merging(pool, str(work), workers, fan_in, memory, progress)
     run_list, pairs, unsorted, _ = merge.make_runs(
-        pool, paths, sizes, str(work), workers, {p: stride for p in paths}, shards * 100,
-        fan_in, memory, progress=progress)
+        merging, paths, sizes, {p: stride for p in paths}, shards * 100)
     sample = splits.merge(pairs, shards * 100)
     split_lines = splits.choose_splits(sample, shards)
-    written = merge.write_shards(pool, run_list, split_lines, sample, str(cluster), str(work),
-                                      lines_per_block, workers, memory, progress=progress)
+    written = merge.write_shards(merging, run_list, split_lines, sample, str(cluster),
+                                 lines_per_block)
     return cluster, split_lines, written, run_list, unsorted
 
 

@@ -34,15 +34,16 @@ def write_files(directory, rng, names, lines):
 
 def runs_of(pool, paths, work, workers=2, removal=None):
     os.makedirs(work, exist_ok=True)
-    return merge.make_runs(pool, paths, [os.path.getsize(p) for p in paths], work, workers,
-                                {p: 1 for p in paths}, 1000, removal=removal)
+    return merge.make_runs(merge.Merging(pool, work, workers), paths,
+                           [os.path.getsize(p) for p in paths], {p: 1 for p in paths}, 1000,
+                           removal=removal)
 
 
 def build_cluster(pool, paths, split_lines, cluster, work, per_block, workers=2):
     run_list, pairs, _, _ = runs_of(pool, paths, work)
     os.makedirs(cluster)
-    written = merge.write_shards(pool, run_list, split_lines, [l for _, l in pairs],
-                                      str(cluster), work, per_block, workers)
+    written = merge.write_shards(merge.Merging(pool, work, workers), run_list, split_lines,
+                                 [l for _, l in pairs], str(cluster), per_block)
     tasks.finalize_cluster(str(cluster), len(split_lines) + 1, written)
     for run in run_list:
         run.remove()
@@ -72,10 +73,10 @@ def test_update_equals_a_full_build_with_the_same_split_points(tmp_path, shards,
     # removed archives' lines go from the new inputs too
     new_runs, pairs, _, _ = runs_of(pool, new_paths, str(tmp_path / "w2"), removal=removal)
     (tmp_path / "new").mkdir()
-    written, copied, removed = update_shards(pool, new_runs, [l for _, l in pairs],
+    written, copied, removed = update_shards(merge.Merging(pool, str(tmp_path / "w2"), workers),
+                                             new_runs, [l for _, l in pairs],
                                              str(tmp_path / "old"), split_lines, removal,
-                                             str(tmp_path / "new"), str(tmp_path / "w2"),
-                                             per_block, workers)
+                                             str(tmp_path / "new"), per_block)
     assert sum(removed.values()) == len([line for line in old_lines if removal.removed(line)])
     expected = reference_cluster(kept, split_lines, tmp_path / "expected", per_block)
     assert_same_shards(tmp_path / "new", expected, shards)
@@ -99,9 +100,9 @@ def test_unchanged_shards_are_copied_not_recompressed(tmp_path, monkeypatch):
     monkeypatch.setattr(layout, "gzip_block", lambda lines, real=layout.gzip_block:
                         compressed.append(1) or real(lines))
     (tmp_path / "new").mkdir()
-    written, copied, _ = update_shards(pool, new_runs, [], str(tmp_path / "old"), split_lines,
-                                       shardrun.Removal([]), str(tmp_path / "new"),
-                                       str(tmp_path / "w2"), 10)
+    written, copied, _ = update_shards(merge.Merging(pool, str(tmp_path / "w2")), new_runs, [],
+                                       str(tmp_path / "old"), split_lines,
+                                       shardrun.Removal([]), str(tmp_path / "new"), 10)
     assert copied == 2
     assert len(compressed) == written[0]["blocks"]
     expected = reference_cluster(sorted(lines + new_lines), split_lines, tmp_path / "expected", 10)
@@ -114,13 +115,13 @@ def test_a_cluster_of_other_blocks_or_split_points_is_refused(tmp_path):
     paths, _ = write_files(str(tmp_path), rng, ["a.warc.gz"], 100)
     build_cluster(pool, paths, ["n"], tmp_path / "old", str(tmp_path / "w1"), 10)
     (tmp_path / "new").mkdir()
-    args = (pool, [], [], str(tmp_path / "old"))
+    args = (merge.Merging(pool, str(tmp_path)), [], [], str(tmp_path / "old"))
     with pytest.raises(ClusterChanged, match="not built with 20 lines per block"):
-        update_shards(*args, ["n"], shardrun.Removal([]), str(tmp_path / "new"), str(tmp_path), 20)
+        update_shards(*args, ["n"], shardrun.Removal([]), str(tmp_path / "new"), 20)
     with pytest.raises(ClusterChanged, match="other split points"):
-        update_shards(*args, ["o"], shardrun.Removal([]), str(tmp_path / "new"), str(tmp_path), 10)
+        update_shards(*args, ["o"], shardrun.Removal([]), str(tmp_path / "new"), 10)
     with pytest.raises(ClusterChanged, match="not one of the 1 shards"):
-        update_shards(*args, [], shardrun.Removal([]), str(tmp_path / "new"), str(tmp_path), 10)
+        update_shards(*args, [], shardrun.Removal([]), str(tmp_path / "new"), 10)
     # an index naming shards outside the cluster: refused, nothing read there
     idx = tmp_path / "old" / "cluster.idx"
     original = idx.read_bytes()
@@ -130,8 +131,7 @@ def test_a_cluster_of_other_blocks_or_split_points_is_refused(tmp_path):
                  str(tmp_path / "elsewhere" / "cdx-00000.gz")):
         idx.write_bytes(original.replace(b"\tcdx-00000.gz\t", f"\t{name}\t".encode()))
         with pytest.raises(ClusterChanged, match="not one of the 2 shards"):
-            update_shards(*args, ["n"], shardrun.Removal([]), str(tmp_path / "new"),
-                          str(tmp_path), 10)
+            update_shards(*args, ["n"], shardrun.Removal([]), str(tmp_path / "new"), 10)
 
 
 def test_filename_of_each_format():
@@ -164,5 +164,5 @@ def test_a_damaged_cluster_is_refused_with_the_shard_named(tmp_path):
     (tmp_path / "new").mkdir()
     with pytest.raises(ClusterChanged, match=r"cdx-00000.gz: the blocks at bytes \d+-\d+ cannot "
                                              r"be read .*: the cluster is damaged"):
-        update_shards(pool, new_runs, [], str(tmp_path / "old"), [], shardrun.Removal(["x"]),
-                      str(tmp_path / "new"), str(tmp_path / "w2"), 10)
+        update_shards(merge.Merging(pool, str(tmp_path / "w2")), new_runs, [],
+                      str(tmp_path / "old"), [], shardrun.Removal(["x"]), str(tmp_path / "new"), 10)

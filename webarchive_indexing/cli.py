@@ -494,7 +494,7 @@ def _cdx_files(args, found, errors, zstd_dictionary):
     from .storage.lock import hold
     from .util.progress import Progress
     from .commands.report import print_summary
-    from .build.tasks import index_archive
+    from .build.tasks import Indexing, index_archive
     started = time.monotonic()
     summary = Summary(storage.abspath(args.output), errors=errors, warnings=list(found.warnings))
     progress = Progress()
@@ -506,10 +506,8 @@ def _cdx_files(args, found, errors, zstd_dictionary):
             for archive in found.archives:
                 if summary.errors and args.on_error == "fail":
                     break
-                summary.add(index_archive(archive.path, archive.name, summary.out_dir,
-                                          args.cdx_format, args.skip_existing, "skip",
-                                          cdx_fields=args.cdx_fields,
-                                          zstd_dictionary=zstd_dictionary))
+                summary.add(index_archive(archive.path, archive.name, summary.out_dir, Indexing.of(
+                    args, on_error="skip", zstd_dictionary=zstd_dictionary)))
         finally:
             progress.done()
     summary.seconds = time.monotonic() - started

@@ -45,8 +45,8 @@ def make(fmt, lines_per_block, split_lines, archives, indexes):
 def entry(status, cdx_dir):
     """The record of the archive of an indexing ``status``: its CDX file, relative to
     ``cdx_dir``, and what that was made from."""
-    return {"path": status["path"], "cdx": status["cdx"][len(cdx_dir.rstrip("/")) + 1:],
-            "source": status["source"]}
+    return {"path": status.path, "cdx": status.cdx[len(cdx_dir.rstrip("/")) + 1:],
+            "source": status.source}
 
 
 def index_entry(source):
@@ -102,10 +102,10 @@ def sort_statuses(record, statuses):
     those it holds whose CDX file was made again since, and of those it holds as they are."""
     new, replaced, held = [], [], []
     for status in statuses:
-        known = record["archives"].get(status["name"])
+        known = record["archives"].get(status.name)
         if known is None:
             new.append(status)
-        elif status["skipped"] and known.get("source") == status["source"]:
+        elif status.skipped and known.get("source") == status.source:
             held.append(status)
         else:
             replaced.append(status)

@@ -23,11 +23,12 @@ most of the time and runs on every core.
 
 Usage (``pool`` is a ``concurrent.futures`` executor, ``workers`` its processes)::
 
-    run_list, pairs, unsorted, _ = make_runs(pool, paths, sizes, work_dir, workers,
+    merging = Merging(pool, work_dir, workers)
+    run_list, pairs, unsorted, _ = make_runs(merging, paths, sizes,
                                              {p: SAMPLE_STRIDE for p in paths}, shards * 100)
     sample = splits.merge(pairs, shards * 100)
-    written = write_shards(pool, run_list, splits.choose_splits(sample, shards), sample,
-                           "out/.cluster-build-x", work_dir, 3000, workers)
+    written = write_shards(merging, run_list, splits.choose_splits(sample, shards), sample,
+                           "out/.cluster-build-x", 3000)
     # {shard: {"shard", "lines", "blocks", "bytes"}}: for steps.finalize_cluster
 """
 import bisect
@@ -38,6 +39,7 @@ import math
 import os
 import resource
 import tempfile
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from isal import isal_zlib
@@ -62,6 +64,21 @@ PIECES_PER_WORKER = 4
 MIN_PIECE_BLOCKS = 16
 # 1 in SAMPLE_STRIDE lines of each CDX input is offered to its sample.
 SAMPLE_STRIDE = 16
+
+
+@dataclass(frozen=True)
+class Merging:
+    """Where and how a merge runs (``make_runs``, ``write_shards``, an update's
+    ``update.update_shards``): on ``pool`` (a ``concurrent.futures`` executor) of
+    ``workers`` processes, its runs and pieces in ``work_dir``, at most ``fan_in`` files
+    open in a task and ``memory`` bytes of lines held, each phase shown on ``progress`` (a
+    ``Progress``, or None)."""
+    pool: object
+    work_dir: str
+    workers: int = 1
+    fan_in: int = FAN_IN
+    memory: int = MEMORY
+    progress: object = None
 
 
 def fan_in_within_limit(fan_in):
@@ -381,37 +398,37 @@ def shard_stats(shard, pieces):
             "bytes": sum(length for p in pieces for _, length in p.blocks)}
 
 
-def make_runs(pool, inputs, sizes, work_dir, workers, sampled=None, sample_size=0,
-              fan_in=FAN_IN, memory=MEMORY, removal=None, progress=None):
-    """Phase A and the rounds above ``fan_in``: a ``Made``.
+def make_runs(merging, inputs, sizes, sampled=None, sample_size=0, removal=None):
+    """Phase A and the rounds above ``merging.fan_in``: a ``Made``.
 
     ``inputs`` are paths of CDX files or index sources (``input_key`` names them),
     ``sizes`` their sizes in bytes (to deal them evenly); ``sampled`` maps the keys of
     the inputs to sample to their stride (``sample_every``), into a bottom-k of
     ``sample_size`` pairs; lines that ``removal`` removes are left out. The runs go to a
-    directory of their own in ``work_dir``.
+    directory of their own in ``merging.work_dir``.
     """
     sampled = sampled or {}
-    work_dir = tempfile.mkdtemp(prefix="runs-", dir=work_dir)
-    groups = group_inputs(list(inputs), list(sizes), workers, fan_in)
+    merging = replace(merging, work_dir=tempfile.mkdtemp(prefix="runs-", dir=merging.work_dir))
+    work_dir, fan_in, memory = merging.work_dir, merging.fan_in, merging.memory
+    groups = group_inputs(list(inputs), list(sizes), merging.workers, fan_in)
     tasks = [RunTask(tuple(group), {input_key(p): sampled[input_key(p)] for p in group
                                     if input_key(p) in sampled},
                      os.path.join(work_dir, f"run-{i:06d}.run"), work_dir, fan_in, memory,
                      sample_size, removal)
              for i, group in enumerate(groups)]
     noun = "CDX file" if all(isinstance(item, str) for item in inputs) else "index input"
-    results = run_tasks(pool, make_run, [(task,) for task in tasks], progress,
+    results = run_tasks(merging.pool, make_run, [(task,) for task in tasks], merging.progress,
                         f"merging {counted(len(inputs), noun)} into {counted(len(tasks), 'sorted run')}")
-    run_list = merge_rounds(pool, [result.run for result in results], work_dir, fan_in,
-                            memory, progress)
+    run_list = merge_rounds(merging, [result.run for result in results])
     return Made(run_list, [pair for result in results for pair in result.sample],
                 [key for result in results for key in result.unsorted],
                 {path: found for result in results for path, found in result.reports.items()})
 
 
-def merge_rounds(pool, run_list, work_dir, fan_in=FAN_IN, memory=MEMORY, progress=None):
-    """``run_list`` merged on the pool, the fewest lines again, until at most ``fan_in``
-    runs are left (in ``work_dir``); the runs left."""
+def merge_rounds(merging, run_list):
+    """``run_list`` merged on ``merging``'s pool, the fewest lines again, until at most its
+    ``fan_in`` runs are left (in its ``work_dir``); the runs left."""
+    fan_in, memory = merging.fan_in, merging.memory
     run_list = list(run_list)
     round_number = 0
     while len(run_list) > fan_in:
@@ -426,17 +443,17 @@ def merge_rounds(pool, run_list, work_dir, fan_in=FAN_IN, memory=MEMORY, progres
             chosen, run_list = run_list, []
             merges = math.ceil(len(chosen) / fan_in)
         groups = [chosen[i::merges] for i in range(merges)]
-        work = tempfile.mkdtemp(prefix=f"round{round_number}-", dir=work_dir)
+        work = tempfile.mkdtemp(prefix=f"round{round_number}-", dir=merging.work_dir)
         paths = [os.path.join(work, f"run-{i:06d}.run") for i in range(merges)]
-        run_list += run_tasks(pool, merge_group, [(g, p, memory) for g, p in zip(groups, paths)],
-                              progress, f"merging runs above the fan-in of {fan_in}, "
-                                        f"round {round_number}")
+        run_list += run_tasks(merging.pool, merge_group,
+                              [(g, p, memory) for g, p in zip(groups, paths)],
+                              merging.progress, f"merging runs above the fan-in of {fan_in}, "
+                                                f"round {round_number}")
     return run_list
 
 
-def write_shards(pool, run_list, split_lines, sample_lines, cluster_dir, work_dir,
-                 lines_per_block=layout.LINES_PER_BLOCK, workers=1, memory=MEMORY, old=None,
-                 skip=(), progress=None):
+def write_shards(merging, run_list, split_lines, sample_lines, cluster_dir,
+                 lines_per_block=layout.LINES_PER_BLOCK, old=None, skip=()):
     """Phase B: every shard of the cluster (``cdx-NNNNN.gz`` and ``part-NNNNN`` in
     ``cluster_dir``) from the merged runs; ``{shard: stats}`` as ``tasks.write_shard``
     gives them, empty shards included.
@@ -445,9 +462,9 @@ def write_shards(pool, run_list, split_lines, sample_lines, cluster_dir, work_di
     ``shardrun.ShardRun``), merged in with the others; shards in ``skip`` are not
     written (an update copies them).
     """
-    old = old or {}
+    pool, progress, old = merging.pool, merging.progress, old or {}
     total = sum(run.lines for run in run_list) + sum(run.lines for run in old.values())
-    pieces = [piece for piece in plan_pieces(split_lines, sample_lines, total, workers,
+    pieces = [piece for piece in plan_pieces(split_lines, sample_lines, total, merging.workers,
                                              lines_per_block) if piece.shard not in skip]
     counts = {}
     for piece in pieces:
@@ -458,10 +475,12 @@ def write_shards(pool, run_list, split_lines, sample_lines, cluster_dir, work_di
             path = storage.join(cluster_dir, layout.shard_name(piece.shard))
             part = storage.join(cluster_dir, layout.part_name(piece.shard))
         else:
-            path = os.path.join(work_dir, f"piece-{piece.shard:05d}-{piece.number:06d}.gz")
+            path = os.path.join(merging.work_dir,
+                                f"piece-{piece.shard:05d}-{piece.number:06d}.gz")
             part = None
         own = (old[piece.shard],) if piece.shard in old else ()
-        tasks.append(PieceTask(piece, tuple(run_list) + own, lines_per_block, path, part, memory))
+        tasks.append(PieceTask(piece, tuple(run_list) + own, lines_per_block, path, part,
+                               merging.memory))
     by_shard = {}
     label = f"compressing {counted(len(counts), 'shard')} in {counted(len(tasks), 'piece')}"
     for result in run_tasks(pool, write_piece, [(task,) for task in tasks], progress, label):

@@ -13,12 +13,14 @@ import contextlib
 import gzip
 import io
 import json
+from dataclasses import dataclass, field
 
 from ..cdx import cdxline, cdxmeta, indexer, splits
 from . import seqfile
-from .. import storage
+from .. import options, storage
 from ..zipnum import layout
 from ..inputs.discovery import cdx_name
+from ..util.wire import Wire, option_field
 
 ERRORS_SUFFIX = ".errors.json"
 
@@ -32,44 +34,73 @@ class IndexingFailed(Exception):
         super().__init__(f"{errors[0]}{more}")
 
 
-def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error="fail",
-                  sample_size=0, cdx_fields="pywb", zstd_dictionary=None):
-    """Index one archive into ``cdx_dir/<name>.cdx.gz``; return a status dict.
+@dataclass(frozen=True)
+class Indexing(Wire):
+    """How each archive is indexed (``index_archive``): what ``build`` and ``cdx`` make
+    from their options (``Indexing.of(options)``), every engine hands its index tasks as it
+    is, and the index job takes as its options (``command_line``, ``parsed``)."""
+    cdx_format: str = option_field(options.CDX_FORMAT)
+    cdx_fields: str = option_field(options.CDX_FIELDS)
+    skip_existing: bool = option_field(options.SKIP_EXISTING)
+    on_error: str = option_field(options.ON_ERROR)
+    # the dictionary file (absolute) of .warc.zst archives without their own
+    zstd_dictionary: str = option_field(options.ZSTD_DICTIONARY)
+
+
+@dataclass
+class IndexStatus(Wire):
+    """What indexing one archive did (``index_archive``)."""
+    name: str
+    path: str
+    cdx: str
+    skipped: bool = False
+    stale: str = None      # why its CDX file was made again (``cdxmeta.stale``)
+    source: dict = None    # what its CDX file was made from (``cdxmeta.source_of``)
+    records: int = 0
+    lines: int = 0
+    bytes: int = 0
+    errors: list = field(default_factory=list)     # problems, as dicts
+    warnings: list = field(default_factory=list)
+
+
+def index_archive(path, name, cdx_dir, settings=Indexing(), sample_size=0):
+    """Index one archive into ``cdx_dir/<name>.cdx.gz`` as ``settings`` (an ``Indexing``)
+    say; return an ``IndexStatus``.
 
     With ``on_error="skip"`` the records read before and after a problem are
     written, and the problems are recorded
     beside the CDX file in ``.errors.json``, which also makes the next run with
     ``skip_existing`` index the file again instead of trusting a partial CDX.
     ``skip_existing`` keeps a CDX file only if its ``cdxmeta`` says that it was made
-    in format ``fmt`` from the archive as it is now (else ``status["stale"]`` says why
-    it was made again); ``status["source"]`` is what the CDX file was made from. The
+    in format ``cdx_format`` from the archive as it is now (else ``status.stale`` says why
+    it was made again); ``status.source`` is what the CDX file was made from. The
     meta keeps a sample of ``sample_size`` lines. ``cdx_fields`` as ``indexer.index_file``
     takes it (a CDX file made with other fields is stale too).
     """
+    fmt, cdx_fields = settings.cdx_format, settings.cdx_fields
     # what the meta records as the CDX file's format: other fields make another CDX
     made_as = fmt if cdx_fields == "pywb" else f"{fmt} with --cdx-fields {cdx_fields}"
     out = storage.join(cdx_dir, cdx_name(name))
     errors_out = out + ERRORS_SUFFIX
-    status = {"name": name, "path": path, "cdx": out, "skipped": False, "stale": None,
-              "source": None, "records": 0, "lines": 0, "bytes": 0, "errors": [],
-              "warnings": []}
+    status = IndexStatus(name, path, out)
     try:
-        status["source"] = source = cdxmeta.source_of(path)
+        status.source = source = cdxmeta.source_of(path)
     except OSError:
         source = None  # indexing reports it
-    if skip_existing and storage.exists(out) and not storage.exists(errors_out):
-        status["stale"] = cdxmeta.stale(cdxmeta.read(out), made_as, source)
-        if status["stale"] is None:
-            status["skipped"] = True
+    if settings.skip_existing and storage.exists(out) and not storage.exists(errors_out):
+        status.stale = cdxmeta.stale(cdxmeta.read(out), made_as, source)
+        if status.stale is None:
+            status.skipped = True
             return status
-    result = indexer.index_file(path, name, fmt, cdx_fields=cdx_fields, zstd_dictionary=zstd_dictionary)
-    if result.errors and on_error == "fail":
+    result = indexer.index_file(path, name, fmt, cdx_fields=cdx_fields,
+                                zstd_dictionary=settings.zstd_dictionary)
+    if result.errors and settings.on_error == "fail":
         raise IndexingFailed(result.errors)
-    status.update(records=result.records, lines=len(result.lines),
-                  bytes=_size(path), errors=[e.as_dict() for e in result.errors],
-                  warnings=result.warning_dicts())
+    status.records, status.lines, status.bytes = result.records, len(result.lines), _size(path)
+    status.errors = [e.as_dict() for e in result.errors]
+    status.warnings = result.warning_dicts()
     if result.errors:
-        storage.write_atomic(errors_out, json.dumps(status["errors"], indent=1).encode())
+        storage.write_atomic(errors_out, json.dumps(status.errors, indent=1).encode())
     text = cdxline.header_line(fmt) + "".join(result.lines)
     # the meta goes first and comes back last: a CDX file with one always matches it
     storage.remove(cdxmeta.meta_path(out))

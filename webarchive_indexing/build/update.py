@@ -1,8 +1,8 @@
 """An update's shards: a published cluster merged with the runs of new lines, lines of
 removed archives left out, by the split points and lines per block it was built with.
 
-    written = update_shards(pool, new_runs, new_sample, "out/cluster", split_lines,
-                            Removal(["crawl-1/*"]), "out/.cluster-build-x", work_dir, 3000)
+    written = update_shards(merge.Merging(pool, work_dir), new_runs, new_sample, "out/cluster",
+                            split_lines, Removal(["crawl-1/*"]), "out/.cluster-build-x", 3000)
 
 Each old shard is a sorted run of its own shard (``shardrun``): the new runs' lines of
 that shard are merged into it, in pieces on every worker as a build writes shards
@@ -68,12 +68,13 @@ def copy_shard(run, cluster_dir):
     return {"shard": run.shard, "lines": run.lines, "blocks": len(blocks), "bytes": run.size}
 
 
-def update_shards(pool, new_runs, new_sample, old_cluster, split_lines, removal, cluster_dir,
-                  work_dir, lines_per_block, workers=1, memory=merge.MEMORY, progress=None):
-    """Every shard of the updated cluster, written into ``cluster_dir``: ``{shard: stats}``
-    as ``merge.write_shards`` gives them, the number of shards copied, and the
-    cluster's lines removed, ``{glob: lines}`` by the glob of ``removal`` that removed them
-    (None: the old lines of the archives it names)."""
+def update_shards(merging, new_runs, new_sample, old_cluster, split_lines, removal, cluster_dir,
+                  lines_per_block):
+    """Every shard of the updated cluster, written into ``cluster_dir`` as ``merging`` (a
+    ``merge.Merging``) says: ``{shard: stats}`` as ``merge.write_shards`` gives them, the
+    number of shards copied, and the cluster's lines removed, ``{glob: lines}`` by the
+    glob of ``removal`` that removed them (None: the old lines of the archives it names)."""
+    pool, progress = merging.pool, merging.progress
     shards = len(split_lines) + 1
     bounds = [None] + [line.encode("utf-8") for line in split_lines] + [None]
     located = old_shards(old_cluster, shards)
@@ -98,9 +99,8 @@ def update_shards(pool, new_runs, new_sample, old_cluster, split_lines, removal,
         block.key.decode("utf-8") for run in surveyed if run.shard not in unchanged
         for block in run.blocks[::max(1, len(run.blocks) // CUTS_PER_SHARD)]]
     written = merge.write_shards(
-        pool, new_runs, split_lines, sample, cluster_dir, work_dir, lines_per_block, workers,
-        memory, old={run.shard: run for run in surveyed if run.shard not in unchanged},
-        skip=unchanged, progress=progress)
+        merging, new_runs, split_lines, sample, cluster_dir, lines_per_block,
+        old={run.shard: run for run in surveyed if run.shard not in unchanged}, skip=unchanged)
     written.update({stats["shard"]: stats for stats in copies})
     removed = {}
     for run in surveyed:

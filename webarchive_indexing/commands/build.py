@@ -73,18 +73,18 @@ class Summary:
         return storage.join(self.out_dir, "cluster")
 
     def add(self, status):
-        """Count in the status dict of one archive (``tasks.index_archive``)."""
+        """Count in the ``tasks.IndexStatus`` of one archive (``tasks.index_archive``)."""
         self.archives += 1
-        self.archives_skipped += status["skipped"]
-        self.records += status["records"]
-        self.lines += status["lines"]
-        self.input_bytes += status["bytes"]
-        self.errors += status["errors"]
-        self.warnings += status["warnings"]
-        if status.get("stale"):
+        self.archives_skipped += status.skipped
+        self.records += status.records
+        self.lines += status.lines
+        self.input_bytes += status.bytes
+        self.errors += status.errors
+        self.warnings += status.warnings
+        if status.stale:
             self.archives_reindexed += 1
-            self.warnings.append({"file": status["path"], "offset": 0,
-                                  "message": f"indexed again: {status['stale']}"})
+            self.warnings.append({"file": status.path, "offset": 0,
+                                  "message": f"indexed again: {status.stale}"})
 
 
 @dataclass
@@ -314,8 +314,9 @@ def _index(engine, archives, cdx_dir, cdx_format, options, summary, progress):
         expected = [storage.join(cdx_dir, cdx_name(a.name)) for a in archives]
         progress.step(f"[1/3] indexing {counted(len(archives), 'archive')}",
                       **_progress_count(summary.out_dir, expected))
-        statuses = engine.index(archives, cdx_dir, cdx_format, options.skip_existing,
-                                options.cdx_fields, options.zstd_dictionary)
+        # every problem listed (then --on-error decides)
+        statuses = engine.index(archives, cdx_dir, tasks.Indexing.of(
+            options, cdx_format=cdx_format, on_error="skip"))
         progress.done()
     for status in statuses:
         summary.add(status)
@@ -352,7 +353,7 @@ def _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, split_li
     if not summary.lines and not summary.archives_skipped and not summary.index_lines:
         raise BuildFailed("no input gave a CDX line: there is nothing to publish (a "
                           "published cluster is left as it was)", summary)
-    cdx_files = [s["cdx"] for s in statuses] + index_files
+    cdx_files = [s.cdx for s in statuses] + index_files
     lines_per_block = options.lines_per_block or LINES_PER_BLOCK_DEFAULT
     if split_lines is not None:
         tasks.write_splits(split_lines, summary.out_dir)
@@ -365,7 +366,7 @@ def _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, split_li
     progress.done()
     shards = len(split_lines) + 1
     record = contents.make(cdx_format, lines_per_block, split_lines,
-                           {s["name"]: contents.entry(s, cdx_dir) for s in statuses},
+                           {s.name: contents.entry(s, cdx_dir) for s in statuses},
                            {s.path: contents.index_entry(s) for s in sources})
 
     def write(directory):
@@ -406,11 +407,11 @@ def _update(engine, record, archives, sources, cdx_dir, options, summary, progre
     index_files = _read_indexes(engine, sources, options, summary, progress)
     statuses = _index(engine, archives, cdx_dir, record["format"], options, summary, progress)
     new, replaced, held = contents.sort_statuses(record, statuses)
-    removal = Removal(options.remove, [s["name"] for s in replaced])
+    removal = Removal(options.remove, [s.name for s in replaced])
     split_lines, lines_per_block = record["splits"], record["lines_per_block"]
     shards = len(split_lines) + 1
     archives = {**record["archives"],
-                **{s["name"]: contents.entry(s, cdx_dir) for s in new + replaced}}
+                **{s.name: contents.entry(s, cdx_dir) for s in new + replaced}}
     removed = {name: found for name, found in archives.items()
                if removal.of_globs().matches(name)}
     for name in removed:
@@ -430,7 +431,7 @@ def _update(engine, record, archives, sources, cdx_dir, options, summary, progre
     progress.done()
     kept = contents.make(record["format"], lines_per_block, split_lines, archives,
                          {**record["indexes"], **{s.path: contents.index_entry(s) for s in sources}})
-    cdx_files = [s["cdx"] for s in new + replaced] + index_files
+    cdx_files = [s.cdx for s in new + replaced] + index_files
 
     def write(directory):
         stats, update.shards_copied, lines_by = engine.update_cluster(

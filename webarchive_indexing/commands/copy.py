@@ -14,30 +14,27 @@ import json
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..storage import lock
 from .. import storage
 from ..engines import open_engine
-from ..options import DEFAULT_RETRIES, DEFAULT_THREADS, check_engine
+from ..options import check_engine
 from ..util.progress import Progress
 from ..copy.fetch import again, check_dictionary, check_prefix
 from ..copy.plan import Plan, copy_planner, load_plan, output_files, plan_path
-from ..copy.write import output_paths, read_progress
+from ..copy.write import ChunkSettings, output_paths, read_progress
 from ..api.access import permitting
 
 
-def copy_chunks(engine, chunk_paths, output, warc_prefix, threads=DEFAULT_THREADS,
-                retries=DEFAULT_RETRIES, progress_dir=None, zstd_dictionary=None):
+def copy_chunks(engine, chunk_paths, settings):
     """Copy the planned ``chunk_paths`` as tasks of ``engine`` (``engines.open_engine``),
-    one ``run_chunk`` each; the status of each chunk. ``zstd_dictionary``: the dictionary
-    file of .warc.zst sources without their own (absolute: see ``fetch.check_dictionary``)."""
-    chunk_paths = list(chunk_paths)
-    if not chunk_paths:
-        return []
+    one ``run_chunk`` each, as ``settings`` (a ``write.ChunkSettings``) say; the
+    ``ChunkStatus`` of each chunk. ``settings.zstd_dictionary`` is absolute (see
+    ``fetch.check_dictionary``)."""
     # tasks run in directories of their own
-    return engine.copy(chunk_paths, storage.abspath(output), storage.abspath(warc_prefix),
-                       threads, retries, progress_dir, zstd_dictionary)
+    return engine.copy(chunk_paths, replace(settings, output=storage.abspath(settings.output),
+                                            warc_prefix=storage.abspath(settings.warc_prefix)))
 
 
 @dataclass
@@ -119,12 +116,13 @@ def copy(options, planned=None):
     check_prefix(options.warc_prefix)
     check_engine(options, strict=True)
     planner = copy_planner(options, permitting(options))
-    zstd_dictionary = check_dictionary(options.zstd_dictionary)
+    settings = ChunkSettings.of(options,
+                                zstd_dictionary=check_dictionary(options.zstd_dictionary))
     with lock.hold(storage.abspath(options.output), "copy copy"):
-        return _copy(options, planner, planned, started, zstd_dictionary)
+        return _copy(options, planner, planned, started, settings)
 
 
-def _copy(options, planner, planned, started, zstd_dictionary):
+def _copy(options, planner, planned, started, settings):
     plan = planner()
     if planned:
         planned(plan)
@@ -148,8 +146,8 @@ def _copy(options, planner, planned, started, zstd_dictionary):
             # progress files only where the tasks run on this machine
             progress_dir = work if todo and engine.tasks_here else None
             progress.transfer("copying", done, plan.records, plan.bytes)
-            copy_chunks(engine, todo, plan.output, options.warc_prefix, options.threads,
-                        options.retries, progress_dir, zstd_dictionary)
+            copy_chunks(engine, todo, replace(settings, output=plan.output,
+                                              progress_dir=progress_dir))
         except Exception as exc:  # a task that failed whole: say so, then show what is there
             failure = exc
         finally:

@@ -10,7 +10,7 @@ found through its ZipNum cluster, into new WARC files: ``webarchive-index copy``
     plan = copy.ensure_plan(cluster, "s3://bucket/index", inputs, "out", records_per_file=10000)
     plan = copy.ensure_csv_plan("records.csv", "out")        # or the records a CSV names
     for chunk in plan.chunk_paths():                         # one task each (job, Spark, here)
-        copy.run_chunk(chunk, "out", "s3://commoncrawl/", threads=16)
+        copy.run_chunk(chunk, copy.ChunkSettings("out", "s3://commoncrawl/", threads=16))
 
 or all of it, through an engine, and what an output holds of its plan:
 ``commands.copy.copy(CopyOptions(...))``, ``commands.copy.survey("out")``.
@@ -39,9 +39,10 @@ from .plan import (Plan, PlanMismatch, ensure_csv_plan, ensure_plan, load_plan, 
                    make_plan)
 from .selection import (Input, SelectionError, check, check_source, merge_ranges, parse_input,
                         parse_selection, read_selection, read_selection_file)
-from .write import copy_chunk, read_progress, run_chunk
+from .write import ChunkSettings, ChunkStatus, copy_chunk, read_progress, run_chunk
 
-__all__ = ["Failed", "Input", "Plan", "PlanMismatch", "SelectionError", "check", "check_member",
+__all__ = ["ChunkSettings", "ChunkStatus", "Failed", "Input", "Plan", "PlanMismatch",
+           "SelectionError", "check", "check_member",
            "check_source", "copy_chunk", "ensure_csv_plan", "ensure_plan", "fetch_record",
            "load_plan", "make_csv_plan", "make_plan", "merge_ranges", "parse_input",
            "parse_selection", "read_progress", "read_records", "read_selection",

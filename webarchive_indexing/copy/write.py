@@ -24,10 +24,12 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from ..cdx import indexer, cdxline
-from .. import storage
+from .. import options, storage
 from ..options import DEFAULT_DICT_SIZE, DEFAULT_RETRIES, DEFAULT_THREADS
+from ..util.wire import Wire, option_field
 from .fetch import Failed, again, fetch_record, source_path
 from .plan import GZ_OUTPUT, plan_of, plan_path
 
@@ -57,6 +59,20 @@ def is_complete(output, name):
                   output)
 
 
+@dataclass
+class ChunkStatus(Wire):
+    """What copying one chunk did (``copy_chunk``, ``run_chunk``)."""
+    name: str
+    records: int = 0        # done: copied or failed
+    copied: int = 0
+    failed: int = 0
+    bytes: int = 0          # of the records copied
+    index_lines: int = 0    # in its .cdxj (None: skipped, complete already)
+    skipped: bool = False
+    failures: str = None    # its .failures.json, if any record failed
+    dictionary_id: int = None  # of a .warc.zst's dictionary
+
+
 def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcinfo=None,
                retries=DEFAULT_RETRIES, progress=None, zstd_dictionary=None, warc=GZ_OUTPUT):
     """Copy the records of ``lines`` (index lines) into ``output/name.warc.gz`` (or
@@ -66,7 +82,7 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
     ``threads`` reads are in flight at once; records are written in the order of
     ``lines``. ``warcinfo``: more fields for the warcinfo record. ``progress(records,
     bytes)`` is called as records are done (copied or failed). ``zstd_dictionary``: the
-    dictionary file of .warc.zst sources without their own. Returns a status dict.
+    dictionary file of .warc.zst sources without their own. Returns a ``ChunkStatus``.
     """
     from warcio.warcwriter import WARCWriter
     output = storage.abspath(output)
@@ -81,8 +97,7 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
     staged = storage.staging_path(paths["warc"])
     # a .warc.zst is written from the records as they are, once they are all there
     staged_records = storage.staging_path(paths["warc"]) if fmt == "zst" else None
-    status = {"name": name, "records": 0, "copied": 0, "failed": 0, "bytes": 0,
-              "index_lines": 0, "skipped": False, "failures": None, "dictionary_id": None}
+    status = ChunkStatus(name)
     failures = []
     done = [0, 0]
 
@@ -117,14 +132,14 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
                 def finish():
                     (line, record), future = pending.popleft()
                     result = future.result()
-                    status["records"] += 1
+                    status.records += 1
                     if isinstance(record, Exception) or isinstance(result, Exception):
                         failure = record if isinstance(record, Exception) else result
                         failures.append(_failure(line, record, warc_prefix, failure))
                     else:
                         tmp.write(result)
-                        status["copied"] += 1
-                        status["bytes"] += record.length
+                        status.copied += 1
+                        status.bytes += record.length
                     done[0] += 1
                     done[1] += record.length if isinstance(record, cdxline.Location) else 0
                     if progress:
@@ -138,16 +153,16 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
                 while pending:
                     finish()
         if staged_records:
-            status["dictionary_id"] = write_zst(staged_records, staged, warc)
+            status.dictionary_id = write_zst(staged_records, staged, warc)
         index = indexer.index_file(staged, filename, "cdxj", opener=lambda p: open(p, "rb"))
         if index.errors:
             raise RuntimeError(f"{staged} (to become {paths['warc']}) does not read back: "
                                f"{index.errors[0]}")
-        status["index_lines"] = len(index.lines)
+        status.index_lines = len(index.lines)
         again(lambda: storage.publish(staged, paths["warc"]), output)
         if failures:
-            status["failed"] = len(failures)
-            status["failures"] = paths["failures"]
+            status.failed = len(failures)
+            status.failures = paths["failures"]
             report = {"output": paths["warc"], "failed": len(failures), "records": failures}
             data = json.dumps(report, indent=1).encode("utf-8")
             again(lambda: storage.write_atomic(paths["failures"], data), output)
@@ -248,16 +263,28 @@ def read_progress(directory):
     return records, size
 
 
-def run_chunk(chunk_path, output, warc_prefix, threads=DEFAULT_THREADS, retries=DEFAULT_RETRIES,
-              progress_dir=None, on_progress=None, zstd_dictionary=None):
-    """The work of one task: copy the planned chunk ``chunk_path`` (``OUT/plan/NAME.cdx``)
-    into ``output`` (in the format its plan says), unless its output is complete already;
-    its status dict.
+@dataclass(frozen=True)
+class ChunkSettings(Wire):
+    """How each planned chunk is copied (``run_chunk``): what the copy makes from its
+    options, every engine hands its copy tasks as it is, and the copy job takes as its
+    options (``command_line``, ``parsed``). ``progress_dir``: a local directory where
+    progress is reported (see ``read_progress``); ``zstd_dictionary``: the dictionary file
+    of .warc.zst sources without their own."""
+    output: str = option_field(options.COPY_DIR)
+    warc_prefix: str = option_field(options.WARC_PREFIX)
+    threads: int = option_field(options.THREADS)
+    retries: int = option_field(options.RETRIES)
+    progress_dir: str = option_field(options.PROGRESS_DIR)
+    zstd_dictionary: str = option_field(options.ZSTD_DICTIONARY)
 
-    ``progress_dir``: a local directory where progress is reported (see ``read_progress``);
-    ``on_progress(records, bytes)``: called as records are done, too. ``zstd_dictionary``:
-    the dictionary file of .warc.zst sources without their own.
+
+def run_chunk(chunk_path, settings, on_progress=None):
+    """The work of one task: copy the planned chunk ``chunk_path`` (``OUT/plan/NAME.cdx``)
+    into ``settings.output`` (in the format its plan says) as ``settings`` (a
+    ``ChunkSettings``) say, unless its output is complete already; a ``ChunkStatus``.
+    ``on_progress(records, bytes)``: called as records are done.
     """
+    output, progress_dir = settings.output, settings.progress_dir
     output = storage.abspath(output)
     name = storage.basename(chunk_path).removesuffix(".cdx")
     plan = plan_of(output)
@@ -277,12 +304,12 @@ def run_chunk(chunk_path, output, warc_prefix, threads=DEFAULT_THREADS, retries=
 
     if is_complete(output, name):
         progress(planned["records"], planned["bytes"], True)
-        return {"name": name, "records": planned["records"], "copied": planned["records"],
-                "failed": 0, "bytes": planned["bytes"], "index_lines": None, "skipped": True,
-                "failures": None, "dictionary_id": None}
+        return ChunkStatus(name, planned["records"], planned["records"], 0, planned["bytes"],
+                           None, True)
     lines = again(lambda: storage.read_bytes(chunk_path), chunk_path).splitlines(True)
-    status = copy_chunk(lines, warc_prefix, output, name, threads,
-                        warcinfo_fields(plan, warc_prefix, chunk_path), retries, progress,
-                        zstd_dictionary, plan.warc)
-    progress(status["records"], planned["bytes"], True)
+    warc_prefix = settings.warc_prefix
+    status = copy_chunk(lines, warc_prefix, output, name, settings.threads,
+                        warcinfo_fields(plan, warc_prefix, chunk_path), settings.retries,
+                        progress, settings.zstd_dictionary, plan.warc)
+    progress(status.records, planned["bytes"], True)
     return status

@@ -11,21 +11,31 @@ with an ``Engine`` subclass, and a line in ``ENGINES``; it writes ``build --parq
 table with nothing more (``Engine.write_tables``), and in its shard tasks if it wants to.
 
     with open_engine("spark", BuildOptions(spark_master="local[2]")) as engine:
-        statuses = engine.index(archives, cdx_dir, "cdxj", skip_existing=True)
+        statuses = engine.index(archives, cdx_dir, tasks.Indexing(cdx_format="cdxj"))
         split_lines = engine.sample(cdx_files, shards, splits_dir)
         engine.table = columnar.Table("table", "my-crawl", 100_000, "zstd")  # or None
         stats = engine.write_cluster(cdx_files, split_lines, shards, 3000, cluster_dir)
         # the table's files of the shards whose task did not write them
         tables = engine.write_tables(cluster_dir, [s for s in stats if "table" not in stats[s]])
 
-Settings are an options object (``options.BuildOptions``, ``CopyOptions``); an engine
-reads those it has use for (``options.ENGINE``) when it is made.
+Settings are dataclasses. An engine is made with its ``Settings`` (``Engine.Settings``,
+or a subclass of it that adds what the engine reads: ``LocalEngine.Settings``...), which
+``open_engine`` makes from an options object (``options.BuildOptions``, ``CopyOptions``:
+the attributes named as its fields). The settings of a step's tasks are objects too,
+handed to every task as they are: ``tasks.Indexing`` (``index``), ``write.ChunkSettings``
+(``copy``); the mrjob engine hands them to a job as its command line (``command_line``).
+So an option that a task reads is declared in ``options``, given a field in its task's
+settings and read by the task; no engine names it.
 """
 import importlib
 import os
 import re
+from dataclasses import dataclass
 
+from .. import options
+from ..copy.write import run_chunk
 from ..util.errors import TaskFailed
+from ..util.wire import Wire, option_field
 
 # Engine name -> the module of this package that runs it
 ENGINES = {
@@ -61,15 +71,25 @@ def task_failure(traceback, what):
     return TaskFailed(f"{what} failed: {last}")
 
 
+@dataclass(frozen=True)
+class Settings(Wire):
+    """What every engine is made with (an engine's own ``Settings`` adds to it)."""
+    verbose: bool = option_field(options.VERBOSE)
+
+
 class Engine:
     """Runs steps as tasks; a context manager, whose end frees what the engine holds.
 
     Each step's tasks write their outputs themselves (through ``storage``, atomically),
     and the step returns what the tasks returned.
     """
+    Settings = Settings
 
-    def __init__(self, name, settings):
+    def __init__(self, name, settings=None):
+        """``settings``: an options object, or settings, whose attributes named as the
+        fields of ``self.Settings`` give them (the others keep their defaults)."""
         self.name = name
+        self.settings = self.Settings.of(settings)
         # a progress.Progress the driver shows its steps on: an engine may show what a
         # step is doing on it (a line of its own where it is not drawn)
         self.progress = None
@@ -99,12 +119,10 @@ class Engine:
         from ..build.indexprep import prepare
         return prepare(sources, out_dir, on_error, done)
 
-    def index(self, archives, cdx_dir, cdx_format, skip_existing, cdx_fields="pywb",
-              zstd_dictionary=None):
-        """Index each ``discovery.Archive`` into ``cdx_dir`` (``tasks.index_archive``, problems
-        reported, never raised); the status dict of each archive, in any order.
-        ``zstd_dictionary``: the dictionary file (absolute) of .warc.zst archives without
-        their own."""
+    def index(self, archives, cdx_dir, settings):
+        """Index each ``discovery.Archive`` into ``cdx_dir`` (``tasks.index_archive``) as
+        ``settings`` (a ``tasks.Indexing``) say; the ``tasks.IndexStatus`` of each archive,
+        in any order."""
         raise NotImplementedError
 
     def sample(self, cdx_files, shards, splits_dir):
@@ -146,21 +164,26 @@ class Engine:
         with process_pool(workers) as pool, watching(pool):
             return dict(zip(shards, pool.map(write_shard_table, *zip(*calls))))
 
-    def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None,
-             zstd_dictionary=None):
-        """Copy each planned chunk into ``output`` (``copy.run_chunk``); the status of each.
-        ``progress_dir``: a local directory the tasks report progress in (if
-        ``tasks_here``); ``zstd_dictionary``: the dictionary file of .warc.zst sources
-        without their own."""
+    def copy(self, chunk_paths, settings):
+        """Copy each planned chunk as ``settings`` (a ``write.ChunkSettings``: its
+        ``progress_dir`` only if ``tasks_here``) say, a task each (``write.run_chunk``);
+        the ``write.ChunkStatus`` of each, in order."""
+        chunk_paths = list(chunk_paths)
+        if not chunk_paths:
+            return []
+        return self.each("copy", run_chunk, chunk_paths, settings)
+
+    def each(self, step, task, items, settings):
+        """``task(item, settings)`` for each of ``items``, a task each, as this engine runs
+        tasks; what each returned, in order. ``step`` names the step (the mrjob engine runs
+        its job)."""
         raise NotImplementedError
 
 
 def open_engine(name, settings=None):
-    """The engine called ``name`` (see ``ENGINES``), made with ``settings``."""
+    """The engine called ``name`` (see ``ENGINES``), made with ``settings`` (an options
+    object: see ``Engine``; None: the defaults)."""
     if name not in ENGINES:
         raise ValueError(f"unknown engine {name!r}: expected one of {', '.join(ENGINES)}")
-    if settings is None:
-        from ..options import BuildOptions
-        settings = BuildOptions()
     module = importlib.import_module(f"{__name__}.{ENGINES[name]}")
     return module.ENGINE(name, settings)

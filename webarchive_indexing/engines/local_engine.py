@@ -2,7 +2,7 @@
 files instead of sorting every line (``--runner local``, the default of ``build``).
 
     with open_engine("local", BuildOptions(shards=4, workers=2)) as engine:
-        statuses = engine.index(archives, "out/cdx", "cdxj", skip_existing=True)
+        statuses = engine.index(archives, "out/cdx", tasks.Indexing(cdx_format="cdxj"))
         split_lines = engine.sample(cdx_files, 4, "out")
         stats = engine.write_cluster(cdx_files, split_lines, 4, 3000, cluster_dir)
 
@@ -23,9 +23,9 @@ files instead of sorting every line (``--runner local``, the default of ``build`
 4. **copy**: one task per planned chunk (``copy.run_chunk``), as the copy job.
 
 The cluster is byte-identical to the one mrjob's runners and Spark write from the same
-inputs and split points. Settings (``options.ENGINE``): ``workers`` (default: the cores
-this process may use), ``fan_in`` (files a task opens at once; fewer where the limit of
-open files is lower) and ``work_dir`` (where
+inputs and split points. Settings (``LocalEngine.Settings``): ``workers`` (default: the
+cores this process may use), ``fan_in`` (files a task opens at once; fewer where the limit
+of open files is lower) and ``work_dir`` (where
 the runs go: as much room as the CDX lines uncompressed; deleted when the engine closes).
 """
 import math
@@ -33,14 +33,17 @@ import os
 import re
 import shutil
 import tempfile
+from dataclasses import dataclass
 
 from ..cdx import cdxmeta, splits
 from ..build import merge, tasks
 from .. import storage
 from ..storage.lock import running
 from ..zipnum.shardrun import ClusterChanged, Removal
+from .. import options
 from ..util.workers import process_pool
-from . import Engine, StepFailed
+from ..util.wire import option_field
+from . import Engine, Settings, StepFailed
 
 SCALER = 100
 # Each archive's stored sample holds this many times its share of the cluster's sample
@@ -77,10 +80,9 @@ def archive_sample_size(shards, archives, scaler=SCALER):
     return min(size, SAMPLE_MARGIN * math.ceil(size / max(1, archives)) + SAMPLE_SLACK)
 
 
-def _index(path, name, cdx_dir, fmt, skip_existing, sample_size, cdx_fields, zstd_dictionary):
-    status = tasks.index_archive(path, name, cdx_dir, fmt, skip_existing, "skip", sample_size,
-                                 cdx_fields, zstd_dictionary)
-    return status, cdxmeta.read(status["cdx"]), storage.size(status["cdx"])
+def _index(path, name, cdx_dir, settings, sample_size):
+    status = tasks.index_archive(path, name, cdx_dir, settings, sample_size)
+    return status, cdxmeta.read(status.cdx), storage.size(status.cdx)
 
 
 def _size(path):
@@ -91,25 +93,30 @@ def _size(path):
         return 0
 
 
-def _copy(path, output, warc_prefix, threads, retries, progress_dir, zstd_dictionary):
-    from ..copy import run_chunk
-    return run_chunk(path, output, warc_prefix, threads, retries, progress_dir,
-                     zstd_dictionary=zstd_dictionary)
+@dataclass(frozen=True)
+class LocalSettings(Settings):
+    workers: int = option_field(options.WORKERS)
+    fan_in: int = option_field(options.FAN_IN)
+    work_dir: str = option_field(options.WORK_DIR)
+    # sizes the archives' stored samples; a later build with more shards still gets
+    # exact split points, by sampling some CDX files whole
+    shards: int = None
+    # lines of archives an update takes out, left out of index inputs as they are read
+    remove: tuple = ()
 
 
 class LocalEngine(Engine):
     """The steps on ``settings.workers`` processes (see the module)."""
+    Settings = LocalSettings
 
-    def __init__(self, name, settings):
+    def __init__(self, name, settings=None):
         super().__init__(name, settings)
+        settings = self.settings
         self.workers = settings.workers or workers_available()
         self.asked_fan_in, self.work_parent = settings.fan_in, settings.work_dir
-        # sizes the archives' stored samples; a later build with more shards still gets
-        # exact split points, by sampling some CDX files whole
-        self.shards = getattr(settings, "shards", None) or 1
+        self.shards = settings.shards or 1
         self.memory = merge.MEMORY
-        # lines of archives an update takes out, left out of index inputs as they are read
-        self.remove = list(getattr(settings, "remove", None) or ())
+        self.remove = list(settings.remove or ())
         self.metas, self.sizes = {}, {}
         self._pool = self._work = None
         self._runs = None  # (the CDX files, their runs, a sample of their lines)
@@ -121,6 +128,13 @@ class LocalEngine(Engine):
         if self._pool is None:
             self._pool = process_pool(self.workers)
         return self._pool
+
+    @property
+    def merging(self):
+        """How this engine merges (``merge.Merging``): the pool and the work directory made
+        when first needed."""
+        return merge.Merging(self.pool, self.work, self.workers, self.fan_in, self.memory,
+                             self.substeps)
 
     @property
     def fan_in(self):
@@ -153,17 +167,17 @@ class LocalEngine(Engine):
     def _tasks(self, function, calls):
         return merge.run_tasks(self.pool, function, calls)
 
-    def index(self, archives, cdx_dir, cdx_format, skip_existing, cdx_fields="pywb",
-              zstd_dictionary=None):
+    def each(self, step, task, items, settings):
+        return self._tasks(task, [(item, settings) for item in items])
+
+    def index(self, archives, cdx_dir, settings):
         if not archives:
             return []
         size = archive_sample_size(self.shards, len(archives))
         statuses = []
         for status, meta, cdx_size in self._tasks(_index, [
-                (a.path, a.name, cdx_dir, cdx_format, skip_existing, size, cdx_fields,
-                 zstd_dictionary)
-                for a in archives]):
-            self.metas[status["cdx"]], self.sizes[status["cdx"]] = meta, cdx_size
+                (a.path, a.name, cdx_dir, settings, size) for a in archives]):
+            self.metas[status.cdx], self.sizes[status.cdx] = meta, cdx_size
             statuses.append(status)
         return statuses
 
@@ -187,9 +201,7 @@ class LocalEngine(Engine):
     def _make_runs(self, inputs, sampled, sample_size, removal=None):
         sizes = [self.sizes.get(item) or _size(merge.input_key(item)) for item in inputs]
         try:
-            return merge.make_runs(self.pool, inputs, sizes, self.work, self.workers,
-                                        sampled, sample_size, self.fan_in, self.memory, removal,
-                                        self.substeps)
+            return merge.make_runs(self.merging, inputs, sizes, sampled, sample_size, removal)
         except merge.InputFailed as exc:
             raise StepFailed(f"cannot read the CDX file {exc}") from None
 
@@ -198,8 +210,7 @@ class LocalEngine(Engine):
         ``pairs`` with the index inputs' sample."""
         index_runs, index_pairs = self._indexes
         if index_runs:
-            run_list = merge.merge_rounds(self.pool, run_list + index_runs, self.work,
-                                               self.fan_in, self.memory, self.substeps)
+            run_list = merge.merge_rounds(self.merging, run_list + index_runs)
         return run_list, pairs + index_pairs
 
     def sample(self, cdx_files, shards, splits_dir):
@@ -231,9 +242,8 @@ class LocalEngine(Engine):
     def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
         run_list, sample_lines = self._runs_of(cdx_files, shards)
         try:
-            return merge.write_shards(self.pool, run_list, split_lines, sample_lines,
-                                           cluster_dir, self.work, lines_per_block, self.workers,
-                                           self.memory, progress=self.substeps)
+            return merge.write_shards(self.merging, run_list, split_lines, sample_lines,
+                                      cluster_dir, lines_per_block)
         except merge.InputFailed as exc:
             raise StepFailed(f"cannot read {exc}") from None
 
@@ -243,19 +253,11 @@ class LocalEngine(Engine):
         run_list, sample_lines = self._runs_of(cdx_files, len(split_lines) + 1,
                                                removal.of_globs())
         try:
-            return update_shards(self.pool, run_list, sample_lines, old_cluster, split_lines,
-                                 removal, cluster_dir, self.work, lines_per_block, self.workers,
-                                 self.memory, self.substeps)
+            return update_shards(self.merging, run_list, sample_lines, old_cluster, split_lines,
+                                 removal, cluster_dir, lines_per_block)
         except ClusterChanged as exc:
             raise StepFailed(str(exc)) from None
 
-    def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None,
-             zstd_dictionary=None):
-        chunk_paths = list(chunk_paths)
-        if not chunk_paths:
-            return []
-        return self._tasks(_copy, [(path, output, warc_prefix, threads, retries, progress_dir,
-                                    zstd_dictionary) for path in chunk_paths])
 
 
 class _Indented:

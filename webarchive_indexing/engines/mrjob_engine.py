@@ -1,20 +1,26 @@
 """The MRJob jobs of ``jobs/``, run with one of mrjob's runners (``RUNNERS``: the engine
 ``mrjob`` is mrjob's local runner; ``inline``, ``hadoop``, ``emr``; ``settings.mrjob_conf``
-is the mrjob.conf, else none).
+is the mrjob.conf, else none). A task's settings (``tasks.Indexing``, ``write.ChunkSettings``)
+reach its job as options (``command_line``), which the job reads back (``parsed``).
 
 The tasks read archives and write CDX files, splits, shards and copies themselves,
 through ``storage``; what a job takes as input (the list of archives, the CDX files, the
 split points, the chunks of a copy) is staged in a local work directory first, because
 mrjob's inline and local runners read job input from local disk only.
 """
+import importlib
 import os
 import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
-from .. import storage
+from .. import options, storage
+from ..build.tasks import IndexStatus
 from ..cdx.splits import format_splits
-from . import Engine, task_failure
+from ..copy.write import ChunkStatus
+from ..util.wire import option_field
+from . import Engine, Settings, task_failure
 
 # Parallel downloads of CDX files from S3 to local disk
 STAGING_THREADS = 16
@@ -57,11 +63,17 @@ def _task_failure(runner, exc, job):
         return None
 
 
-class MrjobEngine(Engine):
+@dataclass(frozen=True)
+class MrjobSettings(Settings):
+    mrjob_conf: str = option_field(options.MRJOB_CONF)
 
-    def __init__(self, name, settings):
+
+class MrjobEngine(Engine):
+    Settings = MrjobSettings
+
+    def __init__(self, name, settings=None):
         super().__init__(name, settings)
-        self.conf_path = settings.mrjob_conf
+        self.conf_path = self.settings.mrjob_conf
         self.staged = {}
         self._work = None
 
@@ -106,21 +118,17 @@ class MrjobEngine(Engine):
         self.staged.update(zip(missing, staged))
         return [self.staged[p] for p in paths]
 
-    def index(self, archives, cdx_dir, cdx_format, skip_existing, cdx_fields="pywb",
-              zstd_dictionary=None):
+    def index(self, archives, cdx_dir, settings):
         from ..jobs.index_warcs import IndexWarcsJob
         if not archives:
             return []
-        args = ["--cdx-dir", cdx_dir, "--cdx-format", cdx_format, "--cdx-fields", cdx_fields,
-                "--on-error", "skip", "--skip-existing" if skip_existing else "--no-skip-existing"]
-        if zstd_dictionary:
-            args += ["--zstd-dictionary", zstd_dictionary]
+        args = ["--cdx-dir", cdx_dir, *settings.command_line()]
         # the job names each archive again from its path, relative to the longest root
         # holding it: the root each name was made relative to is that root
         for root in sorted({archive.root for archive in archives if archive.root}):
             args += ["--input-root", root]
-        return self._run(IndexWarcsJob, args + [self._manifest("archives.txt",
-                                                                (a.path for a in archives))])
+        return [IndexStatus.from_dict(status) for status in self._run(
+            IndexWarcsJob, args + [self._manifest("archives.txt", (a.path for a in archives))])]
 
     def sample(self, cdx_files, shards, splits_dir):
         from ..jobs.sample_splits import SampleSplitsJob
@@ -142,19 +150,17 @@ class MrjobEngine(Engine):
         written = self._run(ZipClusterJob, args + self._local(cdx_files))
         return {s["shard"]: s for s in written}
 
-    def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None,
-             zstd_dictionary=None):
-        from ..jobs.remote_copy import RemoteCopyJob
-        chunk_paths = list(chunk_paths)
-        if not chunk_paths:
-            return []
-        args = ["--copy-dir", output, "--warc-prefix", warc_prefix, "--threads", str(threads),
-                "--retries", str(retries)]
-        if progress_dir:
-            args += ["--progress-dir", progress_dir]
-        if zstd_dictionary:
-            args += ["--zstd-dictionary", zstd_dictionary]
-        return self._run(RemoteCopyJob, args + [self._manifest("chunks.txt", chunk_paths)])
+    def each(self, step, task, items, settings):
+        """The job of ``step`` (``JOBS``), whose tasks run ``task``, with ``settings`` as its
+        options, over a manifest of ``items``."""
+        module, name, status = JOBS[step]
+        job = getattr(importlib.import_module(f"..jobs.{module}", __package__), name)
+        return [status.from_dict(value) for value in self._run(
+            job, settings.command_line() + [self._manifest(f"{step}.txt", items)])]
+
+
+# Step -> the job that runs its tasks (module of ``jobs``, class) and what they hand back
+JOBS = {"copy": ("remote_copy", "RemoteCopyJob", ChunkStatus)}
 
 
 ENGINE = MrjobEngine

@@ -14,8 +14,8 @@ master, else ``local[*]``) and stops when it is closed.
 
 1. **index** (:func:`index_archives`): the archives are parallelized
    ``archives_per_task`` per partition; each task runs ``tasks.index_archive``
-   (always with ``on_error="skip"``, as ``build`` does, so that every
-   problem is listed) and returns its status dict and the size of its CDX file.
+   (with ``on_error="skip"``, as ``build`` hands it, so that every
+   problem is listed) and returns its ``IndexStatus`` and the size of its CDX file.
 2. **sample** (:func:`sample_splits`): the per-archive CDX files, grouped into
    partitions of about ``cdx_bytes_per_task`` (like the mrjob jobs'
    CombineTextInputFormat split size), are read line by line; each partition keeps
@@ -31,7 +31,8 @@ master, else ``local[*]``) and stops when it is closed.
    empty ones included, writes its shard with ``tasks.write_shard`` (and, with
    ``build --parquet``, the shard's files of the table, from the same lines).
 
-4. **copy** (:func:`copy_chunks`): one task per planned chunk, ``copy.run_chunk``.
+4. **copy** (``Engine.copy``, through :meth:`SparkEngine.each`): one task per planned
+   chunk, ``copy.run_chunk``.
 
 ``build`` then publishes the cluster (``publish``), as with every engine.
 
@@ -55,14 +56,17 @@ import os
 import signal
 import subprocess
 import sys
+from dataclasses import dataclass
 
 from ..cdx import splits
 from ..build import tasks
 from .. import storage
 from ..cdx.cdxline import is_cdx_line
+from .. import options
 from ..options import DEFAULT_CDX_BYTES_PER_TASK as CDX_BYTES_PER_TASK
+from ..util.wire import option_field
 from ..zipnum.layout import LINES_PER_BLOCK
-from . import Engine, StepFailed, task_failure
+from . import Engine, Settings, StepFailed, task_failure
 
 SCALER = 100
 
@@ -123,13 +127,13 @@ def cdx_lines_rdd(sc, cdx_files, cdx_bytes_per_task=CDX_BYTES_PER_TASK, sizes=No
 
 # -- the three steps -------------------------------------------------------------------------
 
-def index_archives(sc, archives, cdx_dir, cdx_format="cdxj", skip_existing=True,
-                   archives_per_task=1, cdx_fields="pywb", zstd_dictionary=None):
-    """Step 1: index each ``discovery.Archive`` into ``cdx_dir``; ``(statuses, sizes)``: the
-    status dicts of ``tasks.index_archive`` and the size of each CDX file, in input order.
+def index_archives(sc, archives, cdx_dir, settings=tasks.Indexing(), archives_per_task=1):
+    """Step 1: index each ``discovery.Archive`` into ``cdx_dir`` as ``settings`` (a
+    ``tasks.Indexing``) say; ``(statuses, sizes)``: the ``tasks.IndexStatus`` of each
+    archive and the size of its CDX file, in input order.
 
-    Problems never fail a task: they are in each status's ``errors`` (the caller
-    decides, as ``build`` does with ``--on-error``). The sizes (for
+    With ``on_error="skip"`` (``build``'s) problems never fail a task: they are in each
+    status's ``errors`` (the caller decides, as ``build`` does with ``--on-error``). The sizes (for
     grouping CDX files into tasks) are taken in the tasks, not by the driver one
     request at a time.
     """
@@ -139,9 +143,8 @@ def index_archives(sc, archives, cdx_dir, cdx_format="cdxj", skip_existing=True,
 
     def index(item):
         path, name = item
-        status = tasks.index_archive(path, name, cdx_dir, cdx_format, skip_existing, "skip",
-                                     cdx_fields=cdx_fields, zstd_dictionary=zstd_dictionary)
-        return status, storage.size(status["cdx"])
+        status = tasks.index_archive(path, name, cdx_dir, settings)
+        return status, storage.size(status.cdx)
 
     done = sc.parallelize(work, math.ceil(len(work) / archives_per_task)).map(index).collect()
     return [status for status, _ in done], [size for _, size in done]
@@ -216,28 +219,24 @@ def write_cluster(sc, cdx_files, split_lines, shards, cluster_dir,
     return stats
 
 
-def copy_chunks(sc, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None,
-                zstd_dictionary=None):
-    """``copy.run_chunk`` for each chunk as a Spark task (one chunk a partition); the statuses."""
-    chunk_paths = list(chunk_paths)
-    if not chunk_paths:
-        return []
-
-    def task(path):
-        from ..copy import run_chunk
-        return run_chunk(path, output, warc_prefix, threads, retries, progress_dir,
-                         zstd_dictionary=zstd_dictionary)
-
-    return sc.parallelize(chunk_paths, len(chunk_paths)).map(task).collect()
-
-
 # -- the engine ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SparkSettings(Settings):
+    spark_master: str = option_field(options.SPARK_MASTER)
+    archives_per_task: int = option_field(options.ARCHIVES_PER_TASK)
+    cdx_bytes_per_task: int = option_field(options.CDX_BYTES_PER_TASK)
+    # a SparkContext to run on (and leave running), else the active one or one made here
+    spark_context: object = None
+
 
 class SparkEngine(Engine):
     """The steps as Spark jobs (see the module)."""
+    Settings = SparkSettings
 
-    def __init__(self, name, settings):
+    def __init__(self, name, settings=None):
         super().__init__(name, settings)
+        settings = self.settings
         self.master, self.verbose = settings.spark_master, settings.verbose
         self.archives_per_task = settings.archives_per_task
         self.cdx_bytes_per_task = settings.cdx_bytes_per_task
@@ -301,11 +300,14 @@ class SparkEngine(Engine):
             return f"(pid {process.pid}) was killed by {signal.Signals(-status).name}"
         return f"(pid {process.pid}) exited with status {status}"
 
-    def index(self, archives, cdx_dir, cdx_format, skip_existing, cdx_fields="pywb",
-              zstd_dictionary=None):
-        statuses, self.sizes = self._run("index", index_archives, archives, cdx_dir, cdx_format,
-                                         skip_existing, self.archives_per_task, cdx_fields,
-                                         zstd_dictionary)
+    def each(self, step, task, items, settings):
+        def run(sc):
+            return sc.parallelize(items, len(items)).map(lambda item: task(item, settings)).collect()
+        return self._run(step, run)
+
+    def index(self, archives, cdx_dir, settings):
+        statuses, self.sizes = self._run("index", index_archives, archives, cdx_dir, settings,
+                                         self.archives_per_task)
         return statuses
 
     def _sizes(self, cdx_files):
@@ -324,11 +326,6 @@ class SparkEngine(Engine):
         return self._run("cluster", write_cluster, cdx_files, split_lines, shards, cluster_dir,
                          lines_per_block, self.cdx_bytes_per_task, self._sizes(cdx_files),
                          self.table)
-
-    def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None,
-             zstd_dictionary=None):
-        return self._run("copy", copy_chunks, chunk_paths, output, warc_prefix, threads,
-                         retries, progress_dir, zstd_dictionary)
 
 
 def _not_from_py4j(record):
