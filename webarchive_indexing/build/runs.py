@@ -1,4 +1,5 @@
-"""Sorted runs of CDX lines: read, checked, sorted in bounded memory, merged, kept on disk.
+"""Sorted runs of CDX lines (read by ``cdx/cdxfile.py``): checked, sorted in bounded memory,
+merged, kept on disk.
 
 Lines here are ``bytes`` without their newline, UTF-8, compared bytewise: the order of
 ``str`` code points, of ``LC_ALL=C sort`` and of Hadoop's ``Text``, which the jobs use.

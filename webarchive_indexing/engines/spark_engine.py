@@ -35,9 +35,10 @@ master, else ``local[*]``) and stops when it is closed.
 
 ``build`` then publishes the cluster (``publish``), as with every engine.
 
-CDX files are read in the tasks (not with ``sc.textFile``): Hadoop's line reader
-also ends lines at a bare ``\\r``, which may occur inside a CDX line; here, as in
-mrjob, lines end at ``\\n`` only and lose trailing ``\\r``/``\\n`` characters.
+CDX files are read in the tasks (not with ``sc.textFile``), a chunk at a time by
+``cdx/cdxfile.py``, the reader of every engine: Hadoop's line reader also ends lines at
+a bare ``\\r``, which may occur inside a CDX line; here, as in mrjob, lines end at
+``\\n`` only and lose trailing ``\\r`` characters.
 
 Inputs and output may be local or ``s3://`` (boto3, through ``storage``, in the
 driver and in the tasks; Hadoop's file systems are not involved). Tasks write
