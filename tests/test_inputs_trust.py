@@ -13,7 +13,8 @@ import sys
 import pytest
 
 from webarchive_indexing import cli
-from webarchive_indexing.inputs.discovery import MANIFEST_LINE_MAX, InputError, expand
+from webarchive_indexing.inputs.discovery import InputError, expand
+from webarchive_indexing.inputs.manifests import MANIFEST_LINE_MAX
 
 SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "samples")
 EXAMPLE = os.path.join(SAMPLES, "example.warc.gz")  # 2 captures of example.com

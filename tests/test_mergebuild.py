@@ -8,7 +8,7 @@ from concurrent.futures import Future
 import pytest
 
 from webarchive_indexing.build import merge, runs
-from webarchive_indexing.cdx import splits
+from webarchive_indexing.cdx import cdxfile, splits
 from webarchive_indexing.zipnum import layout
 from webarchive_indexing.engines.local_engine import process_pool
 
@@ -134,7 +134,7 @@ def test_many_small_files_within_a_low_fan_in(tmp_path, monkeypatch):
     rng = random.Random(11)
     paths, lines = write_inputs(str(tmp_path), rng, 60, 8)
     opened, most = [0], [0]
-    read_chunks, run_chunks = runs.read_chunks, runs.Run.chunks
+    read_chunks, run_chunks = cdxfile.read_chunks, runs.Run.chunks
 
     def counting(function):
         def counted(*args):
@@ -146,7 +146,7 @@ def test_many_small_files_within_a_low_fan_in(tmp_path, monkeypatch):
                 opened[0] -= 1
         return counted
 
-    monkeypatch.setattr(runs, "read_chunks", counting(read_chunks))
+    monkeypatch.setattr(cdxfile, "read_chunks", counting(read_chunks))
     monkeypatch.setattr(runs.Run, "chunks", counting(run_chunks))
     steps = Steps()
     cluster, split_lines, _, run_list, _ = build(Inline(), tmp_path, paths, 3, 5, 2, fan_in=3,

@@ -9,6 +9,7 @@ from mrjob.protocol import RawValueProtocol
 from mrjob.util import to_lines
 
 from webarchive_indexing.build import runs
+from webarchive_indexing.cdx import cdxfile
 from webarchive_indexing.cdx.cdxline import is_cdx_line
 
 
@@ -51,7 +52,7 @@ AWKWARD = b"".join([
 def test_read_chunks_gives_what_mrjobs_mappers_get(tmp_path, chunk_bytes, compress):
     path = tmp_path / ("x.cdx.gz" if compress else "x.cdx")
     path.write_bytes(gzip.compress(AWKWARD) if compress else AWKWARD)
-    got = [line for chunk in runs.read_chunks(str(path), chunk_bytes) for line in chunk]
+    got = [line for chunk in cdxfile.read_chunks(str(path), chunk_bytes) for line in chunk]
     assert got == mrjob_view(AWKWARD)
     assert b"com,example)/caf\xc3\xa9 20240101000000 latin-1" in got
     assert len(got) == 8 and got[-1] == b"com,example)/z 20240101000000 last line without a newline"
@@ -65,7 +66,7 @@ def test_the_ascii_filter_is_the_jobs_filter_on_every_ascii_byte():
                      char + b"b 1 x", b"ab 1 " + char):
             if b"\n" in line:
                 continue
-            fast = runs.cdx_lines([line], ascii_only=True, returns=False) == [line]
+            fast = cdxfile.cdx_lines([line], ascii_only=True, returns=False) == [line]
             assert fast == is_cdx_line(line.decode("ascii")), line
 
 

@@ -121,7 +121,7 @@ def prepare(sources, out_dir, on_error="fail", done=None):
     files, errors, warnings, lines = [], [], [], 0
     for number, source in enumerate(sources):
         stem = INDEX_SUFFIX.sub("", storage.safe_path(source.name.rsplit("/", 1)[-1]))
-        target = storage.join(work, f"{number:05d}-{stem}.cdx.gz")
+        target = storage.below(work, f"{number:05d}-{stem}.cdx.gz")
         failed = None
         if source.kind == "cdx":
             try:

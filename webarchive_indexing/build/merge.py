@@ -42,10 +42,9 @@ import tempfile
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from isal import isal_zlib
-
 from . import runs
-from ..cdx import splits
+from ..cdx import cdxfile, splits
+from ..cdx.cdxfile import IndexInputError
 from .. import storage
 from ..zipnum import layout
 from ..util.progress import counted
@@ -173,8 +172,10 @@ def make_run(task):
 
 def _read(path, size):
     try:
-        yield from runs.read_chunks(path, size)
-    except (OSError, EOFError, ValueError, isal_zlib.error) as exc:
+        yield from cdxfile.read_chunks(path, size)
+    except IndexInputError as exc:
+        raise InputFailed(path, exc.reason) from exc
+    except OSError as exc:
         if storage.of_environment(exc):
             raise
         raise InputFailed(path, str(exc) or type(exc).__name__) from exc
@@ -185,7 +186,6 @@ def _read_source(source, size, ordered, reports):
     ``NotSorted`` when ``ordered`` and it is not; once read whole, or until a failure
     (the lines before it are kept, as the jobs get them), what was found goes to
     ``reports``."""
-    from ..inputs.indexes import IndexInputError
     from .indexprep import report
     failed = None
     try:

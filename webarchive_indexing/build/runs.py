@@ -1,4 +1,5 @@
-"""Sorted runs of CDX lines: read, checked, sorted in bounded memory, merged, kept on disk.
+"""Sorted runs of CDX lines (read by ``cdx/cdxfile.py``): checked, sorted in bounded memory,
+merged, kept on disk.
 
 Lines here are ``bytes`` without their newline, UTF-8, compared bytewise: the order of
 ``str`` code points, of ``LC_ALL=C sort`` and of Hadoop's ``Text``, which the jobs use.
@@ -7,10 +8,6 @@ stream starting at or after the end of the one before. Working a chunk at a time
 the per-line work in C (``bytes.split``, ``list.sort``, ``bisect``) and memory bounded
 by the chunk size, whatever the input size.
 
-* :func:`read_chunks`: the CDX lines of a CDX file (plain or gzipped) exactly as the
-  MRJob jobs' mappers get them: lines end at ``\\n`` and lose trailing ``\\r``; a line
-  that is not UTF-8 is read as latin-1 (mrjob's ``RawValueProtocol``) and so comes out
-  as the UTF-8 of those characters; only lines that ``cdxline.is_cdx_line`` accepts.
 * :func:`checked`: passes a stream's chunks on, raising :class:`NotSorted` before the
   first chunk out of order.
 * :func:`merge`: the k-way merge of sorted streams, a round at a time: every line up to
@@ -26,23 +23,17 @@ by the chunk size, whatever the input size.
 Usage::
 
     with RunWriter("/tmp/all.run") as out:
-        for chunk in merge([checked(read_chunks(p), p) for p in paths]):
+        for chunk in merge([checked(cdxfile.read_chunks(p), p) for p in paths]):
             out.write(chunk)
     run = out.run
     below, offset = run.position(b"com,example)/")
 """
 import array
 import bisect
-import contextlib
-import io
 import itertools
 import mmap
 import operator
 import os
-import re
-
-from .. import storage
-from ..cdx.cdxline import is_cdx_line
 
 # Bytes read at a time from one stream; a merge of n streams reads less from each when
 # n * CHUNK_BYTES * HELD_PER_CHUNK is more than its memory, but not under MIN_CHUNK_BYTES.
@@ -50,17 +41,12 @@ CHUNK_BYTES = 1 << 20
 MIN_CHUNK_BYTES = 64 << 10
 # What a stream being merged holds, in chunks: its chunk as lines (a bytes object each),
 # the inflated piece being cut into lines, the compressed bytes being inflated, and its
-# share of the merge's output (measured: a gzipped CDX file read in 1 MiB chunks holds
-# about 4 MiB; through indexinputs' reader, about 7 MiB)
+# share of the merge's output (measured, tracemalloc: a gzipped CDX file read in 1 MiB
+# chunks by cdxfile.read_chunks holds about 6 MiB; through inputs.indexes' checks, 7 MiB)
 HELD_PER_CHUNK = 8
 # Lines between two entries of a run's index: 8 bytes per entry, and a lookup reads at
 # most this many lines after its binary search.
 INDEX_EVERY = 256
-
-# cdxline.CDX_LINE (``\S+ \d+ ``, on str) for ASCII bytes: str's \s also holds \x1c-\x1f
-# there, bytes' \s does not; str's \d is [0-9] on ASCII. Lines with other bytes take
-# the slow path, which decodes them as the jobs do.
-_ASCII_CDX_LINE = re.compile(rb"[^\s\x1c-\x1f]+ [0-9]+ ")
 
 
 class NotSorted(ValueError):
@@ -69,62 +55,6 @@ class NotSorted(ValueError):
     def __init__(self, name, line):
         super().__init__(f"{name} is not sorted: {line[:200]!r} comes after a greater line")
         self.name = name
-
-
-def _job_line(raw):
-    """What a job's mapper makes of one line (after ``\\r`` is stripped): its UTF-8, or None."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = raw.decode("latin-1")
-    return text.encode("utf-8") if is_cdx_line(text) else None
-
-
-def cdx_lines(lines, ascii_only=False, returns=True):
-    """The CDX lines among ``lines`` (raw lines split at ``\\n``), as the jobs read them.
-
-    ``ascii_only`` says that no line holds a byte above 127: then one regular
-    expression decides, in C; ``returns=False`` that none holds a ``\\r``.
-    """
-    if returns:
-        lines = [line.rstrip(b"\r") for line in lines]
-    if ascii_only:
-        return list(filter(_ASCII_CDX_LINE.match, lines))
-    return [line for line in map(_job_line, lines) if line is not None]
-
-
-@contextlib.contextmanager
-def _open(path):
-    """A CDX file for reading, local or remote, inflated if its first bytes are gzip's."""
-    with storage.open_read(path) as raw:
-        fh = raw if hasattr(raw, "peek") else io.BufferedReader(raw)
-        if fh.peek(2)[:2] != b"\x1f\x8b":
-            yield fh
-            return
-        from isal import igzip
-        with igzip.IGzipFile(fileobj=fh, mode="rb") as inflated:
-            yield inflated
-
-
-def read_chunks(path, chunk_bytes=CHUNK_BYTES):
-    """The CDX lines of the file ``path`` (gzipped or not: its first bytes say), in file
-    order, as chunks of lines (see the module's notes for what counts as a line)."""
-    carry = b""
-    with _open(path) as fh:
-        while data := fh.read(chunk_bytes):
-            lines = data.split(b"\n")
-            lines[0] = carry + lines[0]
-            carry = lines.pop()
-            if not lines:
-                continue
-            chunk = cdx_lines(lines, data.isascii() and lines[0].isascii(),
-                              b"\r" in data or b"\r" in lines[0])
-            if chunk:
-                yield chunk
-    if carry:
-        chunk = cdx_lines([carry], carry.isascii())
-        if chunk:
-            yield chunk
 
 
 def _is_sorted(chunk):

@@ -39,18 +39,19 @@ class Failed(Exception):
 
 def source_path(warc_prefix, filename):
     """Where the record's archive is: ``filename`` (a CDX ``filename``) below
-    ``warc_prefix`` (a directory, or an ``s3://`` / ``http(s)://`` prefix). A name that
-    could lead anywhere else (absolute, a URI, with a ``..`` or empty first segment, a
-    backslash or a control character) raises ``Failed``: the index names what is read,
-    not where, and may come from someone else. Over HTTP the name is a path, every
-    character of it escaped (a ``%2e%2e`` is not a ``..``, a ``?`` not a query)."""
-    if (not filename or "://" in filename or filename.startswith("/") or "\\" in filename
-            or ".." in filename.split("/") or any(ord(c) < 32 or c == "\x7f" for c in filename)):
+    ``warc_prefix`` (a directory, or an ``s3://`` / ``http(s)://`` prefix), as
+    ``storage.below`` decides (a name that could lead anywhere else, a local one through
+    a symbolic link too, raises ``Failed``: the index names what is read, not where, and
+    may come from someone else). Over HTTP the name is a path, every character of it
+    escaped (a ``%2e%2e`` is not a ``..``, a ``?`` not a query)."""
+    try:
+        path = storage.below(warc_prefix, filename)
+    except storage.Outside:
         raise Failed(f"the CDX filename {filename!r} is not a name below --warc-prefix "
-                     f"{warc_prefix}: not read", permanent=True)
+                     f"{warc_prefix}: not read", permanent=True) from None
     if storage.backend_name(warc_prefix) == "web":
-        filename = urllib.parse.quote(filename, safe="/")
-    return storage.resolve(warc_prefix, filename)
+        return storage.resolve(warc_prefix, urllib.parse.quote(filename, safe="/"))
+    return path
 
 
 def unpack(data, length, path="", offset=0, zstd_dictionary=None, whole=True):

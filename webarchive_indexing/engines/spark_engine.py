@@ -36,9 +36,10 @@ master, else ``local[*]``) and stops when it is closed.
 
 ``build`` then publishes the cluster (``publish``), as with every engine.
 
-CDX files are read in the tasks (not with ``sc.textFile``): Hadoop's line reader
-also ends lines at a bare ``\\r``, which may occur inside a CDX line; here, as in
-mrjob, lines end at ``\\n`` only and lose trailing ``\\r``/``\\n`` characters.
+CDX files are read in the tasks (not with ``sc.textFile``), a chunk at a time by
+``cdx/cdxfile.py``, the reader of every engine: Hadoop's line reader also ends lines at
+a bare ``\\r``, which may occur inside a CDX line; here, as in mrjob, lines end at
+``\\n`` only and lose trailing ``\\r`` characters.
 
 Inputs and output may be local or ``s3://`` (boto3, through ``storage``, in the
 driver and in the tasks; Hadoop's file systems are not involved). Tasks write
@@ -47,7 +48,6 @@ rewrites the same bytes; the driver writes archives.txt, the splits,
 cluster.idx/.loc and publishes. Driver and executors must therefore see the same
 ``out_dir``: any path on local[N]; ``s3://`` or a shared file system on a cluster.
 """
-import gzip
 import heapq
 import itertools
 import logging
@@ -58,10 +58,9 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from ..cdx import splits
+from ..cdx import cdxfile, splits
 from ..build import tasks
 from .. import storage
-from ..cdx.cdxline import is_cdx_line
 from .. import options
 from ..options import DEFAULT_CDX_BYTES_PER_TASK as CDX_BYTES_PER_TASK
 from ..util.wire import option_field
@@ -74,23 +73,10 @@ SCALER = 100
 # -- reading CDX files in tasks ----------------------------------------------------------------
 
 def read_cdx_lines(path):
-    """The CDX lines of one (optionally gzipped) CDX file, as the mrjob jobs' mappers get them.
-
-    Lines end at ``\\n`` only; trailing ``\\r``/``\\n`` are stripped and each line is
-    decoded as UTF-8, falling back to latin-1 (mrjob's RawValueProtocol); blank
-    lines and the `` CDX`` header are left out (``cdxline.is_cdx_line``).
-    """
-    data = storage.read_bytes(path)
-    if path.endswith(".gz"):
-        data = gzip.decompress(data)
-    for raw in data.split(b"\n"):
-        raw = raw.rstrip(b"\r\n")
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            line = raw.decode("latin-1")
-        if is_cdx_line(line):
-            yield line
+    """The CDX lines (str) of one CDX file as the jobs read them (``cdxfile.read_chunks``:
+    every engine's reader), streamed a chunk at a time, never the whole file at once."""
+    for chunk in cdxfile.read_chunks(path):
+        yield from map(bytes.decode, chunk)
 
 
 def group_files(paths, max_bytes=CDX_BYTES_PER_TASK, sizes=None):

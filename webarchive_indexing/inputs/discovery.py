@@ -30,39 +30,21 @@ hold ``..``); the CDX file's path under the output directory is made from it by
 ``cdx_name``, which never leaves that directory (``storage.safe_path``).
 """
 import glob
-import gzip
 import os
 import re
 import stat
-import zlib
 from collections import namedtuple
 
 from .. import storage
-from ..warc.magic import ARCHIVE_STARTS, compression
+from .manifests import read_manifest
+from .names import (ARCHIVE_EXTENSIONS, CLUSTER_INDEX, INDEX_EXTENSIONS, SHARD_NAME, InputError,
+                    archive_stem, index_stem, kind_of, shown_name)
 
-ARCHIVE_EXTENSIONS = (".warc.gz", ".warc.zst", ".warc", ".arc.gz", ".arc")
-# Common Crawl publishes its file lists as warc.paths.gz
-MANIFEST_EXTENSIONS = (".paths", ".paths.gz", ".txt", ".lst", ".manifest")
-
-INDEX_EXTENSIONS = (".cdx", ".cdxj", ".cdx.gz", ".cdxj.gz")
-CLUSTER_EXTENSIONS = (".idx", ".summary")
-# What marks a directory as a ZipNum cluster when a directory is searched
-CLUSTER_INDEX = "cluster.idx"
 # What marks a copy's plan (its chunks are CDX files of the lines the copies give)
 COPY_PLAN, COPY_PLAN_LIST = "/plan/plan.json", "/plan/chunks.txt"
-# Common Crawl's published shards: read alone, each is a flat gzipped CDXJ file
-SHARD_NAME = re.compile(r"cdx-\d+\.gz\Z")
-# The 2012 Common Crawl URL index was published as url-index.<seconds>
-LEGACY_PREFIX = "url-index."
 # The usual archive name, whose CDX keeps Common Crawl's name: x.warc.gz -> x.cdx.gz
 USUAL_ARCHIVE = ".warc.gz"
 CDX_SUFFIX = ".cdx.gz"
-# Characters a CDX path never holds as they are: control characters and backslashes
-# The longest manifest line taken for a path (an S3 key holds 1024 bytes, a local path
-# 4096): a file of longer lines is no manifest, and is not read on into memory
-MANIFEST_LINE_MAX = 8192
-# The most of a line of input an error message quotes
-EXCERPT_MAX = 40
 # Names of the WARC family that a walk does not take: files being written (Heritrix's
 # .open, our .tmp- files), WAT/WET files (metadata and text made from WARCs), and
 # compressions not read
@@ -78,10 +60,6 @@ Index = namedtuple("Index", "path name kind")
 # What ``expand`` found: archives and indexes in input order, the inputs that named
 # nothing, the roots names are relative to, and warnings (dicts: file, offset, message)
 Found = namedtuple("Found", "archives indexes missing roots warnings")
-
-
-class InputError(ValueError):
-    pass
 
 
 def relative_name(path, roots):
@@ -103,7 +81,6 @@ def _holding_root(path, roots):
     return best
 
 
-
 def cdx_name(name):
     """The CDX file of an archive name, relative to the CDX directory: the name with
     ``.cdx.gz`` added, or for the usual ``.warc.gz`` in its place (``a/x.warc.gz`` ->
@@ -118,120 +95,6 @@ def cdx_name(name):
     if path.endswith(USUAL_ARCHIVE):
         return path[:-len(USUAL_ARCHIVE)] + CDX_SUFFIX
     return path + CDX_SUFFIX
-
-
-def archive_stem(name):
-    """An archive name without its extension: ``a/b/x.warc.gz`` -> ``a/b/x``."""
-    for ext in ARCHIVE_EXTENSIONS:
-        if name.endswith(ext):
-            return name[:-len(ext)]
-    return name
-
-
-def _index_stem(name):
-    for ext in INDEX_EXTENSIONS:
-        if name.endswith(ext):
-            return name[:-len(ext)]
-    return name
-
-
-def kind_of(path):
-    """"archive", "cdx", "cluster", "legacy" or "manifest" by the name of ``path``; a local
-    file named like none, or like a manifest (``.txt``), by its first bytes, as a CDX file
-    named ``.txt`` is an index; None for a remote one named like none."""
-    name = path.rsplit("/", 1)[-1]
-    if path.endswith(ARCHIVE_EXTENSIONS):
-        return "archive"
-    if path.endswith(INDEX_EXTENSIONS) or SHARD_NAME.match(name):
-        return "cdx"
-    if path.endswith(CLUSTER_EXTENSIONS):
-        return "cluster"
-    if name.startswith(LEGACY_PREFIX):
-        return "legacy"
-    manifest_name = path.endswith(MANIFEST_EXTENSIONS)
-    if not storage.is_local(path):
-        return "manifest" if manifest_name else None
-    return _sniff(path, manifest_name)
-
-
-def _sniff(path, manifest_name=False):
-    from .indexes import looks_like_cdx
-    from .legacy import looks_like_legacy
-    with open(path, "rb") as fh:
-        head = fh.read(4096)
-        size = os.fstat(fh.fileno()).st_size
-    if compression(head) == "gz":
-        try:  # what the first bytes inflate to (a cut stream gives what it can)
-            inflated = zlib.decompressobj(31).decompress(head)
-        except zlib.error:
-            inflated = b""
-        if looks_like_cdx(inflated):
-            return "cdx"
-        return "manifest" if manifest_name else "archive"
-    if head.startswith(ARCHIVE_STARTS):
-        return "archive"
-    if not manifest_name and looks_like_legacy(head, size):
-        return "legacy"
-    return "cdx" if looks_like_cdx(head) else "manifest"
-
-
-def excerpt(data):
-    """The start of ``data`` (bytes read from input), escaped and cut short, as a message
-    quotes it."""
-    return repr(bytes(data[:EXCERPT_MAX])) + ("..." if len(data) > EXCERPT_MAX else "")
-
-
-def shown_name(path):
-    """``path`` as a message can print it: bytes of a name that are not UTF-8 escaped."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace") if storage.is_local(path) else path
-
-
-def _manifest_problem(line):
-    """Why ``line`` (read with at most MANIFEST_LINE_MAX + 1 bytes) is no line of a
-    manifest, or None."""
-    if len(line) > MANIFEST_LINE_MAX:
-        return f"a line longer than {MANIFEST_LINE_MAX} bytes"
-    if b"\0" in line:
-        return f"a NUL byte (byte {line.index(bytes(1))} of the line)"
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"not UTF-8 text (byte {exc.start} of the line)"
-    return None
-
-
-def read_manifest(path):
-    """The paths listed in a manifest file (plain or gzipped, local or on S3), made absolute.
-
-    Local lines are normalized (``../x`` is the manifest directory's sibling); lines of
-    a remote manifest are joined to its prefix as they are (an S3 key is what it says).
-    A line is read up to MANIFEST_LINE_MAX bytes: a longer one, or one that is not text,
-    is an InputError naming its offset (a file of NUL bytes is no manifest).
-    """
-    base = storage.dirname(storage.abspath(path))
-    paths = []
-    with storage.open_read(path) as raw:
-        stream = gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw
-        offset = 0
-        while line := stream.readline(MANIFEST_LINE_MAX + 1):
-            problem = _manifest_problem(line)
-            if problem:
-                text = " of its text" if path.endswith(".gz") else ""
-                raise InputError(
-                    f"{shown_name(path)}: offset {offset}{text}: {problem}: {excerpt(line)}: "
-                    f"neither an archive ({' '.join(ARCHIVE_EXTENSIONS)}), nor an index, nor "
-                    "a manifest (a text file listing one archive a line); name an archive "
-                    "or an index as its kind is named")
-            offset += len(line)
-            line = line.decode("utf-8").strip()
-            if not line or line.startswith("#"):
-                continue
-            if storage.is_local(line):
-                line = storage.resolve(base, line)
-                if storage.is_local(line):
-                    line = os.path.normpath(line)
-            paths.append(line)
-    return base, paths
 
 
 def _not_regular(path):
@@ -344,7 +207,7 @@ def _walk(directory, outputs=(), notes=None):
             stems[archive_stem(path)] = stems[path] = path
     kept = []
     for kind, path in found:
-        archive = stems.get(_index_stem(path)) if kind == "cdx" else None
+        archive = stems.get(index_stem(path)) if kind == "cdx" else None
         if archive is None:
             kept.append((kind, path))
             continue

@@ -27,17 +27,14 @@ to the jobs' own line readers (else it hands them a rewritten file of these line
 
 A flat file is CDXJ (``urlkey timestamp {json}``), CDX11 or CDX9 (by its `` CDX``
 header's legend, else by the field count of its lines), plain or gzipped (any number of
-gzip members, whatever its name). Lines end at ``\\n``; trailing ``\\r`` are dropped (as the
-jobs' readers drop them). A line is malformed when it is not UTF-8, has no URL key or
-one holding white space (the jobs' readers would drop it), a timestamp that is not
-digits, too few or too many fields for its format, a carriage return inside (Hadoop's
-line reader would end the line there), or (CDXJ) a JSON block that is not one JSON
-object with an ``offset`` and a ``length`` that are whole numbers (``copy``, ``query
---output json`` and the columnar table need them; two lines run together are not one
-object). A chunk of well-formed ASCII lines is checked with one regular expression match
-(for CDXJ, a grammar of flat JSON objects; a line it does not take is parsed), and its
-order with one sort of an already sorted list, both in C; a chunk with anything else is
-checked line by line.
+gzip members, whatever its name), read (inflated, split into lines) by ``cdx/cdxfile.py``,
+the reader of every CDX file. Lines end at ``\\n``; trailing ``\\r`` are dropped (as the
+jobs' readers drop them). A line is malformed as ``inputs/linecheck.py`` says (not UTF-8,
+a URL key holding white space, a timestamp that is not digits, the fields of another
+format, a carriage return inside, a CDXJ JSON block without whole ``offset`` and
+``length``...). A chunk of well-formed ASCII lines is checked with one regular expression
+match, and its order with one sort of an already sorted list, both in C; a chunk with
+anything else is checked line by line.
 
 The URL keys of an index must be SURT keys (``pt,mocho)/cab/``) for a query to find its
 captures: ``open_index`` refuses an index whose first lines mostly have URLs without
@@ -53,257 +50,17 @@ else beside the index), but never outside the index's directory.
 """
 import contextlib
 import itertools
-import json
 import os
-import re
-
-from isal import isal_zlib
 
 from .. import storage
-from ..cdx.cdxline import FORMATS, LEGENDS, PLAIN_URL_KEY, convert, is_cdx_line
+from ..cdx.cdxfile import BOM, CHUNK_BYTES, IndexInputError, Inflated, split_lines, whole_lines
+from ..cdx.cdxline import PLAIN_URL_KEY, convert
+from .linecheck import all_well_formed, header_format, line_format, line_problem
 
-# The classic formats a cluster is built of, and their legends
-CLASSIC = {fmt: LEGENDS[fmt] for fmt in FORMATS if fmt in LEGENDS}
-# Field count -> format of a CDX line that is not CDXJ
-FIELD_COUNTS = {len(legend.split()): fmt for fmt, legend in CLASSIC.items()}
-LEGEND_FORMATS = {legend: fmt for fmt, legend in CLASSIC.items()}
-# A URL key and a timestamp: the key holds no white space as ``cdxline.is_cdx_line`` sees
-# it in ASCII (str's \s holds \x1c-\x1f too; a non-ASCII line is asked ``is_cdx_line``)
-_HEAD = rb"[^\s\x1c-\x1f]++ [0-9]++"
-# A flat JSON object (string keys; string, number, true, false or null values) that has
-# an "offset" and a "length" of digits, in either order, as a CDXJ line's JSON block must
-# be. Strings are matched as runs of plain characters between escapes, and runs are
-# possessive: so a chunk costs about 3 times what looking for the closing brace alone
-# did (bench/read_indexes.py: 2.5 us a line, not 0.8), less than parsing each line's JSON
-# (measured 7-8 times). A line it refuses is asked ``_json_problem`` (nested values, say), the judge: the
-# grammar takes nothing that refuses
-_STRING = rb'"[^"\\\x00-\x1f]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*+)*+"'
-_VALUE = (rb"(?:" + _STRING + rb"|-?+(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][+-]?+[0-9]++)?+"
-          rb"|true|false|null)")
-_WS = rb"[ \t]*+"
-_MEMBER = _STRING + _WS + b":" + _WS + _VALUE + _WS
-_NEXT = b"," + _WS + _MEMBER
-_OFFSET, _LENGTH = (b'"' + name + b'"' + _WS + b":" + _WS + rb'(?:"[0-9]++"|0|[1-9][0-9]*+)' + _WS
-                    for name in (b"offset", b"length"))
-_JSON = (rb"\{" + _WS + rb"(?:" + _MEMBER + b"," + _WS + rb")*?(?:"
-         + _OFFSET + rb"(?:" + _NEXT + rb")*?," + _WS + _LENGTH + b"|"
-         + _LENGTH + rb"(?:" + _NEXT + rb")*?," + _WS + _OFFSET + rb")(?:" + _NEXT + rb")*+\}")
-# The rest of a well-formed line of each format after its key and timestamp (possessive:
-# nothing is tried again, which saves a tenth of the time of a chunk)
-_REST = {"cdxj": b" " + _JSON,
-         **{fmt: rb"(?: [^ \n]*+){%d}" % (len(legend.split()) - 2) for fmt, legend in CLASSIC.items()}}
-# One well-formed line (no newline), and a whole chunk of them, each ending in \n
-WELL_FORMED = {fmt: re.compile(_HEAD + rest + rb"\Z") for fmt, rest in _REST.items()}
-ALL_WELL_FORMED = {fmt: re.compile(rb"(?:" + _HEAD + rest + rb"\n)*+") for fmt, rest in _REST.items()}
-LINE_HEAD = re.compile(_HEAD + b" ")
-HEADER = re.compile(rb" ?CDX ([^\r\n]*?)\s*\Z")
 # Malformed lines listed per source (all are counted)
 MAX_PROBLEMS = 100
 # Lines read to find the format of a file whose first lines are malformed
 DETECT_LINES = 1000
-# Bytes inflated at a time, and about the size of a chunk of lines: pieces of this size
-# split into lines fastest
-CHUNK_BYTES = 1 << 18
-GZIP_MAGIC = b"\x1f\x8b"
-BOM = b"\xef\xbb\xbf"
-# What a second line's start looks like where a line end was lost after a JSON block
-_RUN_TOGETHER = re.compile(rb"\}[^\s\x1c-\x1f{}\"]++ [0-9]++ \{")
-
-
-class IndexInputError(Exception):
-    """An index input that cannot be read (on): a whole-file problem, not a malformed line."""
-
-    def __init__(self, path, reason, line=0):
-        super().__init__(f"{path}: {reason}")
-        self.path, self.reason, self.line = path, reason, line
-
-    def as_dict(self):
-        return {"file": self.path, "line": self.line, "reason": self.reason}
-
-
-def line_format(line):
-    """"cdxj", "cdx11" or "cdx9" for one CDX line (bytes, no newline); None if it is none."""
-    parts = line.split(b" ", 2)
-    if len(parts) < 3 or not parts[0] or not parts[1].isdigit():
-        return None
-    if parts[2].startswith(b"{"):
-        return "cdxj"
-    return FIELD_COUNTS.get(line.count(b" ") + 1)
-
-
-def header_format(line):
-    """The format a `` CDX ...`` header line declares; None if ``line`` is no header;
-    ValueError for a legend of another format."""
-    match = HEADER.match(line)
-    if not match:
-        return None
-    legend = match.group(1).decode("utf-8", "replace")
-    if legend not in LEGEND_FORMATS:
-        known = "; ".join(f"{fmt}: {legend}" for fmt, legend in CLASSIC.items())
-        raise ValueError(f"its CDX legend {legend!r} is not one of the formats a cluster is "
-                         f"built of ({known}): convert it to one of them with the tool "
-                         "that wrote it (build --cdx-format converts between these three only)")
-    return LEGEND_FORMATS[legend]
-
-
-def looks_like_cdx(head):
-    """Whether ``head`` (the first bytes of a file, inflated) starts with a CDX line or header."""
-    first = head.split(b"\n", 1)[0].rstrip(b"\r").removeprefix(BOM)
-    try:
-        return header_format(first) is not None or line_format(first) is not None
-    except ValueError:
-        return True  # a CDX header of a legend we do not build: say so when it is opened
-
-
-def _utf8(data):
-    """``data`` as text, or None if it is not UTF-8."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _check(fmt, line):
-    """Why ``line`` (trailing ``\\r`` dropped) is not a well-formed line of format ``fmt``;
-    None if it is one."""
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"not UTF-8 text (byte {exc.start})"
-    if b"\r" in line:
-        return "a carriage return (CR) inside the line: Hadoop's line reader would end it there"
-    if WELL_FORMED[fmt].match(line) is not None and (line.isascii() or is_cdx_line(text)):
-        return None
-    json_problem = None
-    if fmt == "cdxj":
-        parts = line.split(b" ", 2)
-        if len(parts) < 3:
-            return "expected 'urlkey timestamp {json}'"
-        if not (parts[2].startswith(b"{") and parts[2].endswith(b"}")):
-            return "its JSON block does not start with '{' and end with '}' (cut short?)"
-        json_problem = _json_problem(text.split(" ", 2)[2])
-    else:
-        parts = line.split(b" ")
-        wanted = len(CLASSIC[fmt].split())
-        if len(parts) != wanted:
-            return f"{len(parts)} fields, not the {wanted} of {fmt} ({CLASSIC[fmt]})"
-    if not parts[0]:
-        return "no URL key"
-    if not parts[1].isdigit():
-        return f"timestamp {parts[1][:40].decode('utf-8', 'replace')!r} is not digits"
-    if LINE_HEAD.match(line) is None or not is_cdx_line(text):
-        return "white space in its URL key"
-    return json_problem
-
-
-def _no_constant(name):
-    raise ValueError(f"{name} is not JSON")
-
-
-def _json_problem(block):
-    """Why the JSON block of a CDXJ line (text) is not an object with an offset and a
-    length that are whole numbers; None if it is one."""
-    try:
-        record = json.loads(block, parse_constant=_no_constant)
-    except ValueError as exc:
-        if _RUN_TOGETHER.search(block.encode("utf-8")):
-            return "two lines run together (a line end lost?): its JSON block holds another line"
-        return f"its JSON block is not valid JSON: {exc}"
-    for name in ("offset", "length"):
-        value = record.get(name)
-        if value is None:
-            return f"its JSON has no {name!r} (copy and query need where the record is)"
-        if not (type(value) is int and value >= 0
-                or type(value) is str and value.isascii() and value.isdigit()):
-            return f"its {name} {str(value)[:40]!r} is not a whole number"
-    return None
-
-
-class Inflated:
-    """The bytes of a file object in pieces of at most ``size`` bytes, gunzipped member
-    after member if it starts like gzip; ``members`` counts the gzip members met so far
-    (0 for a plain file)."""
-
-    def __init__(self, fh, path, size=CHUNK_BYTES):
-        self.fh, self.path, self.size, self.members = fh, path, size, 0
-
-    def __iter__(self):
-        size = self.size
-        data = self.fh.read(size)
-        if not data.startswith(GZIP_MAGIC):
-            while data:
-                yield data
-                data = self.fh.read(size)
-            return
-        read, start = len(data), 0  # bytes read so far; where the current member starts
-        inflater = isal_zlib.decompressobj(31)
-        self.members = 1
-        while True:
-            try:
-                # bounded pieces: splitting them into lines is much faster than huge ones
-                out = inflater.decompress(data, size)
-            except isal_zlib.error as exc:
-                raise IndexInputError(self.path, f"corrupt gzip member at byte {start}: {exc}") from None
-            if out:
-                yield out
-            if inflater.eof:
-                data = inflater.unused_data
-                if not data:
-                    data = self.fh.read(size)
-                    read += len(data)
-                    if not data:
-                        return
-                start = read - len(data)
-                inflater = isal_zlib.decompressobj(31)
-                self.members += 1
-            elif inflater.unconsumed_tail:
-                data = inflater.unconsumed_tail
-            else:
-                data = self.fh.read(size)
-                read += len(data)
-                if not data:
-                    out = inflater.flush()
-                    if out:
-                        yield out
-                    if not inflater.eof:
-                        raise IndexInputError(self.path, f"the gzip member at byte {start} is cut short")
-                    return
-
-
-def whole_lines(pieces, size=CHUNK_BYTES):
-    """The bytes of a stream of pieces in parts of whole lines, each ending in ``\\n`` (one
-    is added to a last line without), of at least ``size`` bytes but the last (or a line
-    longer alone): small pieces (small gzip members) are put together. When the stream
-    fails, the whole lines before the failure come first."""
-    pending, length = [], 0
-    try:
-        for piece in pieces:
-            pending.append(piece)
-            length += len(piece)
-            if length < size:
-                continue
-            data = b"".join(pending) if len(pending) > 1 else piece
-            cut = data.rfind(b"\n") + 1
-            pending, length = [data[cut:]], len(data) - cut
-            if cut:
-                yield data if cut == len(data) else data[:cut]
-    except IndexInputError:
-        data = b"".join(pending)
-        cut = data.rfind(b"\n") + 1
-        if cut:
-            yield data[:cut]
-        raise
-    data = b"".join(pending)
-    if data:
-        yield data if data.endswith(b"\n") else data + b"\n"
-
-
-def split_lines(pieces):
-    """The lines (without ``\\n``) of a stream of pieces."""
-    for data in whole_lines(pieces):
-        lines = data.split(b"\n")
-        lines.pop()
-        yield from lines
 
 
 class IndexSource:
@@ -373,8 +130,7 @@ class IndexSource:
     def _checked(self, data, lines, path, number):
         """The well-formed lines of ``lines`` (``data`` split at ``\\n``, lines ``number + 1``
         on of ``path``), counted and their order watched."""
-        if (b"\r" in data or ALL_WELL_FORMED[self.format].fullmatch(data) is None
-                or not (data.isascii() or _utf8(data) is not None and is_cdx_line_all(lines))):
+        if not all_well_formed(self.format, data, lines):
             lines, numbers = self._sifted(lines, path, number)
         else:
             numbers = None
@@ -439,7 +195,7 @@ class IndexSource:
         for number, line in enumerate(lines, number + 1):
             if line[-1:] == b"\r":
                 line = line.rstrip(b"\r")
-            why = _check(fmt, line)
+            why = line_problem(fmt, line)
             if why is None:
                 kept.append(line)
                 numbers.append(number)
@@ -457,11 +213,6 @@ class IndexSource:
                 continue
             self._problem({"file": path, "line": number}, why)
         return kept, numbers
-
-
-def is_cdx_line_all(lines):
-    """Whether every one of ``lines`` (UTF-8 bytes) is a line the jobs' readers keep."""
-    return all(is_cdx_line(line.decode("utf-8")) for line in lines)
 
 
 def detect_format(raw_lines, path):
@@ -576,9 +327,10 @@ class ZipNumCluster(IndexSource):
         """Where to look for ``shard``, in order, and the locations refused (outside the
         cluster's directory)."""
         if self.remote:
-            if storage.safe_path(shard) != shard or not storage.is_local(shard):
+            try:
+                return [storage.below(self.directory, shard)], []
+            except storage.Outside:
                 return [], [shard]
-            return [storage.join(self.directory, shard)], []
         candidates, refused = [], []
         for location in self.locations.get(shard, []) + [shard]:
             path = storage.local_path(location)

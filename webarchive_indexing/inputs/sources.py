@@ -1,6 +1,6 @@
 """An index input opened as the source its kind calls for: the one place that knows every
-kind of existing index (``discovery.kind_of`` tells them apart by name and content)."""
-from .discovery import kind_of
+kind of existing index (``names.kind_of`` tells them apart by name and content)."""
+from .names import kind_of
 from .indexes import CdxFile, IndexInputError, ZipNumCluster
 from .legacy import LegacyIndex
 

@@ -1,6 +1,8 @@
-"""What the backends share: the request listeners, byte ranges and their answers, and
-the sizes of reads and resumes."""
+"""What the backends share: the request listeners, byte ranges and their answers, the
+sizes of reads and resumes, and the one loop that resumes a broken stream
+(``ResumingStream``)."""
 import errno
+import io
 import re
 
 # How often a read from a stream of an S3 object or HTTP file resumes after its connection
@@ -120,3 +122,50 @@ def retrying(url, what, attempt, transient):
     except transient as exc:
         raise OSError(errno.EIO, f"{what} failed {retry.READS.attempts} times, the last with "
                       f"{retry.describe(exc)}", url) from exc
+
+
+class ResumingStream(io.RawIOBase):
+    """The bytes of a remote file from one request (S3's, HTTP's); a connection that
+    breaks while it is read (minutes, for a large archive) resumes where it stopped, from
+    the same version of the file, up to ``RESUMES`` times in a row with no byte read in
+    between; then an OSError naming the URL, the byte and the last failure.
+
+    A backend's stream defines ``_read(buffer)`` (from the answer being read),
+    ``_broken()`` (the exceptions of a connection that broke), ``_reopen()`` (a new
+    answer from byte ``pos`` on, only from the same version) and ``_close_answer()``."""
+
+    def __init__(self, url):
+        super().__init__()
+        self.url, self.pos = url, 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        for attempt in range(RESUMES + 1):
+            cause = None
+            try:
+                count = self._read(buffer)
+            except self._broken() as exc:
+                from ..util.retry import describe
+                cause, failure = exc, describe(exc)
+            else:
+                failure = self._ended_early(count, buffer)
+                if failure is None:
+                    self.pos += count
+                    return count
+            if attempt == RESUMES:
+                raise OSError(errno.EIO, f"broken at byte {self.pos} after {RESUMES} resumes, "
+                              f"the last time by {failure}", self.url) from cause
+            self._close_answer()
+            self._reopen()
+
+    def _ended_early(self, count, buffer):
+        """Why reading ``count`` bytes into ``buffer`` is a connection that closed before
+        the end, which the library took for the end; None when it is not."""
+        return None
+
+    def close(self):
+        if not self.closed:
+            self._close_answer()
+        super().close()

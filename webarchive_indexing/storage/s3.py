@@ -143,41 +143,28 @@ def _fetch(url, offset, length):
     return common.retrying(url, what, attempt, _s3_broken() + (retry.Transient,))
 
 
-class _S3Stream(io.RawIOBase):
-    """The bytes of an S3 object, from one GET; a connection that breaks while an
-    archive is read (minutes, for a large one) resumes where it stopped, from the
-    same version of the object."""
+class _S3Stream(common.ResumingStream):
+    """The bytes of an S3 object, from one GET; resumed (``common.ResumingStream``) from
+    the same version of the object (its ETag)."""
 
     def __init__(self, url):
-        super().__init__()
-        self.url = url
+        super().__init__(url)
         self.bucket, self.key = _split(url)
-        self.pos = 0
         response = _s3(url, "get_object", Bucket=self.bucket, Key=self.key)
         self.body, self.etag = response["Body"], response["ETag"]
 
-    def readable(self):
-        return True
+    def _read(self, buffer):
+        return self.body.readinto(buffer)
 
-    def readinto(self, buffer):
-        for attempt in range(common.RESUMES + 1):
-            try:
-                count = self.body.readinto(buffer)
-                self.pos += count
-                return count
-            except _s3_broken() as exc:
-                if attempt == common.RESUMES:
-                    raise OSError(errno.EIO, f"broken at byte {self.pos} after {common.RESUMES} "
-                                  f"resumes, the last time by {retry.describe(exc)}",
-                                  self.url) from exc
-                self.body.close()
-                self.body = _s3(self.url, "get_object", Bucket=self.bucket, Key=self.key,
-                                Range=f"bytes={self.pos}-", IfMatch=self.etag)["Body"]
+    def _broken(self):
+        return _s3_broken()
 
-    def close(self):
-        if not self.closed:
-            self.body.close()
-        super().close()
+    def _reopen(self):
+        self.body = _s3(self.url, "get_object", Bucket=self.bucket, Key=self.key,
+                        Range=f"bytes={self.pos}-", IfMatch=self.etag)["Body"]
+
+    def _close_answer(self):
+        self.body.close()
 
 
 # -- the API (see the package) -----------------------------------------------------------

@@ -186,14 +186,13 @@ def _fetch(url, offset, length):
     return common.retrying(url, f"GET bytes={offset}-{last}", attempt, _http_retryable())
 
 
-class _HTTPStream(io.RawIOBase):
-    """The bytes at an http(s) URL, from one GET; a connection that breaks while it is
-    read resumes where it stopped, with a ranged GET that only the same version of the
-    file answers (its strong ETag, else its Last-Modified date, is made a condition)."""
+class _HTTPStream(common.ResumingStream):
+    """The bytes at an http(s) URL, from one GET; resumed (``common.ResumingStream``)
+    with a ranged GET that only the same version of the file answers (its strong ETag,
+    else its Last-Modified date, is made a condition)."""
 
     def __init__(self, url):
-        super().__init__()
-        self.url, self.pos = url, 0
+        super().__init__(url)
         self.conn = self.response = None
         self.condition = {}
         self.conn, self.response = self._get(None)
@@ -236,31 +235,24 @@ class _HTTPStream(io.RawIOBase):
                            self.url)
         return _http_status_error(self.url, response)
 
-    def readable(self):
-        return True
+    def _read(self, buffer):
+        return self.response.readinto(buffer)
 
-    def readinto(self, buffer):
-        for attempt in range(common.RESUMES + 1):
-            try:
-                count = self.response.readinto(buffer)
-            except _http_broken() as exc:
-                failure = retry.describe(exc)
-            else:
-                # http.client ends a body cut short as if it were complete
-                if count or not len(buffer) or self.size is None or self.pos == self.size:
-                    self.pos += count
-                    return count
-                failure = f"the connection closed at byte {self.pos} of {self.size}"
-            if attempt == common.RESUMES:
-                raise OSError(errno.EIO, f"broken at byte {self.pos} after {common.RESUMES} "
-                              f"resumes, the last time by {failure}", self.url)
-            _http_close(self.conn, self.response)
-            self.conn, self.response = self._get(self.pos)
+    def _broken(self):
+        return _http_broken()
 
-    def close(self):
-        if not self.closed and self.conn:
+    def _ended_early(self, count, buffer):
+        # http.client ends a body cut short as if it were complete
+        if count or not len(buffer) or self.size is None or self.pos == self.size:
+            return None
+        return f"the connection closed at byte {self.pos} of {self.size}"
+
+    def _reopen(self):
+        self.conn, self.response = self._get(self.pos)
+
+    def _close_answer(self):
+        if self.conn:
             _http_close(self.conn, self.response)
-        super().close()
 
 
 # -- the API (see the package) -----------------------------------------------------------
