@@ -36,7 +36,7 @@ class IndexWarcsJob(options.AbsolutePaths, MRJob):
     def configure_args(self):
         super().configure_args()
         options.add(
-            self, options.CDX_DIR, options.CDX_FORMAT, options.CDX_FIELDS,
+            self, options.CDX_DIR, options.CDX_FORMAT, options.CDX_FIELDS, options.POST_APPEND,
             options.INPUT_ROOT.but(help="archive names (the CDX filename field) are relative to "
                                         "the longest matching root, else base names; repeatable"),
             options.SKIP_EXISTING,
@@ -55,7 +55,8 @@ class IndexWarcsJob(options.AbsolutePaths, MRJob):
                                self.options.cdx_dir, self.options.cdx_format,
                                self.options.skip_existing, self.options.on_error,
                                cdx_fields=self.options.cdx_fields,
-                               zstd_dictionary=self.options.zstd_dictionary)
+                               zstd_dictionary=self.options.zstd_dictionary,
+                               post_append=self.options.post_append)
         self.increment_counter(COUNTERS, "archives skipped" if status["skipped"] else "archives indexed")
         self.increment_counter(COUNTERS, "records", status["records"])
         self.increment_counter(COUNTERS, "cdx lines", status["lines"])

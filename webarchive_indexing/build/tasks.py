@@ -33,7 +33,7 @@ class IndexingFailed(Exception):
 
 
 def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error="fail",
-                  sample_size=0, cdx_fields="pywb", zstd_dictionary=None):
+                  sample_size=0, cdx_fields="pywb", zstd_dictionary=None, post_append=False):
     """Index one archive into ``cdx_dir/<name>.cdx.gz``; return a status dict.
 
     With ``on_error="skip"`` the records read before and after a problem are
@@ -44,10 +44,12 @@ def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error=
     in format ``fmt`` from the archive as it is now (else ``status["stale"]`` says why
     it was made again); ``status["source"]`` is what the CDX file was made from. The
     meta keeps a sample of ``sample_size`` lines. ``cdx_fields`` as ``indexer.index_file``
-    takes it (a CDX file made with other fields is stale too).
+    takes it (a CDX file made with other fields is stale too), and ``post_append``.
     """
     # what the meta records as the CDX file's format: other fields make another CDX
     made_as = fmt if cdx_fields == "pywb" else f"{fmt} with --cdx-fields {cdx_fields}"
+    if post_append:
+        made_as += " with --post-append"
     out = storage.join(cdx_dir, cdx_name(name))
     errors_out = out + ERRORS_SUFFIX
     status = {"name": name, "path": path, "cdx": out, "skipped": False, "stale": None,
@@ -62,7 +64,8 @@ def index_archive(path, name, cdx_dir, fmt="cdxj", skip_existing=True, on_error=
         if status["stale"] is None:
             status["skipped"] = True
             return status
-    result = indexer.index_file(path, name, fmt, cdx_fields=cdx_fields, zstd_dictionary=zstd_dictionary)
+    result = indexer.index_file(path, name, fmt, cdx_fields=cdx_fields, zstd_dictionary=zstd_dictionary,
+                                post_append=post_append)
     if result.errors and on_error == "fail":
         raise IndexingFailed(result.errors)
     status.update(records=result.records, lines=len(result.lines),

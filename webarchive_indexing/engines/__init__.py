@@ -100,11 +100,11 @@ class Engine:
         return prepare(sources, out_dir, on_error, done)
 
     def index(self, archives, cdx_dir, cdx_format, skip_existing, cdx_fields="pywb",
-              zstd_dictionary=None):
+              zstd_dictionary=None, post_append=False):
         """Index each ``discovery.Archive`` into ``cdx_dir`` (``tasks.index_archive``, problems
         reported, never raised); the status dict of each archive, in any order.
         ``zstd_dictionary``: the dictionary file (absolute) of .warc.zst archives without
-        their own."""
+        their own; ``post_append``: POST keys (``--post-append``)."""
         raise NotImplementedError
 
     def sample(self, cdx_files, shards, splits_dir):

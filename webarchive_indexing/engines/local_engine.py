@@ -77,9 +77,10 @@ def archive_sample_size(shards, archives, scaler=SCALER):
     return min(size, SAMPLE_MARGIN * math.ceil(size / max(1, archives)) + SAMPLE_SLACK)
 
 
-def _index(path, name, cdx_dir, fmt, skip_existing, sample_size, cdx_fields, zstd_dictionary):
+def _index(path, name, cdx_dir, fmt, skip_existing, sample_size, cdx_fields, zstd_dictionary,
+           post_append):
     status = tasks.index_archive(path, name, cdx_dir, fmt, skip_existing, "skip", sample_size,
-                                 cdx_fields, zstd_dictionary)
+                                 cdx_fields, zstd_dictionary, post_append)
     return status, cdxmeta.read(status["cdx"]), storage.size(status["cdx"])
 
 
@@ -154,14 +155,14 @@ class LocalEngine(Engine):
         return merge.run_tasks(self.pool, function, calls)
 
     def index(self, archives, cdx_dir, cdx_format, skip_existing, cdx_fields="pywb",
-              zstd_dictionary=None):
+              zstd_dictionary=None, post_append=False):
         if not archives:
             return []
         size = archive_sample_size(self.shards, len(archives))
         statuses = []
         for status, meta, cdx_size in self._tasks(_index, [
                 (a.path, a.name, cdx_dir, cdx_format, skip_existing, size, cdx_fields,
-                 zstd_dictionary)
+                 zstd_dictionary, post_append)
                 for a in archives]):
             self.metas[status["cdx"]], self.sizes[status["cdx"]] = meta, cdx_size
             statuses.append(status)

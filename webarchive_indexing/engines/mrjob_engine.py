@@ -107,12 +107,13 @@ class MrjobEngine(Engine):
         return [self.staged[p] for p in paths]
 
     def index(self, archives, cdx_dir, cdx_format, skip_existing, cdx_fields="pywb",
-              zstd_dictionary=None):
+              zstd_dictionary=None, post_append=False):
         from ..jobs.index_warcs import IndexWarcsJob
         if not archives:
             return []
         args = ["--cdx-dir", cdx_dir, "--cdx-format", cdx_format, "--cdx-fields", cdx_fields,
-                "--on-error", "skip", "--skip-existing" if skip_existing else "--no-skip-existing"]
+                "--on-error", "skip", "--skip-existing" if skip_existing else "--no-skip-existing",
+                "--post-append" if post_append else "--no-post-append"]
         if zstd_dictionary:
             args += ["--zstd-dictionary", zstd_dictionary]
         # the job names each archive again from its path, relative to the longest root

@@ -124,7 +124,8 @@ def cdx_lines_rdd(sc, cdx_files, cdx_bytes_per_task=CDX_BYTES_PER_TASK, sizes=No
 # -- the three steps -------------------------------------------------------------------------
 
 def index_archives(sc, archives, cdx_dir, cdx_format="cdxj", skip_existing=True,
-                   archives_per_task=1, cdx_fields="pywb", zstd_dictionary=None):
+                   archives_per_task=1, cdx_fields="pywb", zstd_dictionary=None,
+                   post_append=False):
     """Step 1: index each ``discovery.Archive`` into ``cdx_dir``; ``(statuses, sizes)``: the
     status dicts of ``tasks.index_archive`` and the size of each CDX file, in input order.
 
@@ -140,7 +141,8 @@ def index_archives(sc, archives, cdx_dir, cdx_format="cdxj", skip_existing=True,
     def index(item):
         path, name = item
         status = tasks.index_archive(path, name, cdx_dir, cdx_format, skip_existing, "skip",
-                                     cdx_fields=cdx_fields, zstd_dictionary=zstd_dictionary)
+                                     cdx_fields=cdx_fields, zstd_dictionary=zstd_dictionary,
+                                     post_append=post_append)
         return status, storage.size(status["cdx"])
 
     done = sc.parallelize(work, math.ceil(len(work) / archives_per_task)).map(index).collect()
@@ -302,10 +304,10 @@ class SparkEngine(Engine):
         return f"(pid {process.pid}) exited with status {status}"
 
     def index(self, archives, cdx_dir, cdx_format, skip_existing, cdx_fields="pywb",
-              zstd_dictionary=None):
+              zstd_dictionary=None, post_append=False):
         statuses, self.sizes = self._run("index", index_archives, archives, cdx_dir, cdx_format,
                                          skip_existing, self.archives_per_task, cdx_fields,
-                                         zstd_dictionary)
+                                         zstd_dictionary, post_append)
         return statuses
 
     def _sizes(self, cdx_files):
