@@ -180,3 +180,98 @@ def test_bodies_become_queries():
     assert len(body_query("text/plain", b"x" * 5000)) == 4096
     assert lookup_url("http://a/b?c=1", "post", "x=1") == "http://a/b?c=1&__wb_method=POST&x=1"
     assert lookup_url("http://a/b", "GET", "x=1") == "http://a/b"
+
+
+# One endpoint asked three times at the same second with different bodies: only the body
+# tells the captures apart
+SEARCHES = [("application/x-www-form-urlencoded", b"q=red+fox&page=1"),
+            ("application/json", b'{"q": "red fox", "page": 2}'),
+            ("multipart/form-data; boundary=XyZ",
+             b'--XyZ\r\nContent-Disposition: form-data; name="q"\r\n\r\nblue\r\n--XyZ--\r\n')]
+SEARCH_URL = "http://example.com/api/search"
+
+
+def write_searches(path):
+    with open(path, "wb") as fh:
+        writer = WARCWriter(fh, gzip=True)
+        for number, (content_type, body) in enumerate(SEARCHES):
+            request = _record(writer, "request", SEARCH_URL, StatusAndHeaders(
+                "POST /api/search HTTP/1.1", [("Host", "example.com"), ("Content-Type", content_type),
+                                              ("Content-Length", str(len(body)))],
+                is_http_request=True), body, {"WARC-Date": "2024-01-01T00:00:00Z"})
+            response = _record(writer, "response", SEARCH_URL, StatusAndHeaders(
+                "200 OK", [("Content-Type", "text/plain")], protocol="HTTP/1.1"),
+                b"answer %d" % number, {"WARC-Date": "2024-01-01T00:00:00Z"})
+            writer.write_request_response_pair(request, response)
+
+
+def post(address, content_type, body):
+    """(status, body) of a POST."""
+    import http.client
+    import urllib.parse
+    parts = urllib.parse.urlsplit(address)
+    conn = http.client.HTTPConnection(parts.netloc, timeout=60)
+    try:
+        conn.request("POST", address[len(f"{parts.scheme}://{parts.netloc}"):], body,
+                     {"Content-Type": content_type, "Content-Length": str(len(body))})
+        answer = conn.getresponse()
+        return answer.status, answer.read()
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def searches(tmp_path_factory):
+    """A cluster built with --post-append of the three searches, its archive's directory."""
+    from webarchive_indexing.commands.build import build
+    from webarchive_indexing.options import BuildOptions
+    tmp = tmp_path_factory.mktemp("searches")
+    (tmp / "warcs").mkdir()
+    write_searches(tmp / "warcs" / "searches.warc.gz")
+    build([str(tmp / "warcs")], str(tmp / "out"), BuildOptions(post_append=True))
+    return tmp
+
+
+def test_query_finds_each_body(searches):
+    from webarchive_indexing.api.collection import query
+    from webarchive_indexing.api.request import CdxRequest
+    out = str(searches / "out")
+    assert len(b"".join(query(out, CdxRequest(SEARCH_URL, match_type="prefix"))).splitlines()) == 3
+    offsets = set()
+    for content_type, body in SEARCHES:
+        wanted = body_query(content_type, body)
+        found = b"".join(query(out, CdxRequest(SEARCH_URL, method="post", request_body=wanted,
+                                               output="json"))).splitlines()
+        assert len(found) == 1 and json.loads(found[0])["requestBody"] == wanted
+        offsets.add(json.loads(found[0])["offset"])
+    assert len(offsets) == 3
+    # the URL alone: none of them (each is keyed with its body)
+    assert list(query(out, CdxRequest(SEARCH_URL))) == []
+
+
+def test_pywb_replays_each_post(searches):
+    """pywb 2.10 replays each POST through our cluster: the capture of that body."""
+    import servers
+    out = searches / "out"
+    with servers.pywb(searches, {"local": {"index": str(out / "cluster" / "cluster.idx"),
+                                           "archive_paths": f"{searches / 'warcs'}/"}}) as pywb:
+        for number, (content_type, body) in enumerate(SEARCHES):
+            status, answer = post(f"{pywb}/local/20240101000000id_/{SEARCH_URL}", content_type, body)
+            assert (status, answer) == (200, b"answer %d" % number)
+
+
+def test_serve_takes_method_and_request_body(searches):
+    """serve answers lookups by method and requestBody (OutbackCDX's parameters), empty
+    values absent as pywb sends them; a body without a method is refused."""
+    import servers
+    from webarchive_indexing.api.serve import open_collections
+    with servers.ours(open_collections([f"c={searches / 'out'}"])) as ours:
+        for number, (content_type, body) in enumerate(SEARCHES):
+            status, _, text = servers.get(f"{ours}/c/cdx", url=SEARCH_URL, method="POST",
+                                          requestBody=body_query(content_type, body), output="json")
+            rows = servers.json_lines(text)
+            assert status == 200 and len(rows) == 1 and rows[0]["method"] == "POST"
+        status, _, text = servers.get(f"{ours}/c/cdx", url=SEARCH_URL, requestBody="q=x")
+        assert status == 400 and b"requestBody" in text
+        status, _, text = servers.get(f"{ours}/c/cdx", url=SEARCH_URL, method="POST", requestBody="")
+        assert status == 200 and text == b""

@@ -483,10 +483,18 @@ SHOW_RESUME_KEY = Flag("show-resume-key", False,
                        "no resume key (default)", param="showResumeKey")
 RESUME_KEY = Option("--resume-key", metavar="KEY", param="resumeKey",
                     help="go on after the line a --show-resume-key answer ended with")
+METHOD = Option("--method", metavar="METHOD", param="method",
+                help="the captures of a request by METHOD (POST, PUT...; GET: the URL's own) "
+                     "with --request-body, in a cluster built with --post-append: the key "
+                     "URL?__wb_method=METHOD&BODY, as pywb and OutbackCDX look one up; an "
+                     "exact URL")
+REQUEST_BODY = Option("--request-body", metavar="QUERY", param="requestBody",
+                      help="with --method: the request's body as a query, as the requestBody "
+                           "field holds it (a=1&b=2; JSON flattened; __wb_post_data=BASE64)")
 # What a CDX API request holds (cdxapi.CdxRequest): query's options and serve's parameters
 CDX_API = (URL, MATCH_TYPE, FROM, TO, FILTER, LIMIT, QUERY_OUTPUT, FIELDS, SORT, CLOSEST,
            COLLAPSE, PAGE, PAGE_SIZE, SHOW_NUM_PAGES, SHOW_PAGED_INDEX, COUNT, SHOW_RESUME_KEY,
-           RESUME_KEY)
+           RESUME_KEY, METHOD, REQUEST_BODY)
 
 # serve
 COLLECTIONS = Option("collections", nargs="+", metavar="NAME=CLUSTER[,CLUSTER...]",
