@@ -275,3 +275,49 @@ def test_serve_takes_method_and_request_body(searches):
         assert status == 400 and b"requestBody" in text
         status, _, text = servers.get(f"{ours}/c/cdx", url=SEARCH_URL, method="POST", requestBody="")
         assert status == 200 and text == b""
+
+
+def test_get_requests_pass_unparsed(tmp_path):
+    """The walk's fast path stays: a GET request is passed over by its request line, never
+    parsed, also with --post-append; a POST request is read."""
+    from webarchive_indexing.warc.walk import Record, Skipped, iter_records
+    path = tmp_path / "mixed.warc.gz"
+    write_posts(path, cases=[c for c in CASES if c[0] in ("get", "form")])
+    with open(path, "rb") as fh:
+        items = list(iter_records(fh, str(path), skip=(("warcinfo",), ()), skip_methods=("GET",)))
+    passed = [i for i in items if type(i) is Skipped]
+    read = [i.record.rec_type for i in items if type(i) is Record]
+    assert [i.request for i in passed] == [True] and sorted(read) == ["request", "response", "response"]
+
+
+def test_cli_and_update_keep_the_keys(tmp_path):
+    """cdx and build take --post-append; an update keeps what the cluster was built with
+    (recorded in contents.json) and refuses the other; CDX files made without it are made
+    again."""
+    warcs = tmp_path / "warcs"
+    warcs.mkdir()
+    shutil.copy(os.path.join(REAL, REAL_POSTS[0]), warcs)
+    tool = [sys.executable, "-m", "webarchive_indexing.cli"]
+
+    def run(*args):
+        return subprocess.run(tool + list(args), capture_output=True, text=True)
+
+    cdx = run("cdx", "--post-append", str(warcs))
+    assert cdx.returncode == 0 and cdx.stdout == pywb_post_cdx(str(warcs / REAL_POSTS[0]))
+    refused = run("cdx", "--post-append", "--cdx-fields", "cc", str(warcs))
+    assert refused.returncode == 2 and "--post-append goes with --cdx-fields pywb" in refused.stderr
+    out = str(tmp_path / "out")
+    assert run("build", str(warcs), "-o", out).returncode == 0
+    assert run("query", out, "http://httpbin.org/post*").stdout.count("__wb_method") == 0
+    refused = run("build", "--update", "--post-append", str(warcs), "-o", out)
+    assert refused.returncode == 2 and "built without it" in refused.stderr
+    assert run("build", "--post-append", str(warcs), "-o", out).returncode == 0  # anew
+    assert run("query", out, "http://httpbin.org/post*").stdout.count("__wb_method=post") == 3
+    shutil.copy(os.path.join(REAL, REAL_POSTS[1]), warcs)
+    assert run("build", "--update", str(warcs), "-o", out).returncode == 0
+    assert run("query", out, "http://httpbin.org/post*").stdout.count("__wb_method=post") == 6
+    refused = run("build", "--update", "--no-post-append", str(warcs), "-o", out)
+    assert refused.returncode == 2 and "built with it" in refused.stderr
+    found = run("query", out, "https://httpbin.org/post", "--method", "POST",
+                "--request-body", "a=json-data", "--output", "json")
+    assert json.loads(found.stdout)["offset"] == "1227"
