@@ -321,3 +321,20 @@ def test_cli_and_update_keep_the_keys(tmp_path):
     found = run("query", out, "https://httpbin.org/post", "--method", "POST",
                 "--request-body", "a=json-data", "--output", "json")
     assert json.loads(found.stdout)["offset"] == "1227"
+
+
+@pytest.mark.parametrize("runner", ["local", "inline", "mrjob", "spark"])
+def test_every_engine_writes_the_keys(tmp_path, runner, request):
+    """build --post-append gives each engine's tasks the option (mrjob's job, Spark's)."""
+    from webarchive_indexing.api.collection import query
+    from webarchive_indexing.api.request import CdxRequest
+    from webarchive_indexing.commands.build import build
+    from webarchive_indexing.options import BuildOptions
+    (tmp_path / "w").mkdir()
+    shutil.copy(os.path.join(REAL, REAL_POSTS[0]), tmp_path / "w")
+    extra = {"spark_context": request.getfixturevalue("spark")} if runner == "spark" else {}
+    build([str(tmp_path / "w")], str(tmp_path / "out"),
+          BuildOptions(runner=runner, post_append=True, **extra))
+    lines = b"".join(query(str(tmp_path / "out"), CdxRequest("http://httpbin.org/post",
+                                                               match_type="prefix")))
+    assert lines.decode() == pywb_post_cdx(os.path.join(REAL, REAL_POSTS[0]))
