@@ -123,8 +123,8 @@ def _multipart(mime, body):
 
 
 def _boundary(mime):
-    """The boundary of a multipart Content-Type, if it is one RFC 2046 allows (up to 201
-    printable ASCII characters, the last no space: what pywb's parser takes)."""
+    """The boundary of a multipart Content-Type, if pywb's parser takes it (up to 201
+    printable ASCII characters, the last no space)."""
     for param in mime.split(";")[1:]:
         key, _, value = param.strip().partition("=")
         if key.strip().lower() == "boundary":
