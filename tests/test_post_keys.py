@@ -350,3 +350,17 @@ def test_every_engine_writes_the_keys(tmp_path, runner, request):
     lines = b"".join(query(str(tmp_path / "out"), CdxRequest("http://httpbin.org/post",
                                                                match_type="prefix")))
     assert lines.decode() == pywb_post_cdx(os.path.join(REAL, REAL_POSTS[0]))
+
+
+def test_a_warc_zst_has_the_same_keys(tmp_path):
+    """A .warc.zst's records (each its frames) pair and key as the .warc.gz's."""
+    from webarchive_indexing.commands.recompress import recompress
+    source = tmp_path / "posts.warc.gz"
+    write_posts(source, request_first=True)
+    summary = recompress([str(source)], str(tmp_path / "zst"))
+    assert not summary.errors
+
+    def keys(path):
+        return [(line.split(" ", 2)[0], json.loads(line.split(" ", 2)[2]).get("requestBody"))
+                for line in ours(path).splitlines()]
+    assert keys(tmp_path / "zst" / "posts.warc.zst") == keys(source)
