@@ -364,3 +364,60 @@ def test_a_warc_zst_has_the_same_keys(tmp_path):
         return [(line.split(" ", 2)[0], json.loads(line.split(" ", 2)[2]).get("requestBody"))
                 for line in ours(path).splitlines()]
     assert keys(tmp_path / "zst" / "posts.warc.zst") == keys(source)
+
+
+def _random_text(rnd, n):
+    return "".join(rnd.choice("ab =&+%é\u00fc€\n\"'x1.") for _ in range(rnd.randint(0, n)))
+
+
+def _random_json(rnd, depth=0):
+    pick = rnd.random()
+    if depth > 3 or pick < 0.4:
+        return rnd.choice([True, False, None, 0, -3, 2.0, 2.5, 1e20, 1e-7, 10**30, float(10**16),
+                           _random_text(rnd, 5)])
+    if pick < 0.7:
+        return {_random_text(rnd, 3): _random_json(rnd, depth + 1) for _ in range(rnd.randint(0, 4))}
+    return [_random_json(rnd, depth + 1) for _ in range(rnd.randint(0, 4))]
+
+
+def _random_multipart(rnd):
+    boundary = "B" + "".join(rnd.choice("ab=+'.&%") for _ in range(3)) + "z"
+    parts = []
+    for _ in range(rnd.randint(0, 3)):
+        upload = rnd.random() < 0.4
+        value = (bytes(rnd.randrange(256) for _ in range(rnd.randint(0, 8))) if upload
+                 else _random_text(rnd, 8).encode())
+        name = _random_text(rnd, 3).replace('"', "").replace("\n", "").encode()
+        parts.append(b"--%s\r\nContent-Disposition: form-data; name=\"%s\"%s\r\n\r\n%s\r\n" % (
+            boundary.encode(), name, b'; filename="f.bin"' if upload else b"", value))
+    return f"multipart/form-data; boundary={boundary}", b"".join(parts) + b"--%s--\r\n" % boundary.encode()
+
+
+def test_random_bodies_as_pywbs_canonicalizer():
+    """Bodies of every kind, made at random (forms in UTF-8 and Latin-1, JSON of any shape
+    and value, text, bytes, multipart forms with odd boundaries, names and uploads): the
+    query is the one pywb 2.10's own canonicalizer makes, which its replay looks up."""
+    import random
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # pywb's cgi
+        from pywb.warcserver.inputrequest import MethodQueryCanonicalizer
+    from webarchive_indexing.cdx.postquery import method_query
+    rnd = random.Random(5)
+    kinds = {
+        "form": lambda: ("application/x-www-form-urlencoded",
+                         _random_text(rnd, 30).encode(rnd.choice(["utf-8", "latin-1"]), "ignore")),
+        "json": lambda: ("application/json", json.dumps(_random_json(rnd)).encode()),
+        "not json": lambda: ("application/json", _random_text(rnd, 10).encode()),
+        "text": lambda: ("text/plain", rnd.choice([json.dumps(_random_json(rnd)),
+                                                   _random_text(rnd, 20)]).encode()),
+        "bytes": lambda: (rnd.choice(["application/octet-stream", None]),
+                          bytes(rnd.randrange(256) for _ in range(rnd.randint(0, 40)))),
+        "multipart": lambda: _random_multipart(rnd),
+    }
+    for _ in range(1000):
+        content_type, body = kinds[rnd.choice(sorted(kinds))]()
+        method = rnd.choice(["POST", "PUT", "post"])
+        theirs = MethodQueryCanonicalizer(method, content_type, str(len(body)), io.BytesIO(body)).query
+        assert method_query(method, content_type, str(len(body)), io.BytesIO(body)) == (
+            method.upper(), theirs.decode() if isinstance(theirs, bytes) else theirs), (content_type, body)

@@ -107,8 +107,12 @@ def _multipart(mime, body):
     if boundary is None:
         return _binary(body)
     from email.parser import BytesParser  # seldom needed
-    message = BytesParser().parsebytes(b"Content-Type: " + mime.encode("latin-1", "replace")
-                                       + b"\r\n\r\n" + body)
+    from email.policy import HTTP  # (names in UTF-8, as pywb's parser reads them)
+    # (the boundary quoted: pywb's parser takes one with characters that need it unquoted)
+    quoted = boundary.replace("\\", "\\\\").replace('"', '\\"')
+    head = f'{mime.split(";", 1)[0].strip()}; boundary="{quoted}"'
+    message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + head.encode("latin-1", "replace")
+                                                  + b"\r\n\r\n" + body)
     values = []
     for part in message.get_payload() if message.is_multipart() else ():
         if part.is_multipart():
