@@ -131,6 +131,20 @@ def test_real_post_captures_as_pywb_and_cdxj_indexer(name):
         assert theirs[data["offset"]] == (key, data["method"], data.get("requestBody"))
 
 
+@pytest.mark.parametrize("fmt", ["cdx11", "cdx9"])
+@pytest.mark.parametrize("name", REAL_POSTS)
+def test_classic_cdx_keys_as_pywb(name, fmt):
+    from pywb.indexer.cdxindexer import write_cdx_index
+    from webarchive_indexing.cdx.cdxline import header_line
+    path = os.path.join(REAL, name)
+    out = io.BytesIO()
+    with open(path, "rb") as fh:
+        write_cdx_index(out, fh, name, sort=True, append_post=True, cdx09=fmt == "cdx9")
+    result = index_file(path, name, fmt, post_append=True)
+    assert header_line(fmt) + "".join(result.lines) == out.getvalue().decode()
+    assert len(result.lines) == 3 and all("__wb_method=post" in line for line in result.lines)
+
+
 def test_pywb_sample_keys():
     """pywb ships post-test.warc.gz with the keys its indexer gave them."""
     expected = open(os.path.join(PYWB_SAMPLE, "cdxj", "post-test.cdxj")).read()

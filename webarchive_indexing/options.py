@@ -300,7 +300,7 @@ POST_APPEND = Flag(
     "key each capture of a request other than GET by its method and, for POST and PUT, its "
     "body (a form, multipart, JSON flattened, else base64), with method and requestBody "
     "fields, as pywb's cdx-indexer -p and wb-manager's collections key them: pywb's replay "
-    "then finds the capture of each request body; CDXJ with pywb's fields",
+    "then finds the capture of each request body (CDX11 and CDX9: the key alone)",
     "key captures by their URL alone, as pywb's cdx-indexer and cdxj-indexer do without -p "
     "(default)")
 ZSTD_DICTIONARY = Option("--zstd-dictionary", metavar="FILE",
