@@ -435,3 +435,27 @@ def test_random_bodies_as_pywbs_canonicalizer():
         theirs = MethodQueryCanonicalizer(method, content_type, str(len(body)), io.BytesIO(body)).query
         assert method_query(method, content_type, str(len(body)), io.BytesIO(body)) == (
             method.upper(), theirs.decode() if isinstance(theirs, bytes) else theirs), (content_type, body)
+
+
+def test_a_large_upload_is_read_in_part():
+    """A PUT of more than MAX_BODY bytes: read no further than its key needs (pywb reads it
+    whole into memory), the same key as pywb's."""
+    from pywb.warcserver.inputrequest import MethodQueryCanonicalizer
+    from webarchive_indexing.cdx.postquery import MAX_BODY, method_query
+
+    class Body(io.RawIOBase):
+        """``size`` bytes of a repeating pattern, counting what was read."""
+        def __init__(self, size):
+            self.left, self.read_bytes = size, 0
+
+        def read(self, n=-1):
+            n = self.left if n is None or n < 0 else min(n, self.left, 1 << 20)
+            self.left -= n
+            self.read_bytes += n
+            return bytes(range(256)) * (n // 256) + bytes(n % 256)
+
+    size = MAX_BODY * 4
+    ours_body = Body(size)
+    assert method_query("PUT", "application/octet-stream", str(size), ours_body) == (
+        "PUT", MethodQueryCanonicalizer("PUT", "application/octet-stream", str(size), Body(size)).query)
+    assert ours_body.read_bytes == MAX_BODY

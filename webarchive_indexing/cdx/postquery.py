@@ -15,7 +15,8 @@ Content-Type (``body_query``):
 * anything else: ``__wb_post_data=`` and the body in base64.
 
 The query is cut at 4,096 characters. A body is read up to the request's Content-Length
-(none without one) as the request record holds it (a chunked body as its chunks are).
+(none without one) as the request record holds it (a chunked body as its chunks are), and
+at most ``MAX_BODY`` bytes of it.
 
 ``lookup_url`` is the other side, the URL whose key a CDX API request with ``method`` and
 ``requestBody`` asks for (OutbackCDX's parameters, and what pywb's replay appends).
@@ -29,6 +30,10 @@ from urllib.parse import unquote_plus, urlencode
 MAX_QUERY_LENGTH = 4096
 # The methods whose body goes into the key (any other method but GET gives its name only)
 BODY_METHODS = ("POST", "PUT")
+# Bytes of a body read at most: pywb holds a body whole in memory, however large an upload
+# is; a binary body's key needs its first 3 KB, a form or JSON longer than this may be
+# keyed otherwise than pywb keys it (no such request was met)
+MAX_BODY = 1 << 24
 
 
 def body_query(content_type, body):
@@ -150,6 +155,7 @@ def method_query(method, content_type, length, stream):
     if method not in BODY_METHODS or length <= 0:
         return method, ""
     chunks = []
+    length = min(length, MAX_BODY)
     while length > 0:
         chunk = stream.read(length)
         if not chunk:
