@@ -288,6 +288,7 @@ def test_query_options_and_api_parameters_are_one_table():
         (["--show-num-pages"], {"showNumPages": "true"}), (["--show-paged-index"], {"showPagedIndex": "true"}),
         (["--count"], {"showNumCaptures": "true"}), (["--show-resume-key"], {"showResumeKey": "true"}),
         (["--resume-key", key], {"resumeKey": key}),
+        (["--method", "POST", "--request-body", "a=1"], {"method": "POST", "requestBody": "a=1"}),
     ]
     named = {param for _, params in cases for param in params} | {"url"}
     assert named == {param for option in options.CDX_API for param in option.params}

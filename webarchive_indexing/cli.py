@@ -425,7 +425,7 @@ def _build(args):
 def _cdx(args):
     from .inputs.discovery import InputError, check_output, dictionary_file, expand_named
     try:
-        o.check_indexing(args.cdx_fields, args.cdx_format)
+        o.check_indexing(args.cdx_fields, args.cdx_format, args.post_append)
         if args.output:
             check_output(args.output)
         found = expand_named(args.inputs, args.input_root, [args.output] if args.output else ())
@@ -461,7 +461,8 @@ def _cdx_indexed(args, archives, errors, warnings, zstd_dictionary):
         if errors and args.on_error == "fail":
             return
         result = index_file(archive.path, archive.name, args.cdx_format,
-                            cdx_fields=args.cdx_fields, zstd_dictionary=zstd_dictionary)
+                            cdx_fields=args.cdx_fields, zstd_dictionary=zstd_dictionary,
+                            post_append=args.post_append)
         errors += [e.as_dict() for e in result.errors]
         warnings += result.warning_dicts()
         if result.errors and args.on_error == "fail":

@@ -295,14 +295,24 @@ CDX_FIELDS = Option(
          "Crawl's fields where the WARC has them: charset and languages (from the metadata "
          "record after a response), truncated (WARC-Truncated) and redirect (a 3xx's "
          "Location, made absolute); CDXJ only")
+POST_APPEND = Flag(
+    "post-append", False,
+    "key each capture of a request other than GET by its method and, for POST and PUT, its "
+    "body (a form, multipart, JSON flattened, else base64), with method and requestBody "
+    "fields, as pywb's cdx-indexer -p and wb-manager's collections key them: pywb's replay "
+    "then finds the capture of each request body (CDX11 and CDX9: the key alone)",
+    "key captures by their URL alone, as pywb's cdx-indexer and cdxj-indexer do without -p "
+    "(default)")
 ZSTD_DICTIONARY = Option("--zstd-dictionary", metavar="FILE",
                          help="the zstd dictionary of .warc.zst inputs that do not hold their "
                               "own (a dictionary frame at the start of a file is used where "
                               "there is one); local, s3:// or http(s)://")
-INDEXING = (CDX_FORMAT, CDX_FIELDS, INPUT_ROOT, SKIP_EXISTING, ZSTD_DICTIONARY)
-# what build takes of them, with index inputs
-BUILD_INDEXING = (BUILD_CDX_FORMAT, CDX_FIELDS, INPUT_ROOT, SKIP_EXISTING, LEGACY_PREFIX, REKEY,
-                  ZSTD_DICTIONARY)
+INDEXING = (CDX_FORMAT, CDX_FIELDS, POST_APPEND, INPUT_ROOT, SKIP_EXISTING, ZSTD_DICTIONARY)
+# what build takes of them, with index inputs (an update keeps the cluster's POST keys)
+BUILD_INDEXING = (BUILD_CDX_FORMAT, CDX_FIELDS,
+                  POST_APPEND.but(default=None, off_help=POST_APPEND.off_help[:-len("(default)")]
+                                  + "(default; an update: as the cluster was built)"),
+                  INPUT_ROOT, SKIP_EXISTING, LEGACY_PREFIX, REKEY, ZSTD_DICTIONARY)
 
 # What a build writes (build --help, the README)
 BUILD_OUTPUT = """\
@@ -473,10 +483,18 @@ SHOW_RESUME_KEY = Flag("show-resume-key", False,
                        "no resume key (default)", param="showResumeKey")
 RESUME_KEY = Option("--resume-key", metavar="KEY", param="resumeKey",
                     help="go on after the line a --show-resume-key answer ended with")
+METHOD = Option("--method", metavar="METHOD", param="method",
+                help="the captures of a request by METHOD (POST, PUT...; GET: the URL's own) "
+                     "with --request-body, in a cluster built with --post-append: the key "
+                     "URL?__wb_method=METHOD&BODY, as pywb and OutbackCDX look one up; an "
+                     "exact URL")
+REQUEST_BODY = Option("--request-body", metavar="QUERY", param="requestBody",
+                      help="with --method: the request's body as a query, as the requestBody "
+                           "field holds it (a=1&b=2; JSON flattened; __wb_post_data=BASE64)")
 # What a CDX API request holds (cdxapi.CdxRequest): query's options and serve's parameters
 CDX_API = (URL, MATCH_TYPE, FROM, TO, FILTER, LIMIT, QUERY_OUTPUT, FIELDS, SORT, CLOSEST,
            COLLAPSE, PAGE, PAGE_SIZE, SHOW_NUM_PAGES, SHOW_PAGED_INDEX, COUNT, SHOW_RESUME_KEY,
-           RESUME_KEY)
+           RESUME_KEY, METHOD, REQUEST_BODY)
 
 # access control (api/access.py, docs/access-control.md): rules in files beside or apart
 # from the cluster, applied wherever captures leave the tool
@@ -857,11 +875,14 @@ def check_table(settings, writes_table, needs):
                          f"{needs}, which writes a table")
 
 
-def check_indexing(cdx_fields, cdx_format):
+def check_indexing(cdx_fields, cdx_format, post_append=False):
     """``UsageError`` for indexing options that cannot go together."""
     if cdx_fields != "pywb" and cdx_format != "cdxj":
         raise UsageError(f"--cdx-fields {cdx_fields} needs --cdx-format cdxj, not {cdx_format} "
                          "(CDX11 and CDX9 have no columns for charset and languages)")
+    if post_append and cdx_fields != "pywb":
+        raise UsageError(f"--post-append goes with --cdx-fields pywb, not {cdx_fields} (Common "
+                         "Crawl's index has no POST keys): leave one of them out")
 
 
 class BuildOptions(Options):

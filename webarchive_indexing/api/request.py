@@ -30,6 +30,7 @@ from warcio.timeutils import PAD_14_DOWN, PAD_14_UP, pad_timestamp, timestamp_to
 
 from .. import options
 from ..cdx.cdxline import ALIASES, CC_KEYS, CDXJ_KEYS, FIELD_LETTERS, NAMES, fields_of
+from ..cdx.postquery import lookup_url
 from ..zipnum.reader import search_range
 
 __all__ = ["OUTPUTS", "CdxRequest", "Limits", "BadParameter", "RequestTimeout", "Capture", "parse_filter",
@@ -154,8 +155,9 @@ class CdxRequest(options.Options):
                                             f"expected one of {', '.join(options.MATCH_TYPES)}")
         if limits.url and len(self.url) > limits.url:
             raise BadParameter("url", f"longer than {limits.url} characters")
+        lookup = self._lookup_url()
         try:
-            self.start, self.end = (k.encode() for k in search_range(self.url, self.match_type or "exact"))
+            self.start, self.end = (k.encode() for k in search_range(lookup, self.match_type or "exact"))
         except ValueError as exc:
             raise BadParameter("url", str(exc)) from None
         if self.output not in OUTPUTS:
@@ -179,6 +181,18 @@ class CdxRequest(options.Options):
                 raise BadParameter("filter", str(exc)) from None
         self._check_numbers(limits)
         self._check_together()
+
+    def _lookup_url(self):
+        """The URL whose key is looked up: with a method other than GET, the URL with the
+        method and request body appended, as ``--post-append`` keys the capture."""
+        if self.request_body and (not self.method or self.method.upper() == "GET"):
+            raise BadParameter("requestBody", "goes with method=POST (or PUT...): the body of "
+                                              "which request?")
+        url = lookup_url(self.url, self.method, self.request_body)
+        if url != self.url and ((self.match_type or "exact") != "exact" or "*" in self.url):
+            raise BadParameter("method", "finds the captures of one request: it goes with an "
+                                         "exact url, not a prefix or domain")
+        return url
 
     def _check_numbers(self, limits):
         if self.limit is not None:

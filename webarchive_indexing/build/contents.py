@@ -19,6 +19,8 @@ that was made from (``cdxmeta.source_of``). An update sorts the archives it is g
 those held but indexed again (changed since, or ``--no-skip-existing``) replace their
 lines; the others are new. ``indexes`` are the index inputs (existing CDX files,
 clusters, legacy indexes) whose lines it holds: an update does not read them again.
+``post_append``: whether its archives' captures have POST keys (``--post-append``; a
+record without it, of a cluster built before the option, has none); an update keeps it.
 """
 import json
 
@@ -37,9 +39,9 @@ class NoCluster(NoRecord):
     """No cluster at all where an update was asked for."""
 
 
-def make(fmt, lines_per_block, split_lines, archives, indexes):
+def make(fmt, lines_per_block, split_lines, archives, indexes, post_append=False):
     return {"format": fmt, "lines_per_block": lines_per_block, "splits": list(split_lines),
-            "archives": archives, "indexes": indexes}
+            "archives": archives, "indexes": indexes, "post_append": post_append}
 
 
 def entry(status, cdx_dir):

@@ -45,6 +45,8 @@ class Indexing(Wire):
     on_error: str = option_field(options.ON_ERROR)
     # the dictionary file (absolute) of .warc.zst archives without their own
     zstd_dictionary: str = option_field(options.ZSTD_DICTIONARY)
+    # POST and PUT captures keyed with their method and body, as pywb keys them
+    post_append: bool = option_field(options.POST_APPEND)
 
 
 @dataclass
@@ -75,11 +77,14 @@ def index_archive(path, name, cdx_dir, settings=Indexing(), sample_size=0):
     in format ``cdx_format`` from the archive as it is now (else ``status.stale`` says why
     it was made again); ``status.source`` is what the CDX file was made from. The
     meta keeps a sample of ``sample_size`` lines. ``cdx_fields`` as ``indexer.index_file``
-    takes it (a CDX file made with other fields is stale too).
+    takes it (a CDX file made with other fields is stale too), and ``post_append`` (so is
+    one made the other way).
     """
     fmt, cdx_fields = settings.cdx_format, settings.cdx_fields
     # what the meta records as the CDX file's format: other fields make another CDX
     made_as = fmt if cdx_fields == "pywb" else f"{fmt} with --cdx-fields {cdx_fields}"
+    if settings.post_append:
+        made_as += " with --post-append"
     out = storage.join(cdx_dir, cdx_name(name))
     errors_out = out + ERRORS_SUFFIX
     status = IndexStatus(name, path, out)
@@ -93,7 +98,8 @@ def index_archive(path, name, cdx_dir, settings=Indexing(), sample_size=0):
             status.skipped = True
             return status
     result = indexer.index_file(path, name, fmt, cdx_fields=cdx_fields,
-                                zstd_dictionary=settings.zstd_dictionary)
+                                zstd_dictionary=settings.zstd_dictionary,
+                                post_append=settings.post_append)
     if result.errors and settings.on_error == "fail":
         raise IndexingFailed(result.errors)
     status.records, status.lines, status.bytes = result.records, len(result.lines), _size(path)

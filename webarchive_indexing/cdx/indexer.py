@@ -21,7 +21,8 @@ import json
 import re
 
 from .. import storage
-from .cdxline import CDX_FIELDS, FORMATS, format_line, name_problem
+from .cdxline import CDX_FIELDS, FORMATS, POST_KEYS, format_line, name_problem
+from .postquery import append_query, method_query
 from .urlkey import url_key
 from ..warc.walk import ArchiveError, RecordError, Skipped, iter_records
 
@@ -43,6 +44,12 @@ SKIPPED_WARC_TYPES = ("request", "warcinfo")
 SKIPPED_CONTENT_TYPES = ("application/warc-fields",)
 # Heritrix 1.x metadata records whose mime collides with responses.
 SKIPPED_METADATA_MIMES = ("text/anvl",)
+# With --post-append: the records pywb's indexer never lists nor pairs, and the requests
+# whose method leaves their response's key as it is (passed over unparsed)
+POST_SKIPPED_WARC_TYPES = ("warcinfo",)
+PLAIN_METHODS = ("GET",)
+POST_APPEND_CC = ("POST keys (--post-append) go with pywb's fields, not Common Crawl's "
+                  "(--cdx-fields cc), whose index has none")
 
 
 class FieldError(ValueError):
@@ -241,6 +248,54 @@ class _MetadataReader:
         return wants_payload(record)
 
 
+class _RequestReader:
+    """The ``wants_payload`` of a walk with ``--post-append``: it reads, as they pass, the
+    body of each request record the walker hands over (``last``: its method and query)."""
+
+    def __init__(self, wants):
+        self.wants, self.last = wants, None
+
+    def __call__(self, record):
+        if record.rec_type == "request":
+            http = record.http_headers
+            self.last = method_query(http.protocol, http.get_header("Content-Type"),
+                                     http.get_header("Content-Length"), record.raw_stream)
+            return False
+        return self.wants(record)
+
+
+def _pywb_entry(record):
+    """Whether pywb's indexer with ``append_post`` makes an entry of a record, one that a
+    request and its response must be next to each other among to pair."""
+    if record.rec_type == "arc_header" or record.http_headers.get_statuscode() == "-":
+        return False
+    return record.format != "warc" or record.content_type not in SKIPPED_CONTENT_TYPES
+
+
+def _paired(first, second):
+    """Whether two entries in a row are a request and its capture, as pywb pairs them:
+    one URL, the second concurrent to the first, one a request and the other not."""
+    one, two = first.rec_headers, second.rec_headers
+    return ((first.rec_type == "request") != (second.rec_type == "request")
+            and one.get_header("WARC-Target-URI") == two.get_header("WARC-Target-URI")
+            and two.get_header("WARC-Concurrent-To") == one.get_header("WARC-Record-ID"))
+
+
+def _post_key(fields, method, query):
+    """Give a capture the key, ``method`` and ``requestBody`` of the request it answered,
+    as pywb's indexer gives them (nothing for GET); a message if its URL with the query
+    makes no key (the capture keeps its own)."""
+    new_url = append_query(fields["url"], method, query).replace("WB_wombat_", "")
+    if new_url == fields["url"]:
+        return None
+    try:
+        fields["urlkey"] = url_key(new_url)
+    except Exception as exc:  # surt raises assorted errors on malformed URLs
+        return f"capture left under its URL's key: cannot canonicalize {new_url!r}: {exc}"
+    fields["method"], fields["requestBody"] = method, query
+    return None
+
+
 def _cc_fields(record, fields):
     """Add what Common Crawl's index lines carry beyond pywb's: truncation and redirect."""
     if record.format == "arc":
@@ -250,12 +305,17 @@ def _cc_fields(record, fields):
         fields["redirect"] = _redirect(fields["url"], fields["status"], record.http_headers)
 
 
-def iter_fields(fh, path, filename, result, cdx_fields="pywb", zstd_dictionary=None):
+def iter_fields(fh, path, filename, result, cdx_fields="pywb", zstd_dictionary=None,
+                post_append=False):
     """Yield the fields of every indexable record; problems are appended to ``result``.
     ``zstd_dictionary``: a dictionary file for a .warc.zst without its own.
 
     With Common Crawl's fields (``cdx_fields="cc"``) a response's fields wait for the
-    metadata record after it, whose charset and languages they take."""
+    metadata record after it, whose charset and languages they take. With ``post_append``
+    each capture waits for the record after it, which may be its request (``_paired``)."""
+    if post_append:
+        yield from _post_append_fields(fh, path, filename, result, zstd_dictionary)
+        return
     cc = cdx_fields == "cc"
     metadata = _MetadataReader() if cc else None
     pending = pending_id = None
@@ -265,16 +325,8 @@ def iter_fields(fh, path, filename, result, cdx_fields="pywb", zstd_dictionary=N
             if type(item) is Skipped:
                 result.records += item.count
                 continue
-            if isinstance(item, RecordError):
-                result.errors.append(item)
-                continue
-            result.records += 1
-            if item.notes:
-                result.warnings.extend((item.offset, message) for message in item.notes)
-            try:
-                fields = record_fields(item.record, item.offset, item.length, item.payload_sha1)
-            except FieldError as exc:
-                result.errors.append(RecordError(path, item.offset, str(exc)))
+            fields = _fields(item, path, result)
+            if fields is False:
                 continue
             if cc:
                 if metadata.last is not None:
@@ -301,14 +353,75 @@ def iter_fields(fh, path, filename, result, cdx_fields="pywb", zstd_dictionary=N
         yield pending
 
 
+def _fields(item, path, result):
+    """The fields of a walk's item (None for a record not indexed), counted; False for a
+    problem, appended to ``result``."""
+    if isinstance(item, RecordError):
+        result.errors.append(item)
+        return False
+    result.records += 1
+    if item.notes:
+        result.warnings.extend((item.offset, message) for message in item.notes)
+    try:
+        return record_fields(item.record, item.offset, item.length, item.payload_sha1)
+    except FieldError as exc:
+        result.errors.append(RecordError(path, item.offset, str(exc)))
+        return False
+
+
+def _post_append_fields(fh, path, filename, result, zstd_dictionary):
+    """``iter_fields`` with ``post_append``: request records read too (their bodies by
+    ``_RequestReader``; those of GET passed over unparsed), each capture given the key of
+    the request next to it, as pywb's indexer pairs them (``_paired``, ``_post_key``)."""
+    requests = _RequestReader(wants_payload)
+    held = None  # the entry before: (record, its fields, its request's method and query)
+    try:
+        for item in iter_records(fh, path, requests, (POST_SKIPPED_WARC_TYPES, SKIPPED_CONTENT_TYPES),
+                                 zstd_dictionary, PLAIN_METHODS):
+            if type(item) is Skipped:
+                result.records += item.count
+                if not item.request:
+                    continue
+                fields = record = None  # a GET request: no capture's key changes
+            else:
+                fields = _fields(item, path, result)
+                record = None if fields is False else item.record
+                if record is not None and not _pywb_entry(record):
+                    continue  # (never indexed: not between a request and its capture)
+            request = None
+            if record is not None and record.rec_type == "request":
+                request, requests.last = requests.last, None
+            if held is not None and record is not None and _paired(held[0], record):
+                capture, answered = (fields, held[2]) if request is None else (held[1], request)
+                if capture is not None and answered is not None:
+                    problem = _post_key(capture, *answered)
+                    if problem:
+                        result.warnings.append((item.offset, problem))
+                found, held = (held[1], fields), None
+            else:
+                found, held = (held[1] if held else None,), (None if record is None else
+                                                             (record, fields, request))
+            for fields in found:
+                if fields is not None:
+                    fields["filename"] = filename
+                    yield fields
+    except ArchiveError as exc:
+        result.errors.append(exc)
+    if held is not None and held[1] is not None:
+        held[1]["filename"] = filename
+        yield held[1]
+
+
 def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read, cdx_fields="pywb",
-               zstd_dictionary=None):
+               zstd_dictionary=None, post_append=False):
     """Index one WARC/ARC file: an ``IndexResult`` whose lines are sorted as pywb sorts them.
 
     Indexing goes on past a bad record, at the next gzip member, zstd frame or record
     found (see ``records``); records read before a problem that ends it are kept.
     ``cdx_fields="cc"`` adds Common Crawl's fields to CDXJ lines (``cdxline.CDX_FIELDS``).
     ``zstd_dictionary``: a dictionary file for a .warc.zst without a dictionary frame.
+    ``post_append``: a POST or PUT capture keyed with its request's method and body, as
+    pywb's ``cdx-indexer -p`` keys it (``postquery``).
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown CDX format {fmt!r}: choose one of {', '.join(FORMATS)}")
@@ -317,7 +430,9 @@ def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read, cdx_fi
     if cdx_fields != "pywb" and fmt != "cdxj":
         raise ValueError("Common Crawl's fields (charset, languages, truncated, redirect) need "
                          "the CDXJ format: CDX11 and CDX9 have no columns for them")
-    keys = CDX_FIELDS[cdx_fields]
+    if post_append and cdx_fields != "pywb":
+        raise ValueError(POST_APPEND_CC)
+    keys = POST_KEYS if post_append else CDX_FIELDS[cdx_fields]
     result = IndexResult(path, filename or path.rsplit("/", 1)[-1])
     unwritable = name_problem(result.filename, fmt)
     if unwritable:
@@ -331,7 +446,7 @@ def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read, cdx_fi
     with fh:
         lines = [format_line(f, fmt, keys)
                  for f in iter_fields(fh, path, result.filename, result, cdx_fields,
-                                      zstd_dictionary)]
+                                      zstd_dictionary, post_append)]
     lines.sort()
     result.lines = lines
     return result

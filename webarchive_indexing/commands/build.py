@@ -145,7 +145,7 @@ def build(inputs, out_dir, options=None):
         check_table_place(options.parquet, storage.join(out_dir, "cluster"),
                           storage.join(out_dir, "cdx"))
     if options.cdx_format:  # (else known once the index inputs are read, below)
-        check_indexing(options.cdx_fields, options.cdx_format)
+        check_indexing(options.cdx_fields, options.cdx_format, options.post_append)
     summary = Summary(out_dir)
     # (an update that only removes names no input)
     # (what the build writes is never read back: a rerun into OUTDIR below an INPUT, or
@@ -179,6 +179,13 @@ def build(inputs, out_dir, options=None):
                                  f"{record['format']}: an update keeps the format of the "
                                  "cluster (leave --cdx-format out)")
             requested = record["format"]
+            held = record.get("post_append", False)
+            if options.post_append not in (None, held):
+                raise UsageError(f"--{'' if options.post_append else 'no-'}post-append, but the "
+                                 f"cluster in {out_dir} was built with"
+                                 f"{'' if held else 'out'} it: an update keeps the cluster's "
+                                 "keys (leave the option out)")
+            options = type(options)(**{**vars(options), "post_append": held})
         sources, open_errors, cdx_format = open_sources(found.indexes, requested,
                                                         options.legacy_prefix.encode("utf-8"),
                                                         options.rekey)
@@ -188,7 +195,7 @@ def build(inputs, out_dir, options=None):
                                                 + [a.name for a in found.archives]))
         if sources and options.runner != "local":  # (which rewrites none: it reads them)
             check_work(sources, out_dir)  # before anything is written
-        check_indexing(options.cdx_fields, cdx_format)
+        check_indexing(options.cdx_fields, cdx_format, options.post_append)
         summary.errors += open_errors
         try:
             return _build(found.archives, sources, cdx_format, record, split_lines, options,
@@ -316,7 +323,8 @@ def _index(engine, archives, cdx_dir, cdx_format, options, summary, progress):
                       **_progress_count(summary.out_dir, expected))
         # every problem listed (then --on-error decides)
         statuses = engine.index(archives, cdx_dir, tasks.Indexing.of(
-            options, cdx_format=cdx_format, on_error="skip"))
+            options, cdx_format=cdx_format, on_error="skip",
+            post_append=bool(options.post_append)))
         progress.done()
     for status in statuses:
         summary.add(status)
@@ -367,7 +375,8 @@ def _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, split_li
     shards = len(split_lines) + 1
     record = contents.make(cdx_format, lines_per_block, split_lines,
                            {s.name: contents.entry(s, cdx_dir) for s in statuses},
-                           {s.path: contents.index_entry(s) for s in sources})
+                           {s.path: contents.index_entry(s) for s in sources},
+                           bool(options.post_append))
 
     def write(directory):
         engine.table = table
@@ -430,7 +439,8 @@ def _update(engine, record, archives, sources, cdx_dir, options, summary, progre
                   f"{counted(shards, 'shard')}, {lines_per_block} lines a block")
     progress.done()
     kept = contents.make(record["format"], lines_per_block, split_lines, archives,
-                         {**record["indexes"], **{s.path: contents.index_entry(s) for s in sources}})
+                         {**record["indexes"], **{s.path: contents.index_entry(s) for s in sources}},
+                         bool(options.post_append))
     cdx_files = [s.cdx for s in new + replaced] + index_files
 
     def write(directory):

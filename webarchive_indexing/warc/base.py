@@ -44,11 +44,12 @@ class RecordProblem(Exception):
 
 
 class Skipped:
-    """``count`` records read and passed over unparsed, as the caller's ``skip`` asked."""
-    __slots__ = ("count",)
+    """``count`` records read and passed over unparsed, as the caller's ``skip`` asked
+    (``request``: one request record, passed over for its method)."""
+    __slots__ = ("count", "request")
 
-    def __init__(self, count):
-        self.count = count
+    def __init__(self, count, request=False):
+        self.count, self.request = count, request
 
 
 class Record:

@@ -42,7 +42,7 @@ from .base import ArchiveError, Record, RecordError, RecordProblem, Skipped
 __all__ = ["ArchiveError", "Record", "RecordError", "Skipped", "iter_records"]
 
 
-def _iter_members(members, path, wants_payload, skip, unit):
+def _iter_members(members, path, wants_payload, skip, unit, skip_methods):
     """The records of a file of ``unit``s (gzip members, or a .warc.zst's records' frames)
     that ``members`` walks; after a problem, the walk goes on at the next one that reads."""
     loader = Loader()
@@ -58,6 +58,11 @@ def _iter_members(members, path, wants_payload, skip, unit):
                     yield problem
                 if offset is None:
                     return
+                if skip_methods and values is not None and values[0] == "request":
+                    passed = _skip_request(members, values, skip_methods)
+                    if passed is not None:
+                        yield Skipped(1, request=True) if passed is True else passed
+                        continue
                 item = _member_record(members, offset, values, wants_payload, loader)
                 if item is not None:
                     yield item
@@ -69,6 +74,22 @@ def _iter_members(members, path, wants_payload, skip, unit):
                                                     f"{unit}, at offset {resumed}")
     finally:
         loader.close()
+
+
+def _skip_request(members, values, methods):
+    """Pass over the request record ``skim`` stopped at if its HTTP method is one of
+    ``methods``, reading no more than its request line: True, or the ``RecordError`` of a
+    record that does not end where its Content-Length says; None (nothing consumed) for
+    any other request."""
+    length = values[2]
+    if not length or not length.isdigit() or len(length) > 17:
+        return None
+    block = members.peek_headers()
+    method = members.peek_headers(len(block)).split(b" ", 1)[0]
+    if method.decode("latin-1") not in methods:
+        return None
+    members.skip(len(block))
+    return members.finish(int(length)) or True
 
 
 def _member_record(members, offset, values, wants_payload, loader):
@@ -110,7 +131,7 @@ def _member_record(members, offset, values, wants_payload, loader):
 
 
 def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
-                 zstd_dictionary=None):
+                 zstd_dictionary=None, skip_methods=()):
     """Yield a ``Record`` per record (``RecordError`` for a record that can be skipped).
 
     ``wants_payload(record)`` decides whether the sha1 of the rest of the record
@@ -118,6 +139,8 @@ def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
     Content-Types), names WARC records the caller ignores: those of a gzipped or
     zstd file may be passed over unparsed, and counted in a ``Skipped`` instead.
     ``zstd_dictionary`` (a file) decompresses a .warc.zst without a dictionary frame.
+    ``skip_methods``: HTTP methods (``"GET"``) whose request records (when requests are not
+    in ``skip``) are passed over in the same way, each a ``Skipped`` of its own (``request``).
     Raises ``ArchiveError`` when the file cannot be read further.
     """
     head = fh.peek(4)[:4] if hasattr(fh, "peek") else b""
@@ -132,9 +155,9 @@ def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
             members = CompiledMembers(fh, path, ArchiveError, RecordError)
         else:
             members = GzipMembers(fh, path)
-        return _iter_members(members, path, wants_payload, skip, "gzip member")
+        return _iter_members(members, path, wants_payload, skip, "gzip member", skip_methods)
     if kind == "zst":
         from .zstdwarc import ZstdFrames
         return _iter_members(ZstdFrames(fh, path, zstd_dictionary), path, wants_payload, skip,
-                             "record's zstd frame")
+                             "record's zstd frame", skip_methods)
     return iter_plain(fh, path, wants_payload)
