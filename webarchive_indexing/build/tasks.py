@@ -48,6 +48,10 @@ class Indexing(Wire):
     # POST and PUT captures keyed with their method and body, as pywb keys them
     post_append: bool = option_field(options.POST_APPEND)
 
+    def __post_init__(self):
+        # build's option is None until an update takes its cluster's: not asked is off
+        object.__setattr__(self, "post_append", bool(self.post_append))
+
 
 @dataclass
 class IndexStatus(Wire):

@@ -323,8 +323,7 @@ def _index(engine, archives, cdx_dir, cdx_format, options, summary, progress):
                       **_progress_count(summary.out_dir, expected))
         # every problem listed (then --on-error decides)
         statuses = engine.index(archives, cdx_dir, tasks.Indexing.of(
-            options, cdx_format=cdx_format, on_error="skip",
-            post_append=bool(options.post_append)))
+            options, cdx_format=cdx_format, on_error="skip"))
         progress.done()
     for status in statuses:
         summary.add(status)
