@@ -55,6 +55,8 @@ setup(
                  "moto[server]",
                  # an independent reader and writer of .warc.zst
                  "fastwarc>=2.0",
+                 # py-wacz: WACZ files as their makers write them (WACZ inputs)
+                 "wacz",
                  # pywb 2.10 imports cgi, removed from the standard library in 3.13
                  'legacy-cgi; python_version >= "3.13"'],
         # bench/run.py: zlib-ng's gzip is one of the reference decompression floors
