@@ -110,6 +110,9 @@ COVERED = {
         "in order, in a directory holding two generated crawls (warcs/, new-warcs/), each "
         "cluster then compared with the others (docs/local-engine.md)",
         "test_local_engine.py::test_the_commands_of_docs_local_engine_run_as_written"),
+    r"^webarchive-index (\S+ waczs/|query out .*,entry$|copy copy out .*--warc-prefix waczs$)": (
+        "in order, in a directory of the samples as warcs/, after py-wacz's `wacz create` lines",
+        "test_wacz.py::test_the_commands_of_docs_wacz_md_run_as_written"),
     r"^(webarchive-index serve cc=out/cluster |curl 'http://127\.0\.0\.1:8080/cc/cdx\?)": (
         "a server that runs until stopped: started on a free port, asked with curl",
         "test_serve.py::test_readme_serve_commands"),

@@ -5,6 +5,7 @@ create``), the references pywb's indexer and replay run on the same WARC files u
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -348,3 +349,22 @@ def test_a_zip64_wacz_is_read(packs, tmp_path, monkeypatch):
     result = index_file(str(wacz))
     assert not result.errors
     assert our_lines("".join(result.lines)) == expected_lines(wacz, SAMPLES)
+
+
+def test_the_commands_of_docs_wacz_md_run_as_written(tmp_path):
+    """docs/wacz.md's command lines, in order, in a directory holding the samples as warcs/."""
+    text = (REPO / "docs" / "wacz.md").read_text()
+    blocks = re.findall(r"```\n(.*?)```", text, re.S)
+    commands = [line for block in blocks for line in block.splitlines()
+                if line.startswith(("mkdir ", "wacz ", "webarchive-index "))]
+    assert len(commands) == 10
+    shutil.copytree(SAMPLES, tmp_path / "warcs")
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    for command in commands:
+        done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env,
+                              capture_output=True, text=True)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (command, done.stderr)
+        if command.startswith("webarchive-index query"):
+            assert done.stdout.count('"entry": "archive/IAH-urls-wget.warc.gz"') > 3
+    assert list((tmp_path / "copied").glob("*.warc.gz")) and (tmp_path / "crawl.dict").stat().st_size
+    assert "c.wacz" in (tmp_path / "out" / "archives.txt").read_text()
