@@ -17,7 +17,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 import rangeserver
 import servers
-from helpers import pywb_cdx
+from helpers import REAL, pywb_cdx
 from webarchive_indexing import cli
 from webarchive_indexing.api.serve import open_collections
 from webarchive_indexing.cdx.indexer import index_file
@@ -296,6 +296,35 @@ def test_entries_that_cannot_be_read_in_place_are_refused_by_name(packs, tmp_pat
         assert len(said) == 1 and str(bad) in said[0] and why in said[0], done.stderr
     # the stored entry's records, all of them
     assert our_lines(done.stdout) == expected_lines(bad, SAMPLES, ["archive/example.warc.gz"])
+
+
+def test_an_uncompressed_warc_entry_and_a_damaged_one(tmp_path):
+    """A stored .warc entry is read in place too; an entry cut short ends its own walk
+    (said at its offset in the WACZ, naming it), as the WARC file alone would, not the
+    next entry's."""
+    shutil.copy(Path(REAL, "webrecorder+warcio__example-digest.warc"), tmp_path / "plain.warc")
+    (tmp_path / "cut.warc.gz").write_bytes((SAMPLES / "IAH-urls-wget.warc.gz").read_bytes()[:20000])
+    wacz = tmp_path / "mixed.wacz"
+    with zipfile.ZipFile(wacz, "w") as zf:
+        for name in ("cut.warc.gz", "plain.warc"):
+            _stored(zf, f"archive/{name}", (tmp_path / name).read_bytes())
+    result = index_file(str(wacz))
+    data = wacz.read_bytes()
+    cut = index_file(str(tmp_path / "cut.warc.gz"))
+    start = data.find((tmp_path / "cut.warc.gz").read_bytes())
+    assert cut.lines and len(cut.errors) == 1
+    assert our_lines("".join(result.lines)) == sorted(
+        expected_lines(wacz, tmp_path, ["archive/plain.warc"])
+        + [(k, s, {**f, "offset": str(int(f["offset"]) + start), "filename": "mixed.wacz",
+                   "entry": "archive/cut.warc.gz"}) for k, s, f in map(_json_line, cut.lines)],
+        key=repr)
+    [error] = result.errors
+    assert not result.fatal and error.offset == start + cut.errors[0].offset
+    assert error.reason == (f"in entry archive/cut.warc.gz (its offset {cut.errors[0].offset}): "
+                            f"{cut.errors[0].reason}")
+    for _, _, fields in our_lines("".join(result.lines)):
+        if fields["entry"] == "archive/plain.warc":
+            assert data[int(fields["offset"]):].startswith(b"WARC/1.0")
 
 
 def test_an_encrypted_entry_is_refused(tmp_path):

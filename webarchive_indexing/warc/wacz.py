@@ -93,6 +93,8 @@ class _Ranged(io.RawIOBase):
         return True
 
     def readinto(self, buffer):
+        if self.pos >= self.size:
+            return 0
         data = storage.read_range(self.path, self.pos, min(len(buffer), self.size - self.pos))
         buffer[:len(data)] = data
         self.pos += len(data)
@@ -129,7 +131,8 @@ def archive_entries(fh, path):
     ``RecordError`` for each that is not (naming it, why, and how to fix it). Raises
     ``ArchiveError`` for a file that is no readable ZIP, or holds no ``archive/`` entry."""
     try:
-        infos = zipfile.ZipFile(fh).infolist()
+        with zipfile.ZipFile(fh) as zf:  # (closing it leaves fh open)
+            infos = zf.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:
         raise ArchiveError(path, 0, f"starts like a ZIP file (a WACZ) but its central directory "
                                     f"cannot be read ({exc}): the file may be cut short, or no "
