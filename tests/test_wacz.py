@@ -206,6 +206,13 @@ def test_query_answers_from_the_cluster_of_waczs(built, capsys):
                                        '"archive/IAH-urls-wget.warc.gz"}') for line in lines)
 
 
+def test_a_wacz_given_as_a_cluster_is_said_to_be_one(packs):
+    done = subprocess.run([str(BIN / "webarchive-index"), "query", str(packs / "waczs" / "a.wacz"),
+                           "example.com"], capture_output=True, text=True)
+    assert done.returncode != 0 and not done.stdout and "Traceback" not in done.stderr
+    assert f"{packs / 'waczs' / 'a.wacz'} is a ZIP file (a WACZ?), not a ZipNum index" in done.stderr
+
+
 def warc_records(directory):
     """Every record of the WARC files of ``directory`` but their warcinfo, as bytes (its
     headers and its content), sorted."""
@@ -226,8 +233,18 @@ def test_copy_extracts_from_waczs_the_records_of_their_warcs(packs, built, tmp_p
     records = warc_records(tmp_path / "from-wacz")
     assert len(records) > 15 and records == warc_records(tmp_path / "from-warc")
     # each record's gzip member copied byte for byte, the same as from the WARC files
-    members = {p.name: p.read_bytes() for p in (tmp_path / "from-wacz").glob("*.warc.gz")}
-    assert members.keys() == {p.name for p in (tmp_path / "from-warc").glob("*.warc.gz")}
+    assert copied_members(tmp_path / "from-wacz") == copied_members(tmp_path / "from-warc")
+
+
+def copied_members(directory):
+    """The gzip members of a copy's outputs that its .cdxj files list, sorted."""
+    members = []
+    for cdxj in Path(directory).glob("*.cdxj"):
+        data = cdxj.with_suffix(".warc.gz").read_bytes()
+        for _, _, fields in map(_json_line, cdxj.read_text().splitlines()):
+            members.append(data[int(fields["offset"]):][:int(fields["length"])])
+    assert members
+    return sorted(members)
 
 
 def test_update_adds_new_wacz_files(packs, built, tmp_path):
