@@ -4,6 +4,7 @@ and ``copy`` extracts straight out of the WACZ. The WACZ files are py-wacz's (``
 create``), the references pywb's indexer and replay run on the same WARC files unpacked."""
 import io
 import json
+import logging
 import os
 import re
 import shutil
@@ -16,6 +17,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 import rangeserver
+import s3server
 import servers
 from helpers import REAL, pywb_cdx
 from webarchive_indexing import cli
@@ -272,6 +274,17 @@ def test_a_wacz_over_http_is_read_in_ranges(packs):
         spans = [[int(n) for n in r[2].removeprefix("bytes=").split("-")] for r in ranged]
         assert sum(end + 1 - start for start, end in spans) < 1.2 * local_size
     assert remote.lines == local.lines and not remote.errors
+
+
+def test_a_build_of_waczs_on_s3_is_the_local_build(packs, built, tmp_path):
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    with s3server.running():
+        bucket = s3server.new_bucket()
+        s3server.upload_tree(packs / "waczs", bucket + "/waczs")
+        summary = build([bucket + "/waczs/"], str(tmp_path / "out"),
+                        BuildOptions(shards=2, lines_per_block=5, progress=False))
+    assert not summary.errors
+    assert cluster_lines(tmp_path / "out") == cluster_lines(built[0])
 
 
 def test_zstd_dict_samples_a_wacz_as_its_warcs(packs, tmp_path):
