@@ -212,7 +212,8 @@ def test_a_wacz_given_as_a_cluster_is_said_to_be_one(packs):
     done = subprocess.run([str(BIN / "webarchive-index"), "query", str(packs / "waczs" / "a.wacz"),
                            "example.com"], capture_output=True, text=True)
     assert done.returncode != 0 and not done.stdout and "Traceback" not in done.stderr
-    assert f"{packs / 'waczs' / 'a.wacz'} is a ZIP file (a WACZ?), not a ZipNum index" in done.stderr
+    said = f"{packs / 'waczs' / 'a.wacz'} is a ZIP file (a WACZ?), not a ZipNum index"
+    assert said in done.stderr
 
 
 def warc_records(directory):
@@ -425,5 +426,6 @@ def test_the_commands_of_docs_wacz_md_run_as_written(tmp_path):
         assert done.returncode == 0 and "Traceback" not in done.stderr, (command, done.stderr)
         if command.startswith("webarchive-index query"):
             assert done.stdout.count('"entry": "archive/IAH-urls-wget.warc.gz"') > 3
-    assert list((tmp_path / "copied").glob("*.warc.gz")) and (tmp_path / "crawl.dict").stat().st_size
+    assert list((tmp_path / "copied").glob("*.warc.gz"))
+    assert (tmp_path / "crawl.dict").stat().st_size
     assert "c.wacz" in (tmp_path / "out" / "archives.txt").read_text()

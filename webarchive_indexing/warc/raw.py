@@ -3,11 +3,11 @@
 Records are found in the file's uncompressed bytes (a ``.warc``; a ``.warc.gz``,
 compressed record by record or as a whole; a ``.warc.zst``; the WARC entries of a WACZ,
 one after the other): a record is its header block, through the blank line that ends it,
-then as many bytes as its ``Content-Length`` says, then the newlines that end it, up to the next record's
-``WARC/`` line. Put together, the records are the file's uncompressed bytes, not a
-byte changed or left out: what ``recompress`` writes one by one and what a zstd
-dictionary is trained on. A file whose lengths do not lead from record to record
-is refused, with the record where they stop.
+then as many bytes as its ``Content-Length`` says, then the newlines that end it, up to
+the next record's ``WARC/`` line. Put together, the records are the file's uncompressed
+bytes, not a byte changed or left out: what ``recompress`` writes one by one and what a
+zstd dictionary is trained on. A file whose lengths do not lead from record to record is
+refused, with the record where they stop.
 
     with open_records("a.warc.gz") as records:
         for record in records:

@@ -194,5 +194,5 @@ def in_wacz(item, path, entry):
                            item.payload_sha1, item.notes, entry.name)
     if isinstance(item, ArchiveError):  # the end of an entry's walk is not the WACZ's
         return RecordError(path, entry.start + item.offset,
-                    f"in entry {entry.name} (its offset {item.offset}): {item.reason}")
+                           f"in entry {entry.name} (its offset {item.offset}): {item.reason}")
     return item
