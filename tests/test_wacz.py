@@ -298,6 +298,24 @@ def test_zstd_dict_samples_a_wacz_as_its_warcs(packs, tmp_path):
                      "--size", "4096", "--no-progress"]) == 0
 
 
+def test_recompress_makes_one_warc_of_a_waczs_warcs(packs, tmp_path):
+    assert cli.main(["recompress", str(packs / "waczs" / "a.wacz"), "-o",
+                     str(tmp_path / "a.warc.zst"), "--no-progress"]) == 0
+    for warc in PACKS["a.wacz"]:
+        shutil.copy(SAMPLES / warc, tmp_path)
+    records = all_records(tmp_path / "a.warc.zst")
+    assert len(records) > 20
+    assert records == [r for warc in PACKS["a.wacz"] for r in all_records(tmp_path / warc)]
+
+
+def all_records(path):
+    """Every record of a WARC file as FastWARC reads it (its headers and content), in order."""
+    from fastwarc.stream_io import GzipReader, ZstdReader
+    from fastwarc.warc import ArchiveIterator as FastIterator
+    stream = (ZstdReader if str(path).endswith(".zst") else GzipReader)(str(path))
+    return [(str(r.headers), r.reader.read()) for r in FastIterator(stream, parse_http=False)]
+
+
 # -- what is not read in place: refused, named, the rest read ---------------------------------
 
 def _stored(zf, name, data, **info):
