@@ -447,3 +447,28 @@ def test_the_commands_of_docs_wacz_md_run_as_written(tmp_path):
     assert list((tmp_path / "copied").glob("*.warc.gz"))
     assert (tmp_path / "crawl.dict").stat().st_size
     assert "c.wacz" in (tmp_path / "out" / "archives.txt").read_text()
+
+
+def test_a_wacz_written_as_a_stream_is_read(tmp_path):
+    """A WACZ zipped as a stream (as browser-side and streaming writers make them): sizes
+    in a data descriptor after each entry, none in its local header."""
+    class Unseekable(io.RawIOBase):
+        def __init__(self, fh):
+            self.fh = fh
+
+        def writable(self):
+            return True
+
+        def write(self, data):
+            return self.fh.write(data)
+
+    wacz = tmp_path / "streamed.wacz"
+    with open(wacz, "wb") as raw, zipfile.ZipFile(Unseekable(raw), "w") as zf:
+        for warc in PACKS["a.wacz"]:
+            with zf.open(f"archive/{warc}", "w") as entry:
+                entry.write((SAMPLES / warc).read_bytes())
+    infos = zipfile.ZipFile(wacz).infolist()
+    assert all(i.flag_bits & 0x8 and i.compress_type == zipfile.ZIP_STORED for i in infos)
+    result = index_file(str(wacz))
+    assert not result.errors
+    assert our_lines("".join(result.lines)) == expected_lines(wacz, SAMPLES)
