@@ -55,7 +55,8 @@ setup(
                  "moto[server]",
                  # an independent reader and writer of .warc.zst
                  "fastwarc>=2.0",
-                 # py-wacz: validates our WACZ packages and makes ones to compare with
+                 # py-wacz: WACZ files as their makers write them (WACZ inputs), and the
+                 # validator and maker our WACZ packages are checked against
                  "wacz==0.6.0",
                  # pywb 2.10 imports cgi, removed from the standard library in 3.13
                  'legacy-cgi; python_version >= "3.13"'],

@@ -114,6 +114,9 @@ COVERED = {
     r"^curl .*127\.0\.0\.1:8080/cc/(ap/|cdx\?url=archive)": (
         "in order, in a directory with the samples' cluster, an exclusions.txt and urls.txt, "
         "the server on a free port", "test_access.py::test_the_commands_of_docs_access_control_md_run_as_written"),
+    r"^webarchive-index (\S+ waczs/|query out .*,entry$|copy copy out .*--warc-prefix waczs$)": (
+        "in order, in a directory of the samples as warcs/, after py-wacz's `wacz create` lines",
+        "test_wacz.py::test_the_commands_of_docs_wacz_md_run_as_written"),
     r"^(webarchive-index serve cc=out/cluster |curl 'http://127\.0\.0\.1:8080/cc/cdx\?)": (
         "a server that runs until stopped: started on a free port, asked with curl",
         "test_serve.py::test_readme_serve_commands"),

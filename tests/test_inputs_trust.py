@@ -181,7 +181,7 @@ def test_a_walk_says_what_it_left_out_and_why(tmp_path, capsys):
         "left out: files being written (.open, .tmp-): 2, e.g. .tmp-1234-w.warc.gz; "
         "not regular files (a FIFO or device may never end): 1, e.g. f.warc.gz; "
         "archives compressed in a way not read (read are .warc.gz .warc.zst .warc .arc.gz "
-        ".arc): 1, e.g. v.warc.bz2; "
+        ".arc .wacz): 1, e.g. v.warc.bz2; "
         "WAT/WET files (made from WARC files: index those): 3, e.g. x.warc.wat.gz")
     # cdx prints it, one line, and indexes the archive
     assert cli.main(["cdx", str(tmp_path)]) == cli.EXIT_OK

@@ -244,13 +244,15 @@ def add(target, *options):
 
 # -- the table -----------------------------------------------------------------------------
 
-INPUT_HELP = ("WARC/ARC files (.warc.gz .warc.zst .warc .arc.gz .arc), directories (searched "
+INPUT_HELP = ("WARC/ARC files (.warc.gz .warc.zst .warc .arc.gz .arc), WACZ files (.wacz: "
+              "their archive/ WARC files indexed in place), directories (searched "
               "recursively), glob patterns, or manifest files listing one archive path per "
               "line; files, manifests and directories may be s3://bucket/key URLs "
               "(s3://bucket/prefix/ is listed like a directory)")
 
 BUILD_INPUT_HELP = (
-    "WARC/ARC files (.warc.gz .warc.zst .warc .arc.gz .arc), and existing indexes whose lines go into "
+    "WARC/ARC files (.warc.gz .warc.zst .warc .arc.gz .arc), WACZ files (.wacz: their archive/ "
+    "WARC files indexed in place), and existing indexes whose lines go into "
     "the cluster with the archives': flat CDXJ, CDX11 or CDX9 files (.cdx .cdxj .cdx.gz "
     ".cdxj.gz, Common Crawl's cdx-NNNNN.gz; sorted or not), ZipNum clusters (a cluster.idx, "
     "or a directory holding one, e.g. a build's output directory) and the 2012 Common Crawl "

@@ -38,9 +38,10 @@ NAMES = {fmt: tuple(FIELD_LETTERS[letter] for letter in legend.split())
 _BY_COUNT = {len(names): names for names in NAMES.values()}
 # What indexing writes
 FORMATS = ("cdxj", "cdx11", "cdx9")
-# Key order of pywb's CDXJ JSON (its entry dict starts with "metadata").
+# Key order of pywb's CDXJ JSON (its entry dict starts with "metadata"), and after it, for a
+# record of a WACZ (whose name ``filename`` is, ``offset`` into it), its ZIP entry's name
 CDXJ_KEYS = ("metadata", "url", "mime", "mime-detected", "status", "digest", "length",
-             "offset", "filename")
+             "offset", "filename", "entry")
 # What Common Crawl's crawler (commoncrawl/nutch, WarcCdxWriter) adds after pywb's keys,
 # where the WARC has them: the charset and ISO-639-3 languages detected in the payload
 # (from the metadata record that follows each response), the reason a payload was

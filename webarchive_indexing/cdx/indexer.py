@@ -24,7 +24,7 @@ from .. import storage
 from .cdxline import CDX_FIELDS, FORMATS, POST_KEYS, format_line, name_problem
 from .postquery import append_query, method_query
 from .urlkey import url_key
-from ..warc.walk import ArchiveError, RecordError, Skipped, iter_records
+from ..warc.walk import ArchiveError, Record, RecordError, Skipped, iter_records
 
 # Metadata records whose payload a walk with Common Crawl's fields reads
 METADATA_CONTENT_TYPE = "application/warc-fields"
@@ -328,6 +328,10 @@ def iter_fields(fh, path, filename, result, cdx_fields="pywb", zstd_dictionary=N
             fields = _fields(item, path, result)
             if fields is False:
                 continue
+            if fields is not None:
+                fields["filename"] = filename
+                if type(item) is not Record:  # a WACZ's (wacz.EntryRecord)
+                    fields["entry"] = item.entry
             if cc:
                 if metadata.last is not None:
                     refers_to, found = metadata.last
@@ -340,12 +344,10 @@ def iter_fields(fh, path, filename, result, cdx_fields="pywb", zstd_dictionary=N
                 if fields is not None:
                     _cc_fields(item.record, fields)
                     if item.record.rec_type == "response":
-                        fields["filename"] = filename
                         pending = fields
                         pending_id = item.record.rec_headers.get_header("WARC-Record-ID")
                         continue
             if fields is not None:
-                fields["filename"] = filename
                 yield fields
     except ArchiveError as exc:
         result.errors.append(exc)

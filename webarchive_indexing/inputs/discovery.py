@@ -7,7 +7,9 @@ comment; relative lines are relative to the manifest). An ``s3://`` INPUT is a f
 a manifest if its name ends like one, else a prefix to list like a directory
 (``s3://bucket/crawl/``); globs are local only. Each file found is one of:
 
-* an **archive** (``.warc.gz .warc.zst .warc .arc.gz .arc``, or a file that starts like one);
+* an **archive** (``.warc.gz .warc.zst .warc .arc.gz .arc``, or a file that starts like one),
+  or a WACZ (``.wacz``, or a file that starts like a ZIP), whose ``archive/`` entries are
+  indexed in place (``warc.wacz``);
 * an **index** (see ``inputs.indexes``): a flat CDX/CDXJ file (``.cdx .cdxj .cdx.gz
   .cdxj.gz``, Common Crawl's ``cdx-NNNNN.gz``, or a file whose first line is a CDX
   line); a ZipNum cluster (its ``cluster.idx``, any ``.idx``/``.summary``, or a

@@ -10,7 +10,7 @@ import zlib
 from .. import storage
 from ..warc.magic import ARCHIVE_STARTS, compression
 
-ARCHIVE_EXTENSIONS = (".warc.gz", ".warc.zst", ".warc", ".arc.gz", ".arc")
+ARCHIVE_EXTENSIONS = (".warc.gz", ".warc.zst", ".warc", ".arc.gz", ".arc", ".wacz")
 # Common Crawl publishes its file lists as warc.paths.gz
 MANIFEST_EXTENSIONS = (".paths", ".paths.gz", ".txt", ".lst", ".manifest")
 

@@ -1,13 +1,13 @@
 """The records of a WARC file as their exact bytes, whatever its compression.
 
 Records are found in the file's uncompressed bytes (a ``.warc``; a ``.warc.gz``,
-compressed record by record or as a whole; a ``.warc.zst``): a record is its header
-block, through the blank line that ends it, then as many bytes as its
-``Content-Length`` says, then the newlines that end it, up to the next record's
-``WARC/`` line. Put together, the records are the file's uncompressed bytes, not a
-byte changed or left out: what ``recompress`` writes one by one and what a zstd
-dictionary is trained on. A file whose lengths do not lead from record to record
-is refused, with the record where they stop.
+compressed record by record or as a whole; a ``.warc.zst``; the WARC entries of a WACZ,
+one after the other): a record is its header block, through the blank line that ends it,
+then as many bytes as its ``Content-Length`` says, then the newlines that end it, up to
+the next record's ``WARC/`` line. Put together, the records are the file's uncompressed
+bytes, not a byte changed or left out: what ``recompress`` writes one by one and what a
+zstd dictionary is trained on. A file whose lengths do not lead from record to record is
+refused, with the record where they stop.
 
     with open_records("a.warc.gz") as records:
         for record in records:
@@ -167,7 +167,29 @@ def open_records(path, zstd_dictionary=None, piece=PIECE):
             from .zstdwarc import ZstdFrames
             yield split(ZstdFrames(fh, path, zstd_dictionary).next_piece, path, piece)
             return
+        if kind == "zip":
+            yield split(_wacz_bytes(fh, path).__next__, path, piece)
+            return
         yield split(lambda: fh.read(READ_SIZE), path, piece)
+
+
+def _wacz_bytes(fh, path):
+    """The uncompressed bytes of the WARC entries of a WACZ, one entry after the other (each
+    ends where a record does), then b"" for ever; ``ArchiveError`` for an entry not read."""
+    from isal import igzip
+    from . import wacz
+    fh = wacz.seekable(fh, path)
+    entries, problems = wacz.archive_entries(fh, path)
+    if problems:  # every record or none: an entry left out would be records lost
+        raise problems[0]
+    for entry in entries:
+        with wacz.open_entry(fh, entry) as window:
+            gzipped = compression(window.peek(4)[:4]) == "gz"
+            data = igzip.IGzipFile(fileobj=window) if gzipped else window
+            while block := data.read(READ_SIZE):
+                yield block
+    while True:
+        yield b""
 
 
 def record_starts(records, budget):

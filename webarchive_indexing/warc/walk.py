@@ -18,7 +18,9 @@ warcio and therefore of pywb:
 * any other record goes through warcio's own record loader (``loader``,
   imported then);
 * uncompressed files are read in large blocks, each record with warcio's loader, as
-  warcio's ``ArchiveIterator`` reads them (``plain``).
+  warcio's ``ArchiveIterator`` reads them (``plain``);
+* a WACZ's ``archive/`` entries are walked each as the file it holds (``wacz``), their
+  records at their offsets in the WACZ.
 
 Bad input is reported (``RecordError``, ``ArchiveError``: the file, the offset, what is
 wrong) and the walk goes on where it can: in a gzipped file at the next gzip member (after
@@ -160,4 +162,23 @@ def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
         from .zstdwarc import ZstdFrames
         return _iter_members(ZstdFrames(fh, path, zstd_dictionary), path, wants_payload, skip,
                              "record's zstd frame", skip_methods)
+    if kind == "zip":
+        return _iter_wacz(fh, path, wants_payload, skip, skip_methods)
     return iter_plain(fh, path, wants_payload)
+
+
+def _iter_wacz(fh, path, wants_payload, skip, skip_methods):
+    """The records of the WARC/ARC entries of a WACZ, one entry after the other, each an
+    ``wacz.EntryRecord``; a problem that ends an entry's walk goes on at the next entry."""
+    from . import wacz
+    fh = wacz.seekable(fh, path)
+    entries, problems = wacz.archive_entries(fh, path)
+    yield from problems
+    for entry in entries:
+        with wacz.open_entry(fh, entry) as window:
+            try:
+                for item in iter_records(window, path, wants_payload, skip,
+                                         skip_methods=skip_methods):
+                    yield wacz.in_wacz(item, path, entry)
+            except ArchiveError as exc:
+                yield wacz.in_wacz(exc, path, entry)

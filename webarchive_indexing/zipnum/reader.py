@@ -160,6 +160,8 @@ def _check_not_an_archive(path, command="query"):
         kind = "gzip data (a WARC or ARC file, a .cdx.gz?)"
     elif compressed == "zst":
         kind = "zstd data (a .warc.zst file?)"
+    elif compressed == "zip":
+        kind = "a ZIP file (a WACZ?)"
     elif head.startswith(PLAIN_STARTS):
         kind = "a WARC or ARC file"
     else:
