@@ -201,6 +201,8 @@ def pack(inputs, output, options):
         built = build(inputs, work, BuildOptions(
             shards=1, on_error=options.on_error, input_root=options.input_root,
             progress=options.progress, skip_existing=False,
+            # POST and PUT captures under the keys ReplayWeb.page looks them up by
+            post_append=True,
             **{option.dest: getattr(options, option.dest) for option in ENGINE}))
         summary.errors, summary.warnings = built.errors, built.warnings
         total = sum(os.path.getsize(a.path) for a in archives)
