@@ -300,3 +300,19 @@ def test_replaywebpage_replays_our_package_as_it_replays_py_waczs(tmp_path, monk
                        .decode().splitlines()[1].split(" ", 2)[2])
     wanted = (start + block["offset"], start + block["offset"] + block["length"] - 1)
     assert ("GET", "/ours.wacz", "bytes=%d-%d" % wanted) in requests["ours"]
+
+
+def test_post_captures_are_keyed_as_replaywebpage_looks_them_up(tmp_path):
+    """The index of a package has POST captures under their method and body (as py-wacz,
+    with cdxj-indexer's post_append, keys them): ReplayWeb.page finds them so. (A chunked
+    body without a Content-Length, which pywb does not read, is keyed as pywb keys it.)"""
+    post = tmp_path / "warcs" / "post-test-more.warc"
+    post.parent.mkdir()
+    shutil.copy(REPO / "tests" / "data" / "real" / "webrecorder+cdxj-indexer__post-test-more.warc", post)
+    keys = [line.split(" ", 1)[0] for line in index_lines(pack(tmp_path, [str(post)]))]
+    theirs = tmp_path / "theirs.wacz"
+    assert py_wacz("create", "-o", str(theirs), str(post)).returncode == 0
+    posted = {key for key in keys if "__wb_method=post" in key}
+    with_body = {key for key in posted if "__wb_method=post&" in key}
+    assert len(with_body) == 2
+    assert with_body <= {line.split(" ", 1)[0] for line in index_lines(theirs)}
