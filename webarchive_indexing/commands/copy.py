@@ -21,9 +21,33 @@ from .. import storage
 from ..engines import open_engine
 from ..options import DEFAULT_RETRIES, DEFAULT_THREADS, check_engine
 from ..util.progress import Progress
+from ..copy.csvrecords import check as check_csv
 from ..copy.fetch import again, check_dictionary, check_prefix
 from ..copy.plan import Plan, copy_planner, load_plan, output_files, plan_path
+from ..copy.selection import check, check_source, read_selection
 from ..copy.write import output_paths, read_progress
+from ..zipnum.reader import open_cluster
+
+
+def count(settings):
+    """``copy check``: what a copy of ``settings`` (its arguments) would take, from the
+    index alone: ``[((input, kind), totals)]`` per input, and the total (each record once)."""
+    check_source(settings.location, settings.domains, settings.domains_file,
+                 settings.records_csv)
+    if settings.records_csv:
+        total = check_csv(settings.records_csv)
+        return [((settings.records_csv, "records"), total)], total
+    selection = read_selection(settings.domains, settings.domains_file)
+    per_input, total = check(open_cluster(settings.location), selection)
+    return [((i.text, i.kind), t) for i, t in zip(selection, per_input)], total
+
+
+def write_plan(settings):
+    """``copy plan``: the plan of the copy ``settings`` (its arguments) describe, written
+    into its output (or the one there kept)."""
+    planner = copy_planner(settings)
+    with lock.hold(storage.abspath(settings.output), "copy plan"):
+        return planner()
 
 
 def copy_chunks(engine, chunk_paths, output, warc_prefix, threads=DEFAULT_THREADS,
