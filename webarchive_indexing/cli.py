@@ -13,16 +13,16 @@ Exit status: 0 done; 1 failed (nothing published); 2 bad usage; 3 done, but
 some input could not be indexed (see the error report).
 """
 import argparse
-import contextlib
 import json
-import os
 import sys
 
 from . import options as o
 from .options import commands as parsers
 from .commands.report import (EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, log_to_stderr,
-                              print_problems, print_summary, report_build)
+                              print_problems, print_summary, print_table, query_table_hint,
+                              report_build)
 from .util.errors import TaskFailed, describe
+from .util.streams import Unbroken, reader_gone, to_devnull
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE", "main", "version_line"]
 
@@ -134,7 +134,6 @@ def _export(args):
     from .inputs.indexes import IndexInputError
     from .inputs.discovery import InputError
     from .storage.lock import Busy
-    from .commands.report import print_table, query_table_hint
     try:
         done = export(o.ExportOptions.from_args(args), sys.stdout.buffer)
     except (BrokenPipeError, Busy):  # as every command: a reader that stopped (| head), a
@@ -401,9 +400,9 @@ def main(argv=None):
     prints_output = _prints_output(args)
     # What only tells how a command goes (progress, the summary, problems) goes nowhere
     # once its reader is gone (build ... 2>&1 | head -1): the command goes on.
-    sys.stderr = _Unbroken(sys.stderr)
+    sys.stderr = Unbroken(sys.stderr)
     if not prints_output:
-        sys.stdout = _Unbroken(sys.stdout)
+        sys.stdout = Unbroken(sys.stdout)
     try:
         return _run(args, prints_output)
     finally:
@@ -414,11 +413,11 @@ def _run(args, prints_output):
     try:
         return COMMANDS[args.command](args)
     except BrokenPipeError as exc:
-        if prints_output and _reader_gone(sys.stdout):
+        if prints_output and reader_gone(sys.stdout):
             # the reader of the output went away (query ... | head): done. What is still
             # buffered for it goes nowhere, rather than fail again as Python flushes
             # stdout on its way out.
-            _to_devnull(sys.stdout)
+            to_devnull(sys.stdout)
             return EXIT_OK
         sys.stderr.write(f"webarchive-index {args.command}: {describe(exc)}: a process it "
                          "started ended, or could not start (run it again)\n")
@@ -437,55 +436,6 @@ def _prints_output(args):
     if args.command == "copy":
         return args.copy_command != "copy"
     return args.command == "query" or (args.command in ("cdx", "export") and not args.output)
-
-
-def _reader_gone(stream):
-    """Whether ``stream`` is a pipe (or socket) that no one reads any more."""
-    import select
-    try:
-        poller = select.poll()
-        poller.register(stream.fileno(), select.POLLOUT)
-    except (AttributeError, OSError, ValueError):
-        return False
-    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
-
-
-def _to_devnull(stream):
-    with contextlib.suppress(AttributeError, OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, stream.fileno())
-        finally:
-            os.close(devnull)
-
-
-class _Unbroken:
-    """A text stream (stderr, or the stdout of a command whose output is not printed) whose
-    reader may go away: from then on what is written goes nowhere, instead of raising
-    ``BrokenPipeError`` where the command is at."""
-
-    def __init__(self, stream):
-        self._stream = stream
-
-    def write(self, text):
-        try:
-            return self._stream.write(text)
-        except BrokenPipeError:
-            _to_devnull(self._stream)
-            return len(text)
-
-    def writelines(self, lines):
-        for line in lines:
-            self.write(line)
-
-    def flush(self):
-        try:
-            self._stream.flush()
-        except BrokenPipeError:
-            _to_devnull(self._stream)
-
-    def __getattr__(self, name):
-        return getattr(self._stream, name)
 
 
 if __name__ == "__main__":

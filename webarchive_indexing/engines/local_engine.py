@@ -41,6 +41,8 @@ from ..storage.lock import running
 from ..zipnum.shardrun import ClusterChanged, Removal
 from ..util.workers import process_pool
 from . import Engine, StepFailed
+from ..build.update import update_shards
+from ..copy import run_chunk
 
 SCALER = 100
 # Each archive's stored sample holds this many times its share of the cluster's sample
@@ -92,7 +94,6 @@ def _size(path):
 
 
 def _copy(path, output, warc_prefix, threads, retries, progress_dir, zstd_dictionary):
-    from ..copy import run_chunk
     return run_chunk(path, output, warc_prefix, threads, retries, progress_dir,
                      zstd_dictionary=zstd_dictionary)
 
@@ -239,7 +240,6 @@ class LocalEngine(Engine):
 
     def update_cluster(self, cdx_files, old_cluster, split_lines, removal, lines_per_block,
                        cluster_dir):
-        from ..build.update import update_shards
         run_list, sample_lines = self._runs_of(cdx_files, len(split_lines) + 1,
                                                removal.of_globs())
         try:

@@ -12,9 +12,15 @@ import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
+from mrjob.step import StepFailedException
+
 from .. import storage
 from ..cdx.splits import format_splits
 from . import Engine, task_failure
+from ..jobs.index_warcs import IndexWarcsJob
+from ..jobs.remote_copy import RemoteCopyJob
+from ..jobs.sample_splits import SampleSplitsJob
+from ..jobs.zip_cluster import ZipClusterJob
 
 # Parallel downloads of CDX files from S3 to local disk
 STAGING_THREADS = 16
@@ -28,7 +34,6 @@ def run_job(job_class, args, runner, conf_path=None):
     A task that failed in a process of its own (the local runner) is raised as what it
     raised: an ``OSError`` (a full disk...) as one, anything else as ``TaskFailed``.
     """
-    from mrjob.step import StepFailedException
     conf = ["--conf-path", conf_path] if conf_path else ["--no-conf"]
     job = job_class(args=["-r", runner, *conf, *args])
     with job.make_runner() as mr:
@@ -108,7 +113,6 @@ class MrjobEngine(Engine):
 
     def index(self, archives, cdx_dir, cdx_format, skip_existing, cdx_fields="pywb",
               zstd_dictionary=None):
-        from ..jobs.index_warcs import IndexWarcsJob
         if not archives:
             return []
         args = ["--cdx-dir", cdx_dir, "--cdx-format", cdx_format, "--cdx-fields", cdx_fields,
@@ -123,12 +127,10 @@ class MrjobEngine(Engine):
                                                                 (a.path for a in archives))])
 
     def sample(self, cdx_files, shards, splits_dir):
-        from ..jobs.sample_splits import SampleSplitsJob
         return self._run(SampleSplitsJob, ["--shards", str(shards), "--splits-dir", splits_dir,
                                            *self._local(cdx_files)])
 
     def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
-        from ..jobs.zip_cluster import ZipClusterJob
         splits_file = os.path.join(self.work, "splits.txt")
         with open(splits_file, "w", encoding="utf-8") as fh:
             fh.write(format_splits(split_lines))
@@ -144,7 +146,6 @@ class MrjobEngine(Engine):
 
     def copy(self, chunk_paths, output, warc_prefix, threads, retries, progress_dir=None,
              zstd_dictionary=None):
-        from ..jobs.remote_copy import RemoteCopyJob
         chunk_paths = list(chunk_paths)
         if not chunk_paths:
             return []

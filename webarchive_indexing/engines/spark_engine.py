@@ -63,6 +63,7 @@ from ..cdx.cdxline import is_cdx_line
 from ..options import DEFAULT_CDX_BYTES_PER_TASK as CDX_BYTES_PER_TASK
 from ..zipnum.layout import LINES_PER_BLOCK
 from . import Engine, StepFailed, task_failure
+from ..copy import run_chunk
 
 SCALER = 100
 
@@ -224,7 +225,6 @@ def copy_chunks(sc, chunk_paths, output, warc_prefix, threads, retries, progress
         return []
 
     def task(path):
-        from ..copy import run_chunk
         return run_chunk(path, output, warc_prefix, threads, retries, progress_dir,
                          zstd_dictionary=zstd_dictionary)
 
