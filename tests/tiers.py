@@ -29,6 +29,10 @@ MODULES = {
     "test_launchers.py": ("server", "moto's EMR and S3 servers, the launchers as processes"),
     "test_real_hadoop.py": ("hadoop", "real Hadoop's local job runner"),
     "test_spark_cluster.py": ("spark", "a standalone Spark cluster"),
+    **{module: ("spark", "Spark jobs and spark-submit") for module in (
+        "test_spark.py", "test_spark_trust.py")},
+    **{module: ("server", "servers of their own (serve, HTTP), started by name") for module in (
+        "test_serve.py", "test_serve_trust.py", "test_cdxapi_trust.py", "test_storage_http.py")},
     **{module: ("slow", "commands and builds end to end, seconds each") for module in (
         "test_bad_input.py", "test_build_parquet.py", "test_build_trust.py",
         "test_columnar.py", "test_copy.py", "test_copy_zstd.py", "test_corpus.py",

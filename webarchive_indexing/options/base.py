@@ -9,7 +9,6 @@ class UsageError(ValueError):
     """Options that cannot work, found before anything runs."""
 
 
-
 # -- validators ----------------------------------------------------------------------------
 
 # int() also takes other scripts' digits ('٣' is 3), '+3', ' 3 ' and '1_000'

@@ -14,7 +14,6 @@ COPY_SELECTION_HELP = (
     "Overlapping inputs are merged: a record is selected once.")
 
 
-
 def parser(version, command=None):
     """The parser of the command line; of the subcommands, only ``command``'s arguments (all
     without one): building them all would add to the start-up time of every command.
@@ -33,7 +32,6 @@ def parser(version, command=None):
         else:
             sub.add_parser(name, help=help_line)
     return parser
-
 
 
 def _build_parser(sub, help_line):

@@ -46,7 +46,6 @@ PARQUET_COMPRESSIONS = ("zstd", "gzip", "snappy")
 EXPORT_FORMATS = ("cdx", "parquet")
 
 
-
 # -- the table -----------------------------------------------------------------------------
 
 INPUT_HELP = ("WARC/ARC files (.warc.gz .warc.zst .warc .arc.gz .arc), directories (searched "
