@@ -204,8 +204,8 @@ def _lazy_imports():
 
 
 def test_imports_inside_functions_are_listed():
-    unlisted = sorted(f"{name} (line {line}): {target}" for name, line, target in _lazy_imports()
-                      if target not in LAZY)
+    unlisted = sorted({f"{name} (line {line}): {target}" for name, line, target in _lazy_imports()
+                       if target not in LAZY})
     assert not unlisted, ("import at the top of the module, or (only if start-up time needs "
                           f"it) list in LAZY with the reason: {unlisted}")
 
