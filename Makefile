@@ -1,11 +1,12 @@
 # make demo: a fresh machine to a queried cluster, from the sample archives in samples/
 # make test: the whole test suite, in the same virtual environment
 # make test-quick: the suite without the tests that start real Hadoop or a Spark cluster
+# make test-fast: the unit tests, in under a minute: no Java, Spark, Hadoop, browser or server
 PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: demo test test-quick bench bench-zstd bench-serve clean clean-venv
+.PHONY: demo test test-quick test-fast bench bench-zstd bench-serve clean clean-venv
 
 $(BIN)/webarchive-index: setup.py webarchive_indexing/warc/_members.c
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +33,9 @@ test: $(BIN)/webarchive-index
 
 test-quick: $(BIN)/webarchive-index
 	$(BIN)/python -m pytest -q -m "not cluster"
+
+test-fast: $(BIN)/webarchive-index
+	$(BIN)/python -m pytest -q --fast
 
 bench: $(BIN)/webarchive-index
 	$(BIN)/pip install --quiet -e '.[test,bench]'

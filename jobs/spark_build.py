@@ -16,6 +16,7 @@ import argparse
 import sys
 
 from webarchive_indexing import options as o
+from webarchive_indexing.commands.build import build
 from webarchive_indexing.commands.report import log_to_stderr, report_build
 
 
@@ -38,7 +39,6 @@ def parser():
 def main(argv=None):
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     log_to_stderr(args.verbose)
-    from webarchive_indexing.commands.build import build
     options = o.BuildOptions.from_args(args, runner="spark")
     return report_build(lambda: build(args.inputs, args.output, options), args.output)
 

@@ -1,9 +1,15 @@
-"""Shared fixtures: a Spark context (Hadoop's own SequenceFile reader, the Spark build) for the whole session."""
+"""Shared fixtures: a Spark context (Hadoop's own SequenceFile reader, the Spark build) for the
+whole session; the test tiers (``--fast``: tests/tiers.py)."""
 import os
+import shutil
 import sys
+import tempfile
 
 import pyspark
 import pytest
+
+import fastguard
+import tiers
 
 import webarchive_indexing.util.compat
 
@@ -19,3 +25,45 @@ def spark():
     sc.setLogLevel("ERROR")
     yield sc
     sc.stop()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fast", action="store_true", default=False,
+                     help="the fast tier (make test-fast): the tests without a marker of "
+                          f"{', '.join(tiers.HEAVY)}; what those do fails a test (tests/tiers.py)")
+
+
+def pytest_configure(config):
+    if config.getoption("fast"):
+        config.fast_tier_dir = tempfile.mkdtemp(prefix="webarchive-fast-tier-")
+        config.fast_tier_log = os.path.join(config.fast_tier_dir, "refused.log")
+        os.environ.update(fastguard.environment(config.fast_tier_dir, config.fast_tier_log,
+                                                os.environ))
+        fastguard.install()
+
+
+def pytest_unconfigure(config):
+    if hasattr(config, "fast_tier_dir"):
+        shutil.rmtree(config.fast_tier_dir, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for marker in sorted(tiers.markers_of(item)):
+            item.add_marker(marker)
+    if config.getoption("fast"):
+        fast = [item for item in items if not any(map(item.get_closest_marker, tiers.HEAVY))]
+        if len(fast) < len(items):
+            kept = set(fast)
+            config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+            items[:] = fast
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier(request):
+    """In the fast tier: fail a test that started what the tier leaves out."""
+    yield
+    log = getattr(request.config, "fast_tier_log", None)
+    refused = fastguard.refused(log) if log else []
+    if refused:
+        pytest.fail("\n".join(refused), pytrace=False)

@@ -39,13 +39,17 @@ def test_jobs_take_the_same_options():
 
 
 def test_each_option_is_declared_once():
-    """A name of options.py bound twice leaves every user of the first with the second
-    (serve's --workers once gave build and copy its help)."""
+    """A name of the options package bound twice (in one of its modules or in two) leaves
+    every user of the first with the second (serve's --workers once gave build and copy
+    its help)."""
     import ast
-    with open(options.__file__, encoding="utf-8") as fh:
-        tree = ast.parse(fh.read())
-    names = [target.id for node in tree.body if isinstance(node, ast.Assign)
-             for target in node.targets if isinstance(target, ast.Name)]
+    from pathlib import Path
+    names = []
+    for path in sorted(Path(options.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names += [target.id for node in tree.body if isinstance(node, ast.Assign)
+                  for target in node.targets if isinstance(target, ast.Name)]
+    assert "SERVE_WORKERS" in names and "PARSERS" in names  # every module is read
     assert sorted({name for name in names if names.count(name) > 1}) == []
 
 

@@ -38,12 +38,8 @@ request, a remote one every ``reload_seconds``; each request is answered from on
 whole, and one that fails before its answer began is answered again from a newer build
 if there is one.
 
-Clients (``Bounds``): a worker holds at most ``connections`` connections; a client has
-``header_seconds`` to send a request's line and headers (the first one counted from its
-connection), ``idle_seconds`` for its next request or to take the next bytes of an answer.
-A connection beyond the bound closes the one that has waited longest for a request, or,
-all of them answering, is answered ``503`` at once: slow or idle clients never keep a new
-one out.
+Clients: each worker holds its connections within ``connections.Bounds`` (how many, how
+long a client may take), so that slow or idle clients never keep a new one out.
 """
 import gzip
 import html
@@ -59,16 +55,16 @@ import time
 import traceback
 import urllib.parse
 import zlib
-from collections import namedtuple
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 from .request import BadParameter, CdxRequest, Limits, RequestTimeout
 from .collection import Reloading
 from . import access as acl
 from ..zipnum.idxfile import DamagedCluster
-from ..options import (DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-                       DEFAULT_MAX_LIMIT, DEFAULT_RELOAD_SECONDS, DEFAULT_TIMEOUT, MATCH_TYPES)
+from ..options import DEFAULT_MAX_LIMIT, DEFAULT_RELOAD_SECONDS, DEFAULT_TIMEOUT, MATCH_TYPES
 from ..zipnum.reader import BlockCache
+from .connections import (BUSY, DEFAULT_BOUNDS, READING, WAITING, Bounds, BoundedServer,
+                          bounds as connection_bounds)
 
 __all__ = ["open_collections", "make_server", "serve", "Bounds", "DEFAULT_BOUNDS", "DEFAULT_LIMITS"]
 
@@ -89,17 +85,6 @@ AP_PATH = re.compile(r"/(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)/ap/(?P<ap>[A-Za-z0-
                      r"(?P<what>/cdx|/check)?$")
 # the largest body of a POSTed check
 CHECK_BYTES = 4 * 1024 * 1024
-# What a worker allows its clients (see the module's docstring)
-Bounds = namedtuple("Bounds", "connections header_seconds idle_seconds")
-DEFAULT_BOUNDS = Bounds(DEFAULT_MAX_CONNECTIONS, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT)
-# File descriptors a worker keeps beside its connections' (clusters, shards, logs)
-SPARE_FILES = 64
-# A connection's states: no request yet (since the last answer), a request being read
-# (since its first byte, or since the connection for the first), answering
-WAITING, READING, BUSY = "waiting", "reading", "busy"
-BUSY_ANSWER = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-               b"Connection: close\r\nContent-Length: 62\r\n\r\n"
-               b'{"message": "too many connections answering: try again soon"}\n')
 # control characters (C0, DEL, C1); and what quotes a request line in the access log
 UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 UNPRINTABLE_QUOTED = re.compile(r'[\x00-\x1f\x7f-\x9f"\\]')
@@ -508,102 +493,6 @@ th{background:#eee}.error{color:#a00}input,select,button{font-size:100%}</style>
 """
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = False  # server_close waits for the requests in flight
-    request_queue_size = 1024
-    bounds = DEFAULT_BOUNDS  # set by make_server
-
-    def __init__(self, *args, **kwargs):
-        # connection: [state, since (monotonic)]
-        self._connections = {}
-        self._lock = threading.Lock()
-        self._stopping = False
-        self._next_sweep = 0
-        super().__init__(*args, **kwargs)
-
-    def process_request(self, request, client_address):
-        if self._admit(request):
-            super().process_request(request, client_address)  # a thread answers it
-            return
-        try:
-            # sent without waiting, and the request read if it came: closing with it unread
-            # would reset the connection before the client reads the answer
-            request.setblocking(False)
-            request.send(BUSY_ANSWER)
-            request.recv(65536)
-        except OSError:
-            pass
-        self.shutdown_request(request)
-
-    def _admit(self, connection):
-        """Whether to answer ``connection``: below the bound, or after closing the
-        connection that has waited longest for a request; not if all are answering."""
-        now = time.monotonic()
-        with self._lock:
-            oldest = None
-            if len(self._connections) >= self.bounds.connections:
-                waiting = [(since, c) for c, (state, since) in self._connections.items() if state != BUSY]
-                if not waiting:
-                    return False
-                oldest = min(waiting, key=lambda item: item[0])[1]
-                del self._connections[oldest]
-            # the first request is counted from the connection
-            self._connections[connection] = [READING, now]
-        if oldest is not None:
-            _close(oldest)
-        return True
-
-    def shutdown_request(self, request):
-        with self._lock:
-            self._connections.pop(request, None)
-        super().shutdown_request(request)
-
-    def mark(self, connection, state):
-        """Note a connection ``WAITING`` (between requests), ``READING`` a request or
-        ``BUSY`` answering; False once the server is stopping."""
-        with self._lock:
-            known = self._connections.get(connection)
-            # a request read is counted from its first byte, or from the connection
-            if known is not None and not (state == READING and known[0] == READING):
-                known[:] = [state, time.monotonic()]
-            return not self._stopping
-
-    def service_actions(self):
-        """Close the connections whose request has taken longer than ``header_seconds``
-        to come (the socket's timeout bounds each read, not a request sent byte by byte)."""
-        now = time.monotonic()
-        if now < self._next_sweep:
-            return
-        self._next_sweep = now + min(1.0, self.bounds.header_seconds / 4)
-        with self._lock:
-            late = [c for c, (state, since) in self._connections.items()
-                    if state == READING and now - since > self.bounds.header_seconds]
-        for connection in late:
-            _close(connection)
-
-    def stop(self):
-        """Take no more connections, close those not answering, let the others finish."""
-        self.shutdown()
-        with self._lock:
-            self._stopping = True
-            idle = [c for c, (state, _) in self._connections.items() if state != BUSY]
-        for connection in idle:
-            _close(connection)
-        self.server_close()  # waits for the request threads
-
-    def handle_error(self, request, client_address):
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
-
-
-def _close(connection):
-    """End ``connection`` from here: the thread reading or writing it sees it end."""
-    try:
-        connection.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-
-
 def make_server(collections, host="127.0.0.1", port=8080, limits=DEFAULT_LIMITS, access_log=sys.stderr,
                 sock=None, bounds=DEFAULT_BOUNDS):
     """A threading HTTP server of ``collections`` (``{name: Collection or Reloading}``, not
@@ -612,9 +501,9 @@ def make_server(collections, host="127.0.0.1", port=8080, limits=DEFAULT_LIMITS,
     handler = type("BoundHandler", (Handler,), {"collections": collections, "limits": limits,
                                                 "access_log": access_log, "timeout": bounds.idle_seconds})
     if sock is None:
-        server = _Server((host, port), handler)
+        server = BoundedServer((host, port), handler)
     else:
-        server = _Server(sock.getsockname()[:2], handler, bind_and_activate=False)
+        server = BoundedServer(sock.getsockname()[:2], handler, bind_and_activate=False)
         server.socket.close()
         server.socket = sock
     server.bounds = bounds
@@ -639,13 +528,13 @@ def serve(options, ready=None):
 def _serve(options, limits, access_log, ready):
     host, workers = options.host, options.workers or os.cpu_count() or 1
     cache = BlockCache(options.cache_mb * 1024 * 1024)
-    bounds = _bounds(options)
+    bounds = connection_bounds(options)
     collections = open_collections(options.collections, cache, options.reload_seconds, open_accesses(options))
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, options.port))
-    sock.listen(_Server.request_queue_size)
+    sock.listen(BoundedServer.request_queue_size)
     # workers wake together when a connection comes: those that lose the race to accept
     # it must not wait in accept() (where a stop would never reach them)
     sock.setblocking(False)
@@ -696,18 +585,6 @@ def _serve(options, limits, access_log, ready):
             start_worker()
     sock.close()
     return 0
-
-
-def _bounds(options):
-    """The ``Bounds`` of ``options``, its connections within what a process may open."""
-    import resource
-    connections = options.max_connections
-    files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    if files != resource.RLIM_INFINITY and connections > files - SPARE_FILES:
-        connections = max(files - SPARE_FILES, 1)
-        log.warning("--max-connections %d: a worker may open %d files (ulimit -n), so it holds "
-                    "%d connections; raise ulimit -n for more", options.max_connections, files, connections)
-    return Bounds(connections, options.header_timeout, options.idle_timeout)
 
 
 def _serve_here(collections, limits, access_log, sock, bounds):

@@ -49,6 +49,7 @@ from .. import storage
 from ..zipnum import layout
 from ..util.progress import counted
 from ..util.workers import watching
+from .indexprep import report
 
 # Most inputs one task merges at once, or runs one piece reads: files open at once.
 FAN_IN = 256
@@ -186,7 +187,6 @@ def _read_source(source, size, ordered, reports):
     ``NotSorted`` when ``ordered`` and it is not; once read whole, or until a failure
     (the lines before it are kept, as the jobs get them), what was found goes to
     ``reports``."""
-    from .indexprep import report
     failed = None
     try:
         for chunk in source.chunks(size):

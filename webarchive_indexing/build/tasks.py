@@ -21,6 +21,7 @@ from .. import options, storage
 from ..zipnum import layout
 from ..inputs.discovery import cdx_name
 from ..util.wire import Wire, option_field
+from ..inputs.indexes import CdxFile
 
 ERRORS_SUFFIX = ".errors.json"
 
@@ -184,7 +185,6 @@ def write_shard_table(shard, cluster_dir, table):
     """Write the files of shard number ``shard`` of ``table`` (a ``table.Table``) from
     the lines of that shard as written in ``cluster_dir``; their stats. For engines whose
     shard tasks do not write the table themselves (``engines.Engine.write_tables``)."""
-    from ..inputs.indexes import CdxFile
     path = storage.join(cluster_dir, layout.shard_name(shard))
     if not storage.size(path):  # a shard without lines: no rows, no files
         return table.write_chunks(shard, ())

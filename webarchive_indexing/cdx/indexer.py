@@ -15,10 +15,12 @@ Three small steps, each usable alone:
 CDX formats are data, in ``cdxline``: a legend of field letters (as in the
 ``CDX N b a ...`` header line) or the CDXJ key order.
 """
+import base64
 import datetime
 import functools
 import json
 import re
+from urllib.parse import urljoin
 
 from .. import storage
 from .cdxline import CDX_FIELDS, FORMATS, POST_KEYS, format_line, name_problem
@@ -123,7 +125,6 @@ def _redirect(url, status, http_headers):
     location = http_headers.get_header("Location")
     if not location:
         return None
-    from urllib.parse import urljoin
     try:
         target = urljoin(url, location.strip())
     except ValueError:  # e.g. a bad IPv6 host
@@ -207,7 +208,6 @@ def record_fields(record, offset, length, payload_sha1=None):
     except Exception as exc:  # surt raises assorted errors on malformed URLs
         raise FieldError(f"cannot canonicalize URL {fields['url']!r}: {exc}") from None
     if payload_sha1 is not None and fields["digest"] == "-":
-        import base64  # seldom needed: most records carry their digest
         fields["digest"] = base64.b32encode(payload_sha1).decode("ascii")
     fields["length"], fields["offset"] = str(length), str(offset)
     return fields

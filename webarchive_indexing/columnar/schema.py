@@ -30,6 +30,7 @@ in Common Crawl's own table. The values follow that project's rules (``CCIndex2T
 ``warc_type`` (cc-index-table's "simple" schema for other archives) is not a column: a CDX
 line does not say which WARC record type it came from.
 """
+import datetime
 import functools
 import re
 from urllib.parse import unquote_plus
@@ -257,7 +258,6 @@ def _split_url(url):
 
 @functools.lru_cache(maxsize=1 << 12)
 def _day_millis(day):
-    import datetime
     date = datetime.date(int(day[:4]), int(day[4:6]), int(day[6:8]))
     return (date.toordinal() - 719163) * 86_400_000  # 719163: 1970-01-01
 

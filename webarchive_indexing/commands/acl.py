@@ -11,11 +11,15 @@ import datetime
 import getpass
 import json
 import os
+import sys
 
 from .. import storage
-from ..api.access import ACCESS, Checker, Rule, RuleError, Rules, check, read_rules, rule_key
+from ..api.access import (ACCESS, Checker, Embargo, Rule, RuleError, Rules, check, check_lines,
+                          read_rules, rule_key)
 from ..cdx.urlkey import url_key
+from ..options import RULE_FIELDS
 from ..storage.lock import hold
+from .report import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 __all__ = ["AclError", "load", "save", "add", "remove", "import_list", "problems", "match",
            "log_path"]
@@ -201,3 +205,80 @@ def match(rules, url, user=None, timestamp=None, embargo=None, now=None):
     checker.decide(url_key(url), answer["timestamp"], why)
     return answer, why
 
+
+# -- the command --------------------------------------------------------------------------
+
+def run(args):
+    """``webarchive-index acl ACTION``: do it, print what it did; the exit status."""
+    action = args.acl_command
+    try:
+        if action in ("add", "remove", "import"):
+            return _run_change(args)
+        if action == "list":
+            for rule in load(args.file):
+                sys.stdout.write(rule.line() + "\n")
+            return EXIT_OK
+        if action == "validate":
+            return _run_validate(args)
+        embargo = Embargo(args.embargo, args.embargo_access)
+        files = args.file if action == "match" else [args.file, *args.acl]
+        rules = Rules([r for path in files for r in read_rules(path)], args.acl_default)
+        if action == "match":
+            answer, why = match(rules, args.url, args.user, args.timestamp, embargo)
+            sys.stdout.write(f"{answer['access']}: {args.url} at {answer['timestamp']}"
+                             f"{' for ' + args.user if args.user else ''}\n")
+            sys.stdout.writelines(f"  {line}\n" for line in why)
+            return EXIT_OK
+        checker = Checker(rules, args.user, embargo=embargo)
+        stream = sys.stdin if args.urls == "-" else open(args.urls, encoding="utf-8")
+        with stream:
+            failed = 0
+            for answer in check_lines(checker, stream):
+                failed += "error" in answer
+                sys.stdout.write(json.dumps(answer) + "\n")
+        return EXIT_FAILED if failed else EXIT_OK
+    except (RuleError, AclError) as exc:
+        sys.stderr.write(f"webarchive-index acl {action}: {exc}\n")
+        return EXIT_FAILED
+    except ValueError as exc:
+        sys.stderr.write(f"webarchive-index acl {action}: {exc}\n")
+        return EXIT_USAGE
+
+
+def _run_change(args):
+    if args.acl_command == "add":
+        fields = {option.dest: getattr(args, option.dest) for option in RULE_FIELDS}
+        for name in ("captured", "accessed"):
+            if fields[name] is not None:
+                start, comma, end = fields[name].partition(",")
+                if not comma:
+                    raise ValueError(f"--{name} {fields[name]!r}: expected START,END (either may be empty)")
+                fields[name] = {"start": start or None, "end": end or None}
+        done = add(args.file, args.url, args.access, args.exact_match, args.user, fields, args.who, args.why)
+        for line in done["replaced"]:
+            sys.stdout.write(f"replaced: {line}\n")
+        sys.stdout.writelines(f"added: {line}\n" for line in done["added"])
+    elif args.acl_command == "remove":
+        done = remove(args.file, args.url, args.exact_match, args.user, args.who, args.why)
+        sys.stdout.writelines(f"removed: {line}\n" for line in done["removed"])
+    else:
+        with open(args.source, encoding="utf-8") as lines:
+            done = import_list(args.file, lines, args.access, args.source, args.exact_match,
+                                   args.user, args.who, args.why)
+        sys.stdout.write(f"imported {args.source}: {done['added']} rules added, {done['replaced']} "
+                         f"replaced, in {args.file}\n")
+    return EXIT_OK
+
+
+def _run_validate(args):
+    rules = load(args.file)
+    found = problems(rules, args.file)
+    if args.fix and any("out of order" in p for p in found):
+        fix(args.file, args.who, args.why)
+        sys.stdout.write(f"{args.file}: sorted as pywb needs\n")
+        found = problems(load(args.file), args.file)
+    for problem in found:
+        sys.stdout.write(problem + "\n")
+    if not found:
+        sys.stdout.write(f"{args.file}: {len(rules)} rules, in order\n")
+    return EXIT_FAILED if found else EXIT_OK

@@ -43,6 +43,7 @@ from ..zipnum.shardrun import Removal
 from ..build.splitsource import SplitsError, load_splits
 from ..build.tasks import ClusterIncomplete
 from ..zipnum.layout import shard_name
+from ..columnar.table import Table, TableSummary, default_collection
 
 
 @dataclass
@@ -211,7 +212,6 @@ def _build(archives, sources, cdx_format, record, split_lines, options, summary,
     with contextlib.ExitStack() as stack:
         table = None
         if options.parquet:
-            from ..columnar.table import Table, default_collection
             table = Table.of(stack.enter_context(staged_table(options.parquet, "build")),
                              options.crawl or default_collection(out_dir), options)
         if not record:
@@ -384,7 +384,6 @@ def _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, split_li
         return stats
 
     def tables(directory, written):
-        from ..columnar.table import TableSummary
         left = [shard for shard, stats in written.items() if "table" not in stats]
         if left:
             progress.step(f"[3/3] writing the Parquet files of {counted(len(left), 'shard')}")

@@ -19,12 +19,45 @@ from dataclasses import dataclass, field, replace
 from ..storage import lock
 from .. import storage
 from ..engines import open_engine
-from ..options import check_engine
+from ..options import UsageError, check_engine
 from ..util.progress import Progress
+from ..copy.csvrecords import check as check_csv
 from ..copy.fetch import again, check_dictionary, check_prefix
 from ..copy.plan import Plan, copy_planner, load_plan, output_files, plan_path
+from ..copy.selection import check, check_source, read_selection
 from ..copy.write import ChunkSettings, output_paths, read_progress
 from ..api.access import permitting
+from ..zipnum.reader import open_cluster
+
+
+def count(settings):
+    """``copy check``: what a copy of ``settings`` (its arguments) would take, from the
+    index alone: ``[((input, kind), totals)]`` per input, the total (each record once), and
+    what the access rules withheld (``{"excluded", "blocked"}``, or None without rules)."""
+    check_source(settings.location, settings.domains, settings.domains_file,
+                 settings.records_csv)
+    through = permitting(settings)
+    if settings.records_csv:
+        if through is not None:
+            raise UsageError("access rules (--acl, --embargo) go with a cluster, not "
+                             "--records-csv")
+        total = check_csv(settings.records_csv)
+        return [((settings.records_csv, "records"), total)], total, None
+    selection = read_selection(settings.domains, settings.domains_file)
+    cluster = open_cluster(settings.location)
+    if through is not None:
+        cluster = through(cluster)
+    per_input, total = check(cluster, selection)
+    withheld = cluster.withheld if through is not None else None
+    return [((i.text, i.kind), t) for i, t in zip(selection, per_input)], total, withheld
+
+
+def write_plan(settings):
+    """``copy plan``: the plan of the copy ``settings`` (its arguments) describe, written
+    into its output (or the one there kept)."""
+    planner = copy_planner(settings, permitting(settings))
+    with lock.hold(storage.abspath(settings.output), "copy plan"):
+        return planner()
 
 
 def copy_chunks(engine, chunk_paths, settings):

@@ -35,6 +35,11 @@ from ..inputs.discovery import check_output
 from ..options import UsageError, check_table
 from ..api.access import permitting
 from ..util.progress import Progress
+from ..build.publish import check_table_place, staged_table
+from ..cdx.cdxline import header_line
+from ..columnar.table import Table, TableSummary, default_collection
+from ..zipnum.layout import shard_number
+from ..zipnum.reader import _check_not_an_archive
 
 
 class ExportFailed(Exception):
@@ -66,7 +71,6 @@ def _check(source):
 def write_cdx(source, options, stdout):
     """The ``cdx`` format: the cluster's own lines, after the header line of their format,
     into ``options.output`` (None: ``stdout``, a binary stream)."""
-    from ..cdx.cdxline import header_line
 
     def write(out):
         out.write(header_line(source.format).encode("utf-8"))
@@ -89,7 +93,6 @@ def _shard_numbers(names):
     """The number of each shard, for the names of its table files: the NNNNN of
     ``cdx-NNNNN.gz`` (so that a shard's files are named as ``build --parquet`` names them,
     whichever shards hold no line), else its place in the index."""
-    from ..zipnum.layout import shard_number
     numbers = [shard_number(name) for name in names]
     if None in numbers or len(set(numbers)) < len(numbers):
         return list(range(len(names)))
@@ -99,8 +102,6 @@ def _shard_numbers(names):
 def write_table(source, options, stdout=None):
     """The ``parquet`` format: the table of the cluster into the directory
     ``options.output`` (``columnar``); its ``table.TableSummary``."""
-    from ..columnar.table import Table, TableSummary, default_collection
-    from ..build.publish import check_table_place, staged_table
     check_table_place(options.output, source.directory)
     summary = TableSummary(storage.abspath(options.output))
     with staged_table(options.output, "export") as building:
@@ -159,7 +160,6 @@ def export(options, stdout=None):
     progress = Progress(enabled=options.progress)
     index = cluster_index(options.location)
     if storage.is_local(index):
-        from ..zipnum.reader import _check_not_an_archive
         _check_not_an_archive(index, "export")
     if options.output and options.format == "cdx":
         check_output(options.output, [index])

@@ -28,6 +28,8 @@ from ..options import RecompressOptions, compression_level
 from ..util.progress import Progress
 from ..warc.walk import ArchiveError
 from ..util.workers import run_each
+from ..warc.raw import open_records, record_writer
+from ..warc.zstdwarc import load_dictionary
 
 FORMATS = {".warc.zst": "zst", ".warc.gz": "gz"}
 CDX_EXTENSIONS = {"cdxj": ".cdxj", "cdx11": ".cdx", "cdx9": ".cdx"}
@@ -134,8 +136,6 @@ def recompress_file(source, target, cdx_path, name, fmt, level, dictionary=None,
     ``name``); a status dict. Problems are in its ``errors``: then what was there before
     is left as it was, unless the new output was published already (it is removed then,
     with the CDX that describes another one)."""
-    from ..warc.raw import open_records, record_writer
-    from ..warc.zstdwarc import load_dictionary
     status = {"input": source, "output": target, "cdx": cdx_path, "skipped": False,
               "records": 0, "input_bytes": 0, "output_bytes": 0, "errors": []}
     published = False

@@ -4,6 +4,8 @@ statuses of every command.
 """
 import sys
 
+from ..options import UsageError
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
 
 
@@ -102,7 +104,6 @@ def report_build(run, output):
     """Run ``run() -> Summary`` (a build) and report it the way ``build`` does; the exit status."""
     from .build import BuildFailed
     from ..inputs.discovery import InputError
-    from ..options import UsageError
     try:
         summary = run()
     except (InputError, UsageError) as exc:

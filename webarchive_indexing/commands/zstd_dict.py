@@ -22,6 +22,8 @@ from ..options import ZstdDictOptions
 from ..util.progress import Progress
 from ..warc.walk import ArchiveError
 from ..util.workers import run_each
+from ..warc.raw import open_records, record_starts
+from ..warc.zstdwarc import DictionaryError, SAMPLES_PER_DICT_BYTE, train_dictionary
 
 # Samples taken in all: SAMPLES_PER_DICT_BYTE times the dictionary's size; and at least this
 # much a file
@@ -53,7 +55,6 @@ def sample_file(path, budget, zstd_dictionary=None):
     """(path, samples, problems): the starts of the records of ``path`` from its start, up
     to ``budget`` bytes in all (one record at least); what was read before a problem is
     kept."""
-    from ..warc.raw import open_records, record_starts
     samples = []
     try:
         with open_records(path, zstd_dictionary) as records:
@@ -72,7 +73,6 @@ def train(inputs, output, options=None):
     that could not be read whole; their samples up to the problem are used). Raises
     InputError for options that cannot work and TrainingFailed when zstd cannot make a
     dictionary of them."""
-    from ..warc.zstdwarc import SAMPLES_PER_DICT_BYTE, DictionaryError, train_dictionary
     options = options or ZstdDictOptions()
     started = time.monotonic()
     # (no CDX is written: archives of one name under two roots are sampled both)

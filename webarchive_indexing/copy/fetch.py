@@ -11,8 +11,10 @@ from ..util import retry
 from .. import storage
 from ..warc.magic import compression
 from ..options import DEFAULT_LEVELS, DEFAULT_RETRIES, UsageError
-from ..warc.raw import record_writer
+from ..warc.raw import decode_record, record_writer
 from ..warc.base import ArchiveError
+from ..inputs.discovery import InputError, dictionary_file
+from ..warc.zstdwarc import DictionaryError, file_dictionary
 
 # How much of a record is decompressed and kept to check what it holds.
 HEAD_BYTES = 1 << 12
@@ -95,8 +97,6 @@ def unpack(data, length, path="", offset=0, zstd_dictionary=None, whole=True):
 def _zstd_record(data, path, offset, zstd_dictionary):
     """The WARC record whose frames are ``data``; a dictionary that is missing, wrong or
     unusable fails the record for good (every attempt would fail alike)."""
-    from ..warc.raw import decode_record
-    from ..warc.zstdwarc import DictionaryError, file_dictionary
     try:
         zdict = file_dictionary(path, zstd_dictionary)
     except (ArchiveError, DictionaryError) as exc:
@@ -155,7 +155,6 @@ def fetch_record(path, offset, length, retries=DEFAULT_RETRIES, zstd_dictionary=
 def check_dictionary(path, flag="--zstd-dictionary"):
     """The zstd dictionary file given as ``flag``, checked and made absolute (None for None);
     ``UsageError`` unless it is a usable dictionary."""
-    from ..inputs.discovery import InputError, dictionary_file
     try:
         return dictionary_file(path)
     except InputError as exc:

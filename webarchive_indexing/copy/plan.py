@@ -27,6 +27,8 @@ from ..options import (DEFAULT_LEVELS, DEFAULT_NAME_PREFIX, DEFAULT_RECORDS_PER_
 from . import csvrecords
 from .fetch import again, check_dictionary
 from .selection import check_source, is_arc, lines_in, merge_ranges, read_selection
+from ..inputs.discovery import InputError, check_output as check_not_input
+from ..zipnum.reader import open_cluster
 
 PLAN_VERSION = 1
 PLAN_DIR = "plan"
@@ -288,7 +290,6 @@ def copy_planner(options, through=None):
         check_output(options.output, [options.records_csv])
         return lambda: ensure_csv_plan(options.records_csv, options.output,
                                        options.records_per_file, options.name_prefix, warc)
-    from ..zipnum.reader import open_cluster
     inputs = read_selection(options.domains, options.domains_file)
     check_output(options.output, [p for p in (options.location, *options.domains_file) if p])
     return lambda: ensure_plan(lambda: (through or _itself)(open_cluster(options.location)), options.location,
@@ -323,8 +324,6 @@ def check_output(output, inputs=()):
     """``UsageError`` unless copies can be written to ``output``: a local directory, or a
     store with ranged reads that tasks write to (S3); not one of the files ``inputs``,
     nor inside a published cluster."""
-    from ..inputs.discovery import InputError
-    from ..inputs.discovery import check_output as check_not_input
     if not storage.is_local(output) and not (storage.is_writable(output)
                                              and storage.reads_ranges(output)):
         raise UsageError(f"-o/--output {output}: expected a local directory or s3://bucket/prefix")

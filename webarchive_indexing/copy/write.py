@@ -26,12 +26,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from warcio.warcwriter import WARCWriter
+
 from ..cdx import indexer, cdxline
 from .. import options, storage
 from ..options import DEFAULT_DICT_SIZE, DEFAULT_RETRIES, DEFAULT_THREADS
 from ..util.wire import Wire, option_field
 from .fetch import Failed, again, fetch_record, source_path
 from .plan import GZ_OUTPUT, plan_of, plan_path
+from ..warc.raw import open_records, record_starts, record_writer
+from ..warc.zstdwarc import SAMPLES_PER_DICT_BYTE, load_dictionary, sized_dictionary
 
 SOFTWARE = "webarchive-indexing (webarchive-index copy)"
 # Inputs listed in a warcinfo record (plan.json has them all).
@@ -84,7 +88,6 @@ def copy_chunk(lines, warc_prefix, output, name, threads=DEFAULT_THREADS, warcin
     bytes)`` is called as records are done (copied or failed). ``zstd_dictionary``: the
     dictionary file of .warc.zst sources without their own. Returns a ``ChunkStatus``.
     """
-    from warcio.warcwriter import WARCWriter
     output = storage.abspath(output)
     fmt = warc["format"]
     paths = output_paths(output, name, fmt)
@@ -183,8 +186,6 @@ def write_zst(source, target, warc):
     ``target``, a zstd frame each (at ``warc["level"]``), with the dictionary
     ``warc["dictionary"]``, else one trained on the records (none if they are too few to
     train one); the id of the dictionary (0 for none)."""
-    from ..warc.raw import open_records, record_starts, record_writer
-    from ..warc.zstdwarc import SAMPLES_PER_DICT_BYTE, load_dictionary, sized_dictionary
     if warc["dictionary"]:
         zdict = load_dictionary(warc["dictionary"])
     else:

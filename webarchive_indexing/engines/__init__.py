@@ -36,6 +36,9 @@ from .. import options
 from ..copy.write import run_chunk
 from ..util.errors import TaskFailed
 from ..util.wire import Wire, option_field
+from ..build.indexprep import prepare
+from ..build.tasks import write_shard_table
+from ..util.workers import process_pool, watching
 
 # Engine name -> the module of this package that runs it
 ENGINES = {
@@ -116,7 +119,6 @@ class Engine:
         ``(files, errors, warnings, lines)`` as ``indexprep.prepare`` gives them, the files
         to hand to ``sample`` and ``write_cluster`` with the CDX files (an engine that
         keeps what it read itself gives none). ``done`` gets each source once read."""
-        from ..build.indexprep import prepare
         return prepare(sources, out_dir, on_error, done)
 
     def index(self, archives, cdx_dir, settings):
@@ -155,12 +157,10 @@ class Engine:
         ``tasks.write_shard_table``), one task per shard on this machine's cores; their
         stats, by shard number. What every engine does without writing the table in its
         shard tasks; one that writes it there does this for none."""
-        from ..build.tasks import write_shard_table
         calls = [(shard, cluster_dir, self.table) for shard in shards]
         workers = min(len(calls), len(os.sched_getaffinity(0)))
         if workers < 2:
             return {shard: write_shard_table(*call) for shard, call in zip(shards, calls)}
-        from ..util.workers import process_pool, watching
         with process_pool(workers) as pool, watching(pool):
             return dict(zip(shards, pool.map(write_shard_table, *zip(*calls))))
 

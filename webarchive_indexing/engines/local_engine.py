@@ -44,6 +44,7 @@ from .. import options
 from ..util.workers import process_pool
 from ..util.wire import option_field
 from . import Engine, Settings, StepFailed
+from ..build.update import update_shards
 
 SCALER = 100
 # Each archive's stored sample holds this many times its share of the cluster's sample
@@ -249,7 +250,6 @@ class LocalEngine(Engine):
 
     def update_cluster(self, cdx_files, old_cluster, split_lines, removal, lines_per_block,
                        cluster_dir):
-        from ..build.update import update_shards
         run_list, sample_lines = self._runs_of(cdx_files, len(split_lines) + 1,
                                                removal.of_globs())
         try:

@@ -8,12 +8,13 @@ through ``storage``; what a job takes as input (the list of archives, the CDX fi
 split points, the chunks of a copy) is staged in a local work directory first, because
 mrjob's inline and local runners read job input from local disk only.
 """
-import importlib
 import os
 import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+
+from mrjob.step import StepFailedException
 
 from .. import options, storage
 from ..build.tasks import IndexStatus
@@ -21,6 +22,10 @@ from ..cdx.splits import format_splits
 from ..copy.write import ChunkStatus
 from ..util.wire import option_field
 from . import Engine, Settings, task_failure
+from ..jobs.index_warcs import IndexWarcsJob
+from ..jobs.remote_copy import RemoteCopyJob
+from ..jobs.sample_splits import SampleSplitsJob
+from ..jobs.zip_cluster import ZipClusterJob
 
 # Parallel downloads of CDX files from S3 to local disk
 STAGING_THREADS = 16
@@ -34,7 +39,6 @@ def run_job(job_class, args, runner, conf_path=None):
     A task that failed in a process of its own (the local runner) is raised as what it
     raised: an ``OSError`` (a full disk...) as one, anything else as ``TaskFailed``.
     """
-    from mrjob.step import StepFailedException
     conf = ["--conf-path", conf_path] if conf_path else ["--no-conf"]
     job = job_class(args=["-r", runner, *conf, *args])
     with job.make_runner() as mr:
@@ -119,7 +123,6 @@ class MrjobEngine(Engine):
         return [self.staged[p] for p in paths]
 
     def index(self, archives, cdx_dir, settings):
-        from ..jobs.index_warcs import IndexWarcsJob
         if not archives:
             return []
         args = ["--cdx-dir", cdx_dir, *settings.command_line()]
@@ -131,12 +134,10 @@ class MrjobEngine(Engine):
             IndexWarcsJob, args + [self._manifest("archives.txt", (a.path for a in archives))])]
 
     def sample(self, cdx_files, shards, splits_dir):
-        from ..jobs.sample_splits import SampleSplitsJob
         return self._run(SampleSplitsJob, ["--shards", str(shards), "--splits-dir", splits_dir,
                                            *self._local(cdx_files)])
 
     def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
-        from ..jobs.zip_cluster import ZipClusterJob
         splits_file = os.path.join(self.work, "splits.txt")
         with open(splits_file, "w", encoding="utf-8") as fh:
             fh.write(format_splits(split_lines))
@@ -153,14 +154,13 @@ class MrjobEngine(Engine):
     def each(self, step, task, items, settings):
         """The job of ``step`` (``JOBS``), whose tasks run ``task``, with ``settings`` as its
         options, over a manifest of ``items``."""
-        module, name, status = JOBS[step]
-        job = getattr(importlib.import_module(f"..jobs.{module}", __package__), name)
+        job, status = JOBS[step]
         return [status.from_dict(value) for value in self._run(
             job, settings.command_line() + [self._manifest(f"{step}.txt", items)])]
 
 
-# Step -> the job that runs its tasks (module of ``jobs``, class) and what they hand back
-JOBS = {"copy": ("remote_copy", "RemoteCopyJob", ChunkStatus)}
+# Step -> the job (of ``jobs``) that runs its tasks, and what they hand back
+JOBS = {"copy": (RemoteCopyJob, ChunkStatus)}
 
 
 ENGINE = MrjobEngine

@@ -39,6 +39,8 @@ import time
 
 from .. import storage
 from .indexes import IndexInputError, IndexSource
+from ..cdx.cdxline import format_line
+from ..cdx.urlkey import url_key
 
 HEADER = struct.Struct("<II")
 BLOCK_NUMBER = struct.Struct("<I")
@@ -148,8 +150,6 @@ class LegacyIndex(IndexSource):
                 return
 
     def _raw_lines(self):
-        from ..cdx.urlkey import url_key
-        from ..cdx.cdxline import format_line
         for key, (segment, date, partition, arc_offset, length), offset in self.items():
             try:
                 # a space would end the URL field of a CDX11 line, a line end the line:

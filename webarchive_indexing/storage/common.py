@@ -4,6 +4,8 @@ sizes of reads and resumes, and the one loop that resumes a broken stream
 import errno
 import io
 import re
+from ..util import retry
+from ..util.retry import Transient
 
 # How often a read from a stream of an S3 object or HTTP file resumes after its connection
 # broke, with no byte read in between.
@@ -85,7 +87,6 @@ def cut(url, offset, length, content_range_header, data, declared):
                           f"got Content-Range {content_range_header!r}", url)
         got, expected = len(data), last - first + 1
     if got < expected:
-        from ..util.retry import Transient
         raise Transient(f"a short body: {got} of {expected} bytes")
     return data[:length], total
 
@@ -116,7 +117,6 @@ def retrying(url, what, attempt, transient):
     """``attempt()``, made again after each failure in ``transient`` (exception types) as
     ``retry.READS`` says; then an OSError naming ``url``, ``what`` was asked and the last
     failure."""
-    from ..util import retry
     try:
         return retry.call(attempt, retry.READS, transient)
     except transient as exc:

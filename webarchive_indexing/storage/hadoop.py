@@ -15,8 +15,10 @@ import io
 import os
 import re
 import shutil
+import subprocess
+import tempfile
 
-from . import common
+from . import common, local
 
 WRITABLE = True
 RANGED_READS = False
@@ -30,7 +32,6 @@ class HadoopNotFound(OSError):
 
 def _hadoop_popen(url, args, **kwargs):
     """``hadoop fs ARGS`` started for ``url``."""
-    import subprocess
     binary = os.environ.get("HADOOP_BIN") or shutil.which("hadoop")
     if binary:
         try:
@@ -44,7 +45,6 @@ def _hadoop_popen(url, args, **kwargs):
 
 def _hadoop_run(url, *args):
     """(exit status, stdout, stderr) of ``hadoop fs ARGS``."""
-    import subprocess
     proc = _hadoop_popen(url, args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     stdout, stderr = proc.communicate()
     return proc.returncode, stdout, stderr
@@ -82,8 +82,6 @@ class _HadoopStream(io.RawIOBase):
     raises when opening (as ``open`` would) or at the end (a stream cut short)."""
 
     def __init__(self, url):
-        import subprocess
-        import tempfile
         super().__init__()
         self.url, self.proc = url, None
         self.stderr = tempfile.TemporaryFile()  # a file: a pipe left unread could fill up
@@ -126,7 +124,6 @@ class _HadoopStream(io.RawIOBase):
 def open_atomic(path):
     """Stage the file locally, upload it beside ``path`` under a temporary name, then
     rename it onto ``path`` (removing what was there: ``-mv`` does not replace)."""
-    import tempfile
     fd, scratch = tempfile.mkstemp(prefix="hadoop-put-")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -230,7 +227,6 @@ def fetch_range(path, offset, length):
 
 def download(url, local_path):
     # streamed from ``-cat``: -get's handling of an existing file varies across versions
-    from . import local
     with open_read(url) as src:
         local.write_stream(src, local_path)
 

@@ -13,6 +13,7 @@ import errno
 import functools
 import io
 import os
+import tempfile
 import threading
 
 from ..util import retry
@@ -207,7 +208,6 @@ def download(url, local_path):
 
 @contextlib.contextmanager
 def open_atomic(path):
-    import tempfile
     with tempfile.TemporaryFile() as fh:
         yield fh
         fh.seek(0)

@@ -11,12 +11,14 @@ only as much as the range needs is read. Writing, listing and removing raise an
 """
 import errno
 import functools
+import http.client
 import io
+import ssl
 import threading
 import urllib.parse
 
 from ..util import retry
-from . import common
+from . import common, local
 
 WRITABLE = False
 RANGED_READS = True
@@ -31,8 +33,6 @@ USER_AGENT = "webarchive-indexing"
 @functools.cache
 def _http_broken():
     """A connection that broke (or timed out) while a request was sent or its answer read."""
-    import http.client
-    import ssl
     return (ConnectionError, TimeoutError, http.client.IncompleteRead,
             http.client.BadStatusLine, ssl.SSLEOFError)
 
@@ -94,7 +94,6 @@ def _same_host(asked, redirected):
 def _http_exchange(url, byte_range, headers):
     """Send a GET of ``url`` on this thread's kept-alive connection to its host, or a new
     one, and read the status and headers of the answer: (connection, response)."""
-    import http.client
     parts = urllib.parse.urlsplit(url)
     # a URL may come with spaces or non-ASCII characters (from a .loc file): escape them
     target = urllib.parse.quote(parts.path or "/", safe="/%:@!$&'()*+,;=")
@@ -112,7 +111,6 @@ def _http_exchange(url, byte_range, headers):
 
 
 def _http_send(conn, url, target, byte_range, headers):
-    import http.client
     common.notify("GET", url, byte_range)
     try:
         conn.request("GET", target, headers=headers)
@@ -284,7 +282,6 @@ read_range, fetch_range, read_bytes = common.ranged_reads(_fetch, size, open_rea
 
 
 def download(url, local_path):
-    from . import local
     with open_read(url) as src:
         local.write_stream(src, local_path)
 

@@ -14,6 +14,7 @@ that dies (the out-of-memory killer's SIGKILL) fails the task it ran with ``Work
 naming its process and the signal.
 """
 import contextlib
+import ctypes
 import multiprocessing
 import os
 import signal
@@ -63,7 +64,6 @@ def _starting():
 
 def _die_with_parent(parent):
     if sys.platform.startswith("linux"):
-        import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
             if os.getppid() != parent:  # gone before the signal was asked for

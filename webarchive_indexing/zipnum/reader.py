@@ -49,6 +49,7 @@ import threading
 import zlib
 
 from isal.isal_zlib import decompress as _decompress
+from isal.igzip_lib import IsalError
 
 from .. import storage
 # surt.surt, quicker, and without importing tldextract (a tenth of a second) at start
@@ -476,7 +477,6 @@ def _adjacent(last, entry, reverse):
 
 
 def _inflate_errors():
-    from isal.igzip_lib import IsalError
     return zlib.error, IsalError
 
 
