@@ -167,6 +167,8 @@ LAZY = {
     "random": "util.retry is loaded with storage by every command; random only to retry",
     "importlib.metadata": "--version only (tests/test_cdx.py)",
     "traceback": "only for copy --verbose of a job that failed",
+    "email.parser": "cdx.postquery: only for a multipart POST body (--post-append)",
+    "email.policy": "as email.parser",
     # the package: what a command that does not need it must not load
     f"{PACKAGE}.commands.build": "loads the engines: cli (build), commands.cdx (cdx -o) and "
                                  "commands.report (a build's report) only when they run",
@@ -176,6 +178,9 @@ LAZY = {
     f"{PACKAGE}.commands.export": "as commands.cdx",
     f"{PACKAGE}.commands.recompress": "as commands.cdx",
     f"{PACKAGE}.commands.zstd_dict": "as commands.cdx",
+    f"{PACKAGE}.commands.acl": "as commands.cdx",
+    f"{PACKAGE}.commands.wacz": "as commands.cdx",
+    f"{PACKAGE}.api.access": "as commands.cdx (query and serve only)",
     f"{PACKAGE}.api.collection": "as commands.cdx",
     f"{PACKAGE}.api.request": "as commands.cdx",
     f"{PACKAGE}.api.serve": "as commands.cdx",
@@ -193,6 +198,9 @@ LAZY = {
     f"{PACKAGE}.cdx.urlkey": "options loads cdx.cdxline: every command would load surt",
     f"{PACKAGE}.inputs.indexes": "cdx of archives reads no index input",
     f"{PACKAGE}.inputs.legacy": "as inputs.indexes",
+    f"{PACKAGE}.inputs.linecheck": "as inputs.indexes: only a file of no known name is read to "
+                                   "see whether it is an index",
+    f"{PACKAGE}.warc.wacz": "imports zipfile: only for a WACZ",
     f"{PACKAGE}.warc.zstdwarc": "imports zstandard: only for .warc.zst files (tests/test_cdx.py)",
 }
 

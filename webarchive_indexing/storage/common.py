@@ -147,8 +147,7 @@ class ResumingStream(io.RawIOBase):
             try:
                 count = self._read(buffer)
             except self._broken() as exc:
-                from ..util.retry import describe
-                cause, failure = exc, describe(exc)
+                cause, failure = exc, retry.describe(exc)
             else:
                 failure = self._ended_early(count, buffer)
                 if failure is None:
