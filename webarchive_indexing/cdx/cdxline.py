@@ -54,7 +54,8 @@ CC_KEYS = ("charset", "languages", "truncated", "redirect")
 CDX_FIELDS = {"pywb": CDXJ_KEYS, "cc": CDXJ_KEYS + CC_KEYS}
 # pywb's keys with --post-append: a POST or PUT capture's request method and body
 # (``postquery``) come after the offset
-POST_KEYS = CDXJ_KEYS[:-1] + ("method", "requestBody", "filename")
+_AFTER = CDXJ_KEYS.index("offset") + 1
+POST_KEYS = CDXJ_KEYS[:_AFTER] + ("method", "requestBody") + CDXJ_KEYS[_AFTER:]
 # Other names of fields, as pywb's CDX server takes them in filters, and as some CDXJ
 # writers name their JSON keys
 ALIASES = {"u": "url", "original": "url", "statuscode": "status", "s": "status",
