@@ -38,6 +38,7 @@ import zlib
 from collections import namedtuple
 
 from .. import storage
+from ..zipnum.layout import shard_number
 from ..warc.magic import ARCHIVE_STARTS, compression
 
 ARCHIVE_EXTENSIONS = (".warc.gz", ".warc.zst", ".warc", ".arc.gz", ".arc")
@@ -50,8 +51,6 @@ CLUSTER_EXTENSIONS = (".idx", ".summary")
 CLUSTER_INDEX = "cluster.idx"
 # What marks a copy's plan (its chunks are CDX files of the lines the copies give)
 COPY_PLAN, COPY_PLAN_LIST = "/plan/plan.json", "/plan/chunks.txt"
-# Common Crawl's published shards: read alone, each is a flat gzipped CDXJ file
-SHARD_NAME = re.compile(r"cdx-\d+\.gz\Z")
 # The 2012 Common Crawl URL index was published as url-index.<seconds>
 LEGACY_PREFIX = "url-index."
 # The usual archive name, whose CDX keeps Common Crawl's name: x.warc.gz -> x.cdx.gz
@@ -142,7 +141,8 @@ def kind_of(path):
     name = path.rsplit("/", 1)[-1]
     if path.endswith(ARCHIVE_EXTENSIONS):
         return "archive"
-    if path.endswith(INDEX_EXTENSIONS) or SHARD_NAME.match(name):
+    # a shard (Common Crawl's cdx-NNNNN.gz) read alone is a flat gzipped CDX file
+    if path.endswith(INDEX_EXTENSIONS) or shard_number(name) is not None:
         return "cdx"
     if path.endswith(CLUSTER_EXTENSIONS):
         return "cluster"
@@ -328,8 +328,8 @@ def _walk(directory, outputs=(), notes=None):
                 found.append(("cluster", path))
             continue
         kind = ("archive" if path.endswith(ARCHIVE_EXTENSIONS) else
-                "cdx" if path.endswith(INDEX_EXTENSIONS) or SHARD_NAME.match(
-                    path.rsplit("/", 1)[-1]) else None)
+                "cdx" if path.endswith(INDEX_EXTENSIONS) or shard_number(path) is not None
+                else None)
         why = _left_out(path, kind is not None)
         if why:
             left_out.setdefault(why, []).append(path)
