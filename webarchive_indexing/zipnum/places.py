@@ -48,9 +48,9 @@ def _places(location):
     return [here, below] if storage.basename(location.rstrip("/")) == "cluster" else [below, here]
 
 
-def cluster_index(location, open=None):
+def cluster_index(location, opener=None):
     """The ``cluster.idx`` of ``location``, a local path or URI, found in the one search
-    order (see the module): the first place where it is. With ``open``, ``open(path)`` of
+    order (see the module): the first place where it is. With ``opener``, ``opener(path)`` of
     it, tried at each remote place in turn instead of asking first (FileNotFoundError:
     the next). FileNotFoundError naming every place looked at if it is nowhere."""
     location = os.fspath(location)
@@ -59,9 +59,9 @@ def cluster_index(location, open=None):
         try:
             if storage.is_local(path):
                 if os.path.isfile(path):
-                    return open(path) if open else path
-            elif open is not None:
-                return open(path)
+                    return opener(path) if opener else path
+            elif opener is not None:
+                return opener(path)
             elif storage.exists(path):
                 return path
         except FileNotFoundError:
