@@ -210,16 +210,15 @@ def finalize_cluster(cluster_dir, shards, written=None, location=None, index_dir
             raise ClusterIncomplete(f"shard {shard} is incomplete: {shard_path} or {part_path} "
                                     "is missing") from None
         try:
-            entries = [layout.parse_idx_line(line) for line in part.splitlines() if line]
+            end = layout.part_end(part)
         except layout.BadIdxLine as exc:
             raise ClusterIncomplete(f"{part_path}: not a part file: {exc}") from None
-        end = entries[-1].offset + entries[-1].length if entries else 0
         if end != size or (stats is not None and end != stats["bytes"]):
             raise ClusterIncomplete(f"{shard_path} is {size} bytes but its index covers {end}"
                                     + (f" and the job wrote {stats['bytes']}" if stats else ""))
-        parts.append(b"".join(layout.idx_line(*entry._replace(shard=names[shard]))
-                              for entry in entries) if prefix else part)
-        checked.append(layout.shard_stats(shard, stats["lines"] if stats else 0, len(entries), size))
+        parts.append(layout.with_shard(part, names[shard]) if prefix else part)
+        checked.append(layout.shard_stats(shard, stats["lines"] if stats else 0,
+                                          part.count(b"\n"), size))
     loc = b"".join(layout.loc_line(names[i], storage.join(location, layout.shard_name(i))
                                    if location else names[i])
                    for i in range(shards)) + previous_loc

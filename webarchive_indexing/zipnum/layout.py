@@ -53,6 +53,8 @@ __all__ = [
     "IdxLine",
     "BadIdxLine",
     "parse_idx_line",
+    "part_end",
+    "with_shard",
     "shard_stats",
     "cluster_totals",
     "ShardWriter",
@@ -163,6 +165,24 @@ class BadIdxLine(ValueError):
     """A line that is not a ``cluster.idx`` line; readers say where it is."""
 
 
+def part_end(part):
+    """The end offset of the last block the part file content ``part`` indexes (0 for an
+    empty shard); BadIdxLine if its last line is no index line."""
+    last = part.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    if not last:
+        return 0
+    entry = parse_idx_line(last)
+    return entry.offset + entry.length
+
+
+def with_shard(part, shard):
+    """The part file content ``part`` with ``shard`` in the shard column of every line
+    (as fast as splitting each line: a cluster of Common Crawl's size has a million)."""
+    name = shard.encode()
+    return b"".join(b"\t".join([f[0], name, *f[2:]]) + b"\n"
+                    for f in (line.split(b"\t") for line in part.splitlines() if line))
+
+
 def parse_idx_line(line: bytes) -> IdxLine:
     """``line`` (without its newline; a trailing CR is dropped) as an ``IdxLine``; every
     reader of ``cluster.idx`` and part files parses with this one. Stricter than pywb's
@@ -239,12 +259,8 @@ def number_parts(parts):
         for line in part.splitlines():
             if not line:
                 continue
-            try:
-                numbered = parse_idx_line(line).lineno is not None
-            except BadIdxLine as exc:
-                raise BadIdxLine(f"not a part-file line: {exc}") from None
-            if numbered:
-                raise BadIdxLine(f"not a part-file line (it has a block number): {line[:200]!r}")
+            if line.count(b"\t") != 3:
+                raise ValueError(f"not a part-file line (key, shard, offset, length): {line[:200]!r}")
             lineno += 1
             yield line + b"\t%d\n" % lineno
 
