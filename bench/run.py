@@ -319,7 +319,8 @@ def scaled_cluster(cluster_dir, copies):
     """A larger cluster for the columnar measurements: every line of ``cluster_dir`` once per
     copy, its host given one more label (``h7.example.com``), 4 shards; returns (its
     directory, its line count, a host of it)."""
-    from webarchive_indexing.inputs.indexes import ZipNumCluster, cluster_index
+    from webarchive_indexing.inputs.indexes import ZipNumCluster
+    from webarchive_indexing.zipnum.places import cluster_index
     from webarchive_indexing.zipnum.layout import write_cluster
     base = [line.decode("utf-8") + "\n" for line in ZipNumCluster(cluster_index(cluster_dir)).lines()]
     url_host = re.compile(r'("url": "https?://)([^/:"]+)')

@@ -16,7 +16,8 @@ from webarchive_indexing.zipnum import layout
 from webarchive_indexing.commands import corpus as corpus_mod
 from webarchive_indexing.commands.build import build
 from webarchive_indexing.cli import main
-from webarchive_indexing.inputs.indexes import ZipNumCluster, cluster_index
+from webarchive_indexing.inputs.indexes import ZipNumCluster
+from webarchive_indexing.zipnum.places import cluster_index
 from webarchive_indexing.options import BuildOptions, UsageError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

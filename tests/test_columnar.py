@@ -29,7 +29,8 @@ from webarchive_indexing.cdx import indexer
 from webarchive_indexing.warc import walk as records
 from webarchive_indexing.cli import main
 from webarchive_indexing.commands.corpus import make_corpus
-from webarchive_indexing.inputs.indexes import ZipNumCluster, cluster_index
+from webarchive_indexing.inputs.indexes import ZipNumCluster
+from webarchive_indexing.zipnum.places import cluster_index
 from webarchive_indexing.zipnum.layout import write_cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

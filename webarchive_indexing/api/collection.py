@@ -28,7 +28,8 @@ from .request import (CONTENT_TYPES, HELD_LINES, BadParameter, Capture, RequestT
 from ..zipnum import idxfile
 from .. import storage
 from ..options import DEFAULT_RELOAD_SECONDS
-from ..zipnum.reader import DEFAULT_PAGE_SIZE, open_cluster, warn_remote_loc
+from ..zipnum.places import warn_remote_loc
+from ..zipnum.reader import DEFAULT_PAGE_SIZE, open_cluster
 
 __all__ = ["Collection", "Reloading", "query"]
 
@@ -308,7 +309,7 @@ class Reloading:
         clusters = [open_cluster(location, cache=cache) for location in locations]
         versions = []
         for cluster in clusters:
-            warn_remote_loc(cluster)
+            warn_remote_loc(cluster.idx.path)
             versions.append(cluster.idx.version or idxfile.version(cluster.idx.path))
         self._state = (Collection(name, clusters, access), versions)
         self._checked = time.monotonic()
@@ -350,7 +351,7 @@ class Reloading:
                     continue
                 cluster = open_cluster(path, cache=self.cache)
                 cluster.idx.check()  # a new index that is not one is not switched to
-                warn_remote_loc(cluster)
+                warn_remote_loc(cluster.idx.path)
             except (OSError, ValueError) as exc:
                 if version is not None or i not in self._failed:
                     log.warning("%s: cannot open the new index of collection %s (answering from "

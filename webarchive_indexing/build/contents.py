@@ -25,10 +25,9 @@ record without it, of a cluster built before the option, has none); an update ke
 import json
 
 from .. import storage
+from ..zipnum.places import first_shard
 
 RECORD = "contents.json"
-# Bytes read from the start of cluster.idx to find where its shards are (one index line)
-IDX_LINE_MAX = 1 << 16
 
 
 class NoRecord(ValueError):
@@ -64,20 +63,17 @@ def write(directory, record):
 def _record_dir(cluster_dir):
     idx = storage.join(cluster_dir, "cluster.idx")
     try:
-        first = storage.read_range(idx, 0, IDX_LINE_MAX).split(b"\n", 1)[0]
+        shard = first_shard(idx)
     except FileNotFoundError:
         raise NoCluster(f"there is no cluster in {cluster_dir} to update: build one first "
                         "(without --update)") from None
-    fields = first.split(b"\t")
-    if len(fields) < 2:
+    if shard is None:
         return cluster_dir
-    shard = fields[1].decode("utf-8", "replace")
-    if "/" not in shard:
-        return cluster_dir
-    if ".." in shard.split("/") or storage.resolve("/", shard) == shard:
+    try:
+        return storage.dirname(storage.below(cluster_dir, shard))
+    except storage.Outside:
         raise NoRecord(f"{idx} names shards outside {cluster_dir} ({shard}): not a cluster "
-                       "this build wrote")
-    return storage.dirname(storage.resolve(cluster_dir, shard))
+                       "this build wrote") from None
 
 
 def read(cluster_dir):

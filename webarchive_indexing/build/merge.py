@@ -393,9 +393,9 @@ def join_shard(pieces, shard_path, part_path):
 
 def shard_stats(shard, pieces):
     """What ``tasks.write_shard`` returns for a shard, from its pieces."""
-    return {"shard": shard, "lines": sum(p.lines for p in pieces),
-            "blocks": sum(len(p.blocks) for p in pieces),
-            "bytes": sum(length for p in pieces for _, length in p.blocks)}
+    return layout.shard_stats(shard, sum(p.lines for p in pieces),
+                              sum(len(p.blocks) for p in pieces),
+                              sum(length for p in pieces for _, length in p.blocks))
 
 
 def make_runs(merging, inputs, sizes, sampled=None, sample_size=0, removal=None):

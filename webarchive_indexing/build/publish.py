@@ -49,11 +49,11 @@ from .. import storage
 from .indexprep import INDEXES_DIR
 from ..options import UsageError
 from .tasks import finalize_cluster
+from ..zipnum.layout import named_here
+from ..zipnum.places import first_shard
 
 BUILD_PREFIX = "build-"
 _BUILD = re.compile(r"build-(\d{5,})$")
-# What a cluster published directly in cluster/ has there
-_SHARD_FILE = re.compile(r"(cdx-\d{5,}\.gz|part-\d{5,})$")
 # Where earlier versions built a local cluster, and put the one it replaced
 _OLD_SWAP_DIRS = (".cluster-build-", ".cluster-old-")
 # Beside a local table: the tables being written and those being replaced, named after the
@@ -64,9 +64,6 @@ _TABLE_ASIDE_PREFIX = ".table-"
 TABLE_MARK = ".webarchive-index-table"
 _TABLE_ASIDE = re.compile(re.escape(_TABLE_ASIDE_PREFIX)
                           + r"(?P<kind>build|old)-(?P<pid>\d+)-[0-9a-f]{8}-(?P<name>.+)", re.S)
-# Bytes read from the start of a published cluster.idx to find the build it names
-# (one index line: a URL key, a timestamp and the shard)
-IDX_LINE_MAX = 1 << 16
 
 
 def publish_cluster(out_dir, shards, write, root_index=True):
@@ -125,13 +122,12 @@ def _published_build(cluster_dir):
     ``cluster.loc`` lines: (None, b"") when it names none."""
     idx, loc = storage.join(cluster_dir, "cluster.idx"), storage.join(cluster_dir, "cluster.loc")
     try:
-        first = storage.read_range(idx, 0, IDX_LINE_MAX).split(b"\n", 1)[0]
+        shard = first_shard(idx)
     except FileNotFoundError:
         return None, b""
-    fields = first.split(b"\t")
-    if len(fields) < 2:
+    if shard is None:
         return None, b""
-    name, slash, _ = fields[1].decode("utf-8", "replace").rpartition("/")
+    name, slash, _ = shard.rpartition("/")
     if slash and not _BUILD.match(name):
         return None, b""  # not a layout of ours: nothing of it is taken over
     try:
@@ -155,7 +151,7 @@ def _stale(cluster_dir, keep):
             directory = storage.join(cluster_dir, name)
             if _BUILD.match(name) and directory not in keep:
                 directories.add(directory)
-        elif cluster_dir not in keep and _SHARD_FILE.match(name):
+        elif cluster_dir not in keep and named_here(name):
             files.append(path)
     return sorted(directories), files
 

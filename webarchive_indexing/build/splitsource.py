@@ -18,11 +18,14 @@ Every source must give strictly increasing points (a ``ValueError`` names the li
 otherwise); the result always makes exactly ``shards`` shards.
 """
 import io
+import os
 
 from . import seqfile
 from ..cdx import splits
 from .. import storage
 from ..util.progress import counted
+from ..zipnum.layout import BadIdxLine, parse_idx_line
+from ..zipnum.places import INDEX_SUFFIXES, cluster_index
 
 
 class SplitsError(ValueError):
@@ -30,25 +33,25 @@ class SplitsError(ValueError):
 
 
 def _cluster_index(path):
-    """The ``cluster.idx`` that ``path`` names, if it names a cluster; else None."""
-    if path.endswith(".idx"):
-        return path
-    for candidate in (storage.join(path, "cluster.idx"),
-                      storage.join(path, "cluster", "cluster.idx")):
-        if storage.exists(candidate):
-            return candidate
-    return None
+    """The ``cluster.idx`` that ``path`` names (as ``places.cluster_index`` finds it), if
+    it names a cluster; else None: a local file not named as an index is a splits file."""
+    if storage.is_local(path) and not path.endswith(INDEX_SUFFIXES) and not os.path.isdir(path):
+        return None
+    try:
+        return cluster_index(path)
+    except FileNotFoundError:
+        return None
 
 
 def _from_cluster(idx_path, shards):
     keys, names = [], set()
-    for number, line in enumerate(storage.read_bytes(idx_path).decode("utf-8").splitlines(), 1):
-        fields = line.split("\t")
-        if len(fields) < 4:
-            raise SplitsError(f"{idx_path}, line {number}: not a cluster.idx line "
-                              "(key, shard, offset, length)")
-        keys.append(fields[0])
-        names.add(fields[1])
+    for number, line in enumerate(storage.read_bytes(idx_path).splitlines(), 1):
+        try:
+            entry = parse_idx_line(line)
+            keys.append(entry.key.decode("utf-8"))
+        except (BadIdxLine, UnicodeDecodeError) as exc:
+            raise SplitsError(f"{idx_path}, line {number}: not a cluster.idx line: {exc}") from None
+        names.add(entry.shard)
     if keys != sorted(keys):
         raise SplitsError(f"{idx_path}: its block keys are not in order: not a cluster index")
     shards = len(names) if shards is None else shards

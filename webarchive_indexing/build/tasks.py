@@ -174,8 +174,7 @@ def write_shard(shard, lines, cluster_dir, lines_per_block=layout.LINES_PER_BLOC
                 rows.add(line)
         part = writer.close()
     storage.write_atomic(storage.join(cluster_dir, layout.part_name(shard)), part)
-    stats = {"shard": shard, "lines": writer.lines, "blocks": writer.blocks,
-             "bytes": writer.bytes_written}
+    stats = writer.stats(shard)
     if rows is not None:
         stats["table"] = rows.stats
     return stats
@@ -238,7 +237,7 @@ def finalize_cluster(cluster_dir, shards, written=None, location=None, index_dir
     prefix = cluster_dir[len(index_dir.rstrip("/")):].strip("/")
     names = [storage.join(prefix, layout.shard_name(i)) if prefix else layout.shard_name(i)
              for i in range(shards)]
-    parts, totals = [], {"shards": shards, "lines": 0, "blocks": 0, "bytes": 0}
+    parts, checked = [], []
     for shard in range(shards):
         shard_path = storage.join(cluster_dir, layout.shard_name(shard))
         part_path = storage.join(cluster_dir, layout.part_name(shard))
@@ -251,14 +250,16 @@ def finalize_cluster(cluster_dir, shards, written=None, location=None, index_dir
         except FileNotFoundError:
             raise ClusterIncomplete(f"shard {shard} is incomplete: {shard_path} or {part_path} "
                                     "is missing") from None
-        end = _part_end(part)
+        try:
+            end = layout.part_end(part)
+        except layout.BadIdxLine as exc:
+            raise ClusterIncomplete(f"{part_path}: not a part file: {exc}") from None
         if end != size or (stats is not None and end != stats["bytes"]):
             raise ClusterIncomplete(f"{shard_path} is {size} bytes but its index covers {end}"
                                     + (f" and the job wrote {stats['bytes']}" if stats else ""))
-        parts.append(_with_shard_name(part, names[shard]) if prefix else part)
-        totals["blocks"] += part.count(b"\n")
-        totals["bytes"] += size
-        totals["lines"] += stats["lines"] if stats else 0
+        parts.append(layout.with_shard(part, names[shard]) if prefix else part)
+        checked.append(layout.shard_stats(shard, stats["lines"] if stats else 0,
+                                          part.count(b"\n"), size))
     loc = b"".join(layout.loc_line(names[i], storage.join(location, layout.shard_name(i))
                                    if location else names[i])
                    for i in range(shards)) + previous_loc
@@ -270,19 +271,4 @@ def finalize_cluster(cluster_dir, shards, written=None, location=None, index_dir
     else:
         storage.remove(root_path)
     storage.write_atomic(storage.join(index_dir, "cluster.idx"), idx)
-    return totals
-
-
-def _with_shard_name(part, name):
-    """A part file's lines with ``name`` in their shard column."""
-    fields = [line.split(b"\t") for line in part.splitlines() if line]
-    return b"".join(b"\t".join([f[0], name.encode(), *f[2:]]) + b"\n" for f in fields)
-
-
-def _part_end(part):
-    """End offset of the last block a part file indexes (0 for an empty shard)."""
-    last = part.rstrip(b"\n").rsplit(b"\n", 1)[-1]
-    if not last:
-        return 0
-    fields = last.split(b"\t")
-    return int(fields[2]) + int(fields[3])
+    return layout.cluster_totals(shards, checked)

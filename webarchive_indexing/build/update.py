@@ -19,9 +19,9 @@ from ..zipnum import layout
 from ..util.progress import counted
 from ..zipnum.shardrun import ClusterChanged, read_index, survey
 
-# A shard as cluster.idx names it: in cluster/, or in the directory of one build of it
-# (nothing else: a name from the index never leads outside the cluster)
-SHARD_NAME = re.compile(r"(?:build-[A-Za-z0-9-]+/)?cdx-(\d{5,})\.gz\Z")
+# The directory of one build in cluster/, where cluster.idx may name a shard (as this and
+# earlier versions publish: build-00001/, build-20261125T010203Z-x/)
+BUILD_DIR = re.compile(r"build-[A-Za-z0-9-]+\Z")
 CUTS_PER_SHARD = 100
 
 
@@ -30,11 +30,18 @@ def old_shards(cluster_dir, shards):
     ``cluster_dir`` (an empty shard has no index lines: no blocks)."""
     found = [(storage.join(cluster_dir, layout.shard_name(i)), []) for i in range(shards)]
     for name, blocks in read_index(cluster_dir).items():
-        match = SHARD_NAME.match(name)
-        if not match or int(match.group(1)) >= shards:
+        number = layout.shard_number(name)
+        folder, _, file = name.rpartition("/")
+        try:
+            # a name from the index never leads outside the cluster
+            path = storage.below(cluster_dir, name)
+        except storage.Outside:
+            path = None
+        if (path is None or number is None or number >= shards or file != layout.shard_name(number)
+                or folder and not BUILD_DIR.match(folder)):
             raise ClusterChanged(f"{cluster_dir}/cluster.idx names {name!r}, which is not one of "
                                  f"the {shards} shards the split points make")
-        found[int(match.group(1))] = (storage.join(cluster_dir, name), blocks)
+        found[number] = (path, blocks)
     return found
 
 
@@ -65,7 +72,7 @@ def copy_shard(run, cluster_dir):
     blocks = [(block.key, block.length) for block in run.blocks]
     storage.write_atomic(storage.join(cluster_dir, layout.part_name(run.shard)),
                          merge.part_file(blocks, name))
-    return {"shard": run.shard, "lines": run.lines, "blocks": len(blocks), "bytes": run.size}
+    return layout.shard_stats(run.shard, run.lines, len(blocks), run.size)
 
 
 def update_shards(merging, new_runs, new_sample, old_cluster, split_lines, removal, cluster_dir,

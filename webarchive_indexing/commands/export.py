@@ -30,7 +30,8 @@ import time
 from dataclasses import dataclass
 
 from .. import storage
-from ..inputs.indexes import ZipNumCluster, cluster_index
+from ..inputs.indexes import ZipNumCluster
+from ..zipnum.places import cluster_index
 from ..inputs.discovery import check_output
 from ..options import UsageError, check_table
 from ..api.access import permitting

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from .. import storage
 from ..cdx.cdxline import fields_of
 from ..inputs.discovery import InputError, check_output, expand_named
-from ..inputs.indexes import cluster_index
+from ..zipnum.places import cluster_index
 from ..inputs.sources import open_index
 from ..options import ENGINE, BuildOptions, UsageError
 from ..util.progress import Progress, human

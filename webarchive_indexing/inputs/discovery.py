@@ -39,8 +39,9 @@ from collections import namedtuple
 
 from .. import storage
 from .manifests import read_manifest
-from .names import (ARCHIVE_EXTENSIONS, CLUSTER_INDEX, INDEX_EXTENSIONS, SHARD_NAME, InputError,
+from .names import (ARCHIVE_EXTENSIONS, CLUSTER_INDEX, INDEX_EXTENSIONS, InputError,
                     archive_stem, index_stem, kind_of, shown_name)
+from ..zipnum.layout import shard_number
 
 # What marks a copy's plan (its chunks are CDX files of the lines the copies give)
 COPY_PLAN, COPY_PLAN_LIST = "/plan/plan.json", "/plan/chunks.txt"
@@ -193,8 +194,8 @@ def _walk(directory, outputs=(), notes=None):
                 found.append(("cluster", path))
             continue
         kind = ("archive" if path.endswith(ARCHIVE_EXTENSIONS) else
-                "cdx" if path.endswith(INDEX_EXTENSIONS) or SHARD_NAME.match(
-                    path.rsplit("/", 1)[-1]) else None)
+                "cdx" if path.endswith(INDEX_EXTENSIONS) or shard_number(path) is not None
+                else None)
         why = _left_out(path, kind is not None)
         if why:
             left_out.setdefault(why, []).append(path)

@@ -50,12 +50,13 @@ else beside the index), but never outside the index's directory.
 """
 import contextlib
 import itertools
-import os
 
 from .. import storage
 from ..cdx.cdxfile import BOM, CHUNK_BYTES, IndexInputError, Inflated, split_lines, whole_lines
 from ..cdx.cdxline import PLAIN_URL_KEY, convert
 from .linecheck import all_well_formed, header_format, line_format, line_problem
+from ..zipnum.layout import BadIdxLine, parse_idx_line
+from ..zipnum.places import Shards
 
 # Malformed lines listed per source (all are counted)
 MAX_PROBLEMS = 100
@@ -253,37 +254,6 @@ class CdxFile(IndexSource):
         self.members = stream.members
 
 
-def _read_loc(path):
-    """``shard -> [location, ...]`` of a ``.loc`` file; {} when there is none."""
-    locations = {}
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                fields = line.rstrip("\r\n").split("\t")
-                if len(fields) >= 2:
-                    locations[fields[0]] = fields[1:]
-    return locations
-
-
-def cluster_index(location):
-    """The ``cluster.idx`` of ``location``: a build's output directory, its ``cluster/``
-    directory or an index itself; local, ``s3://`` or ``http(s)://``."""
-    if storage.is_local(location):
-        for candidate in (os.path.join(location, "cluster", "cluster.idx"),
-                          os.path.join(location, "cluster.idx"), location):
-            if os.path.isfile(candidate):
-                return candidate
-        raise FileNotFoundError(f"no ZipNum index at {location} (expected a cluster.idx, a "
-                                "directory holding one, or a build's output directory)")
-    if location.endswith((".idx", ".summary")):
-        return location
-    candidates = [storage.join(location, "cluster", "cluster.idx"), storage.join(location, "cluster.idx")]
-    for candidate in candidates:
-        if storage.exists(candidate):
-            return candidate
-    raise FileNotFoundError(f"no ZipNum index at {' or '.join(candidates)}")
-
-
 class ZipNumCluster(IndexSource):
     """A ZipNum cluster given by its index (``cluster.idx``; pywb's ``.idx``/``.summary``),
     read shard after shard in the order the index names them."""
@@ -292,10 +262,12 @@ class ZipNumCluster(IndexSource):
 
     def __init__(self, path, name=None):
         super().__init__(path, name)
-        self.remote = not storage.is_local(path)
-        self.directory = storage.dirname(storage.abspath(path))
-        # a remote cluster's shards are read beside its index, as query reads them
-        self.locations = {} if self.remote else _read_loc(os.path.splitext(path)[0] + ".loc")
+        try:
+            # where query reads them (a remote cluster's beside its index)
+            self.places = Shards(storage.abspath(path))
+        except storage.Outside as exc:
+            raise IndexInputError(path, str(exc)) from None
+        self.directory = self.places.directory
         self.shards = self._shards()
         self.format = None
         for shard in self.shards:
@@ -314,35 +286,21 @@ class ZipNumCluster(IndexSource):
         try:
             with storage.open_read(self.path) as fh:
                 for number, line in enumerate(fh, 1):
-                    fields = line.rstrip(b"\r\n").split(b"\t")
-                    if len(fields) < 4 or not fields[2].isdigit() or not fields[3].isdigit():
-                        raise IndexInputError(self.path, "not a ZipNum index line (key, shard, "
-                                              "offset, length)", number)
-                    names.setdefault(fields[1].decode("utf-8", "replace"), None)
+                    try:
+                        shard = parse_idx_line(line.rstrip(b"\r\n")).shard
+                    except BadIdxLine as exc:
+                        raise IndexInputError(self.path, f"not a ZipNum index line: {exc}",
+                                              number) from None
+                    names.setdefault(shard, None)
         except FileNotFoundError:
             raise IndexInputError(self.path, "no such file") from None
         return list(names)
 
-    def _candidates(self, shard):
-        """Where to look for ``shard``, in order, and the locations refused (outside the
-        cluster's directory)."""
-        if self.remote:
-            try:
-                return [storage.below(self.directory, shard)], []
-            except storage.Outside:
-                return [], [shard]
-        candidates, refused = [], []
-        for location in self.locations.get(shard, []) + [shard]:
-            path = storage.local_path(location)
-            path = path and os.path.join(self.directory, path)
-            if path and storage.inside(path, self.directory):
-                candidates.append(path)
-            else:
-                refused.append(location)
-        return candidates, refused
-
     def _open(self, shard):
-        candidates, refused = self._candidates(shard)
+        try:
+            candidates, refused = self.places.paths(shard)
+        except storage.Outside as exc:
+            raise IndexInputError(self.path, str(exc)) from None
         for path in candidates:
             try:
                 return storage.open_read(path), path
@@ -350,8 +308,8 @@ class ZipNumCluster(IndexSource):
                 continue
         why = f"not found at {', '.join(candidates)}" if candidates else "not found"
         if refused:
-            why += (f"; not read at {', '.join(refused)}, outside the cluster's directory "
-                    "(a cluster's index and .loc never point readers elsewhere here)")
+            why += (f"; not read at {'; '.join(refused)} (a cluster's index and .loc never "
+                    "point readers elsewhere here)")
         raise IndexInputError(self.path, f"shard {shard!r}: {why}")
 
     def _files(self, size):

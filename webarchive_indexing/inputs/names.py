@@ -4,11 +4,11 @@ bytes), its stem, how a message shows a name and a piece of an input, and ``Inpu
 an input a command cannot take.
 """
 import os
-import re
 import zlib
 
 from .. import storage
 from ..warc.magic import ARCHIVE_STARTS, compression
+from ..zipnum.layout import shard_number
 
 ARCHIVE_EXTENSIONS = (".warc.gz", ".warc.zst", ".warc", ".arc.gz", ".arc", ".wacz")
 # Common Crawl publishes its file lists as warc.paths.gz
@@ -18,8 +18,6 @@ INDEX_EXTENSIONS = (".cdx", ".cdxj", ".cdx.gz", ".cdxj.gz")
 CLUSTER_EXTENSIONS = (".idx", ".summary")
 # What marks a directory as a ZipNum cluster when a directory is searched
 CLUSTER_INDEX = "cluster.idx"
-# Common Crawl's published shards: read alone, each is a flat gzipped CDXJ file
-SHARD_NAME = re.compile(r"cdx-\d+\.gz\Z")
 # The 2012 Common Crawl URL index was published as url-index.<seconds>
 LEGACY_PREFIX = "url-index."
 # The most of a line of input an error message quotes
@@ -64,7 +62,8 @@ def kind_of(path):
     name = path.rsplit("/", 1)[-1]
     if path.endswith(ARCHIVE_EXTENSIONS):
         return "archive"
-    if path.endswith(INDEX_EXTENSIONS) or SHARD_NAME.match(name):
+    # a shard (Common Crawl's cdx-NNNNN.gz) read alone is a flat gzipped CDX file
+    if path.endswith(INDEX_EXTENSIONS) or shard_number(name) is not None:
         return "cdx"
     if path.endswith(CLUSTER_EXTENSIONS):
         return "cluster"

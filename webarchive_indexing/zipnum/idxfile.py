@@ -22,7 +22,7 @@ import threading
 import weakref
 
 from .. import storage
-from .layout import parse_root
+from .layout import BadIdxLine, parse_idx_line, parse_root
 
 __all__ = ["IdxFile", "DamagedCluster", "PAGE_BYTES", "SLICE_OVERLAP", "CACHE_BYTES", "version"]
 
@@ -97,19 +97,11 @@ class IdxFile:
         self._page(0)
 
     def check_line(self, line, where):
-        """``line`` parsed as an index line: ``(key, shard, offset, length, lineno or None)``."""
-        fields = line.split(b"\t")
+        """``line`` parsed as an index line (``layout.IdxLine``); DamagedCluster if it is none."""
         try:
-            if len(fields) not in (4, 5) or b" " not in fields[0]:
-                raise ValueError
-            numbers = [int(f) for f in fields[2:]]
-            shard = fields[1].decode("utf-8")
-        except ValueError:
-            raise DamagedCluster(
-                f"{self.path} is not a ZipNum cluster.idx: {where} is not "
-                f"'urlkey timestamp<TAB>shard<TAB>offset<TAB>length[<TAB>block number]': "
-                f"{line[:200]!r}") from None
-        return fields[0], shard, numbers[0], numbers[1], numbers[2] if len(numbers) == 3 else None
+            return parse_idx_line(line)
+        except BadIdxLine as exc:
+            raise DamagedCluster(f"{self.path} is not a ZipNum cluster.idx: {where}: {exc}") from None
 
     def out_of_order(self, before, after):
         return DamagedCluster(f"{self.path} is damaged: its lines are out of order "

@@ -6,7 +6,8 @@ A cluster is what pywb, OpenWayback and Common Crawl's index server read:
   ``LINES_PER_BLOCK`` consecutive sorted lines (the last block of a shard may be
   shorter; a shard without lines is an empty file);
 * ``part-00000 ...``: one line per block of that shard,
-  ``urlkey timestamp<TAB>shard<TAB>offset<TAB>length``;
+  ``urlkey timestamp<TAB>shard<TAB>offset<TAB>length`` (``idx_line`` writes one,
+  ``parse_idx_line`` is every reader's parser of one: pywb's ``IDXObject``);
 * ``cluster.idx``: all part files in shard order with the 1-based block number across
   the whole cluster appended (pywb's page API needs it);
 * ``cluster.loc``: ``shard<TAB>location[<TAB>fallback...]``, a location relative to
@@ -38,7 +39,9 @@ Usage::
 import bisect
 import itertools
 import os
+import re
 import zlib
+from typing import NamedTuple
 
 __all__ = [
     "LINES_PER_BLOCK",
@@ -47,6 +50,13 @@ __all__ = [
     "block_key",
     "gzip_block",
     "idx_line",
+    "IdxLine",
+    "BadIdxLine",
+    "parse_idx_line",
+    "part_end",
+    "with_shard",
+    "shard_stats",
+    "cluster_totals",
     "ShardWriter",
     "number_parts",
     "loc_line",
@@ -69,6 +79,12 @@ _GZIP_LEVEL = 6
 _GZIP_WBITS = 31  # zlib's gzip wrapper writes mtime 0 and no file name: reproducible
 
 
+# The file names of a shard and of its part file, as this tool writes them (5 digits, more
+# past 99999) and as Common Crawl publishes its shards (cdx-00000.gz)
+SHARD_FILE = re.compile(r"cdx-(\d+)\.gz\Z")
+PART_FILE = re.compile(r"part-(\d+)\Z")
+
+
 def shard_name(i: int) -> str:
     return f"cdx-{i:05d}.gz"
 
@@ -77,11 +93,38 @@ def part_name(i: int) -> str:
     return f"part-{i:05d}"
 
 
-def shard_number(name):
-    """The number of a shard named as ``shard_name`` names one (``cdx-00042.gz``, also
-    under a directory: ``build-x/cdx-00042.gz``), else None."""
-    digits = name.rsplit("/", 1)[-1].removeprefix("cdx-").removesuffix(".gz")
-    return int(digits) if digits.isdigit() and f"cdx-{digits}.gz" in name else None
+def shard_number(name, pattern=SHARD_FILE):
+    """The number of a shard whose file is named ``cdx-NNNNN.gz`` (also under a directory:
+    ``build-x/cdx-00042.gz``; with ``pattern=PART_FILE``, of a part file), else None."""
+    match = pattern.match(name.rsplit("/", 1)[-1])
+    return int(match[1]) if match else None
+
+
+def named_here(name):
+    """Whether ``name`` (a file name) is a shard or part file as ``shard_name`` and
+    ``part_name`` name them: one that a build may have written, and may remove."""
+    number = shard_number(name)
+    if number is not None:
+        return name == shard_name(number)
+    number = shard_number(name, PART_FILE)
+    return number is not None and name == part_name(number)
+
+
+def shard_stats(shard, lines, blocks, size):
+    """What a task reports of a shard it wrote (JSON, for every engine):
+    ``{"shard", "lines", "blocks", "bytes"}``."""
+    return {"shard": shard, "lines": lines, "blocks": blocks, "bytes": size}
+
+
+def cluster_totals(shards, stats):
+    """``{"shards", "lines", "blocks", "bytes"}`` of a cluster of ``shards`` shards from
+    the ``shard_stats`` of its shards."""
+    totals = {"shards": shards, "lines": 0, "blocks": 0, "bytes": 0}
+    for one in stats:
+        totals["lines"] += one["lines"]
+        totals["blocks"] += one["blocks"]
+        totals["bytes"] += one["bytes"]
+    return totals
 
 
 def block_key(line: bytes) -> bytes:
@@ -96,10 +139,63 @@ def gzip_block(lines) -> bytes:
 
 
 def idx_line(key: bytes, shard: str, offset: int, length: int, lineno: int | None = None) -> bytes:
+    """A ``cluster.idx`` line (with the block number) or part-file line (without)."""
     fields = [key, shard.encode(), b"%d" % offset, b"%d" % length]
     if lineno is not None:
         fields.append(b"%d" % lineno)
     return b"\t".join(fields) + b"\n"
+
+
+# What a cluster.idx line is, as messages say it
+IDX_SHAPE = "'urlkey timestamp<TAB>shard<TAB>offset<TAB>length[<TAB>block number]'"
+
+
+class IdxLine(NamedTuple):
+    """A ``cluster.idx`` (or part-file) line: the block at ``offset`` (``length`` bytes) of
+    ``shard``, whose first line starts with ``key``; ``lineno`` its number in the cluster
+    (None in a part file). ``idx_line(*line)`` writes it back."""
+    key: bytes
+    shard: str
+    offset: int
+    length: int
+    lineno: int | None = None
+
+
+class BadIdxLine(ValueError):
+    """A line that is not a ``cluster.idx`` line; readers say where it is."""
+
+
+def part_end(part):
+    """The end offset of the last block the part file content ``part`` indexes (0 for an
+    empty shard); BadIdxLine if its last line is no index line."""
+    last = part.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    if not last:
+        return 0
+    entry = parse_idx_line(last)
+    return entry.offset + entry.length
+
+
+def with_shard(part, shard):
+    """The part file content ``part`` with ``shard`` in the shard column of every line
+    (as fast as splitting each line: a cluster of Common Crawl's size has a million)."""
+    name = shard.encode()
+    return b"".join(b"\t".join([f[0], name, *f[2:]]) + b"\n"
+                    for f in (line.split(b"\t") for line in part.splitlines() if line))
+
+
+def parse_idx_line(line: bytes) -> IdxLine:
+    """``line`` (without its newline; a trailing CR is dropped) as an ``IdxLine``; every
+    reader of ``cluster.idx`` and part files parses with this one. Stricter than pywb's
+    ``IDXObject`` in one way: 4 or 5 fields, a key holding a space (``urlkey timestamp``),
+    whole numbers, a UTF-8 shard name; else ``BadIdxLine`` (what was expected, what came).
+    """
+    fields = line.removesuffix(b"\r").split(b"\t")
+    if len(fields) in (4, 5) and b" " in fields[0] and all(f.isdigit() for f in fields[2:]):
+        try:
+            return IdxLine(fields[0], fields[1].decode("utf-8"), *map(int, fields[2:]))
+        except UnicodeDecodeError:
+            pass
+    raise BadIdxLine(f"expected {IDX_SHAPE}, found {line[:200]!r}")
 
 
 class ShardWriter:
@@ -142,6 +238,10 @@ class ShardWriter:
         if self._block:
             self._flush()
         return b"".join(self._part)
+
+    def stats(self, shard):
+        """The ``shard_stats`` of what was written, as shard number ``shard``."""
+        return shard_stats(shard, self.lines, self.blocks, self.bytes_written)
 
     def _flush(self):
         member = gzip_block(self._block)
@@ -238,8 +338,7 @@ def write_cluster(sorted_lines, out_dir, splits, lines_per_block=LINES_PER_BLOCK
     out_dir = os.path.abspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
 
-    parts = []
-    stats = {"shards": len(splits) + 1, "lines": 0, "blocks": 0, "bytes": 0}
+    parts, stats = [], []
     for i, lines in _shard_groups(sorted_lines, splits):
         with open(os.path.join(out_dir, shard_name(i)), "wb") as out:
             writer = ShardWriter(out, shard_name(i), lines_per_block)
@@ -248,9 +347,7 @@ def write_cluster(sorted_lines, out_dir, splits, lines_per_block=LINES_PER_BLOCK
             parts.append(writer.close())
         with open(os.path.join(out_dir, part_name(i)), "wb") as out:
             out.write(parts[-1])
-        stats["lines"] += writer.lines
-        stats["blocks"] += writer.blocks
-        stats["bytes"] += writer.bytes_written
+        stats.append(writer.stats(i))
 
     idx = b"".join(number_parts(parts))
     with open(os.path.join(out_dir, "cluster.root"), "wb") as out:
@@ -260,7 +357,7 @@ def write_cluster(sorted_lines, out_dir, splits, lines_per_block=LINES_PER_BLOCK
     with open(os.path.join(out_dir, "cluster.loc"), "wb") as out:
         for i in range(len(splits) + 1):
             out.write(loc_line(shard_name(i), shard_name(i)))
-    return stats
+    return cluster_totals(len(splits) + 1, stats)
 
 
 def _shard_groups(sorted_lines, splits):

@@ -44,7 +44,6 @@ import collections
 import io
 import itertools
 import logging
-import os
 import threading
 import zlib
 
@@ -55,6 +54,7 @@ from .. import storage
 # surt.surt, quicker, and without importing tldextract (a tenth of a second) at start
 from ..cdx.urlkey import url_key
 from .idxfile import DamagedCluster, IdxFile
+from . import places
 from ..warc.magic import PLAIN_STARTS, compression
 from .layout import block_key
 
@@ -121,34 +121,17 @@ def _apply_wildcard(url, match_type):
 
 def open_cluster(location, max_blocks_per_read=MAX_BLOCKS_PER_READ, cache=None):
     """The ``Cluster`` at ``location``: a build's output directory, its ``cluster/``
-    directory or a ``cluster.idx``; a local path, ``s3://`` or ``http(s)://`` URL.
+    directory or a ``cluster.idx``; a local path, ``s3://`` or ``http(s)://`` URL, its
+    index found as ``places.cluster_index`` finds it.
 
     Nothing is downloaded whole but the small ``cluster.root``: a remote
-    ``cluster.idx`` is read in ranges. Where ``location`` is a remote directory its
-    index is looked for in ``cluster/`` below it first, unless it is named
-    ``cluster`` itself (each place tried costs a request).
+    ``cluster.idx`` is read in ranges.
     """
-    location = os.fspath(location)
-    if storage.is_local(location):
-        if os.path.isdir(os.path.join(location, "cluster")):
-            location = os.path.join(location, "cluster")
-        if os.path.isdir(location):
-            location = os.path.join(location, "cluster.idx")
-        if not os.path.isfile(location):
-            raise FileNotFoundError(f"no ZipNum index at {location}")
-        _check_not_an_archive(location)
-        return Cluster(IdxFile.open(location), max_blocks_per_read, cache)
-    if location.endswith((".idx", ".summary")):
-        candidates = [location]
-    else:
-        here, below = storage.join(location, "cluster.idx"), storage.join(location, "cluster", "cluster.idx")
-        candidates = [here, below] if location.rstrip("/").endswith("/cluster") else [below, here]
-    for idx in candidates:
-        try:
-            return Cluster(IdxFile.open(idx), max_blocks_per_read, cache)
-        except FileNotFoundError:
-            continue
-    raise FileNotFoundError(f"no ZipNum index at {' or '.join(candidates)}")
+    def opened(path):
+        if storage.is_local(path):
+            _check_not_an_archive(path)
+        return Cluster(IdxFile.open(path), max_blocks_per_read, cache)
+    return places.cluster_index(location, opened)
 
 
 def _check_not_an_archive(path, command="query"):
@@ -221,10 +204,10 @@ class Cluster:
     indexes, and how ``build`` lays out one on S3.
 
     A shard is only ever read below the cluster's own directory, whoever wrote the
-    index: a shard name with ``..``, a scheme or an absolute path is refused
-    (``DamagedCluster``), so is a shard whose symbolic link leads out of it (the rule of
-    ``export`` and ``build``: ``storage.inside``); a ``.loc`` location outside that
-    directory is ignored.
+    index (``places.Shards``, the rule of ``export`` and ``build``): a shard name with
+    ``..``, a scheme or an absolute path is refused (``DamagedCluster``), so is a shard
+    whose symbolic link leads out of it; a ``.loc`` location outside that directory is
+    ignored.
 
     ``cache``, a ``BlockCache`` (a server shares one), keeps inflated blocks for the
     next lookups; without one every lookup reads and inflates its blocks.
@@ -238,10 +221,11 @@ class Cluster:
         self.cache = cache
         # blocks in a shared cache are this cluster's only: a rebuild may name its shards alike
         self._generation = next(_GENERATIONS)
-        self.shard_dir = storage.dirname(idx.path)
-        loc_path = os.path.splitext(idx.path)[0] + ".loc"
-        is_local_loc = storage.is_local(idx.path) and os.path.isfile(loc_path)
-        self.locations = _read_loc(loc_path, self.shard_dir) if is_local_loc else {}
+        try:
+            self.shards = places.Shards(idx.path)
+        except storage.Outside as exc:
+            raise DamagedCluster(str(exc)) from None
+        self.shard_dir = self.shards.directory
         self._lines_per_block = None
 
     def lookup(self, url, match_type="exact", limit=None):
@@ -359,12 +343,6 @@ class Cluster:
         blocks = last_no - first_no
         return first, rest, blocks, blocks // page_size + 1
 
-    def shard_paths(self, shard):
-        """Paths (local, or URLs) to try for ``shard``, in order."""
-        if shard in self.locations:
-            return self.locations[shard]
-        return [storage.resolve(self.shard_dir, _shard_name(shard, self.idx.path))]
-
     def _entries(self, idx_lines, end=None, reverse=False):
         """The index lines parsed, each checked against the one before: block numbers
         that follow on, and blocks of a shard that follow on from its offset 0. A line
@@ -450,12 +428,11 @@ class Cluster:
         return lines
 
     def _read(self, shard, offset, length):
-        errors = []
-        for path in self.shard_paths(shard):
-            if not storage.inside(path, self.shard_dir):
-                errors.append(f"{path} leads out of the cluster's directory {self.shard_dir} "
-                              "(a symbolic link?): shards are read only there")
-                continue
+        try:
+            paths, errors = self.shards.paths(shard)
+        except storage.Outside as exc:
+            raise DamagedCluster(f"{self.idx.path}: {exc}") from None
+        for path in paths:
             try:
                 data = storage.read_range(path, offset, length)
             except OSError as exc:
@@ -478,65 +455,3 @@ def _adjacent(last, entry, reverse):
 
 def _inflate_errors():
     return zlib.error, IsalError
-
-
-def _shard_name(name, where):
-    """``name`` if it is a path below a directory (no ``..``, scheme, absolute path,
-    backslash, control character or empty segment), else DamagedCluster."""
-    parts = name.split("/")
-    if (not name or "://" in name or name.startswith("/") or "\\" in name
-            or any(ord(c) < 32 for c in name) or any(p in ("", ".", "..") for p in parts)):
-        raise DamagedCluster(f"{where}: shard name {name!r} is not a file below the cluster's "
-                             "directory; shards are read only there")
-    return name
-
-
-def warn_remote_loc(cluster):
-    """Warn (once, with a count) when the ``.loc`` of a remote cluster names shards other
-    than those beside its index: they are not read (a request a lookup would cost, and
-    often the builder's local paths), as a local ``.loc`` location elsewhere is not. One
-    request; nothing when there is no ``.loc``."""
-    if storage.is_local(cluster.idx.path):
-        return
-    path = os.path.splitext(cluster.idx.path)[0] + ".loc"
-    try:
-        text = storage.read_bytes(path).decode("utf-8", "replace")
-    except OSError:
-        return  # none (or not readable): nothing a reader would miss
-    elsewhere = []
-    for line in text.splitlines():
-        shard, *places = line.split("\t")
-        beside = storage.join(cluster.shard_dir, shard)
-        elsewhere += [p for p in places if p and storage.resolve(cluster.shard_dir, p) != beside]
-    if elsewhere:
-        log.warning("%s: ignoring %d location(s) that are not the shard beside the index "
-                    "(e.g. %r): a remote cluster's shards are read only beside its index, in %s",
-                    path, len(elsewhere), elsewhere[0], cluster.shard_dir)
-
-
-def _read_loc(path, base):
-    """``{shard: [paths]}`` of a local ``.loc`` file, locations absolute, ``file://`` or
-    relative to ``base`` (as pywb resolves them). A location outside ``base`` is left
-    out, with a warning (a cluster copied elsewhere lists its old place): its shard is
-    then looked for beside the index."""
-    locations = {}
-    with open(path, encoding="utf-8") as loc:
-        for number, line in enumerate(loc, 1):
-            fields = line.rstrip("\r\n").split("\t")
-            if len(fields) < 2:
-                continue
-            _shard_name(fields[0], f"{path} line {number}")
-            paths = []
-            for location in fields[1:]:
-                local = storage.local_path(location)  # None for a URI
-                resolved = local and os.path.realpath(os.path.join(base, local))
-                if not resolved or not storage.inside(resolved, base):
-                    log.warning("%s line %d: ignoring %r, which is not below the cluster's "
-                                "directory %s (shards are read only there); looking for %s "
-                                "beside the index", path, number, location, base, fields[0])
-                    continue
-                paths.append(resolved)
-            default = os.path.join(base, fields[0])
-            locations[fields[0]] = paths + ([default] if default not in paths else [])
-    return locations
-

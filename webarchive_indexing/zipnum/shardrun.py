@@ -22,6 +22,7 @@ from typing import NamedTuple
 from isal import igzip, isal_zlib
 
 from .. import storage
+from .layout import BadIdxLine, parse_idx_line
 
 # Bytes of blocks fetched at once when a shard is read on
 READ_BYTES = 1 << 20
@@ -214,10 +215,9 @@ def read_index(cluster_dir):
     shards = {}
     idx = storage.join(cluster_dir, "cluster.idx")
     for number, line in enumerate(storage.read_bytes(idx).split(b"\n")[:-1], 1):
-        fields = line.split(b"\t")
         try:
-            block = Block(fields[0], int(fields[2]), int(fields[3]))
-        except (IndexError, ValueError):
-            raise ClusterChanged(f"{idx}, line {number}: not a cluster.idx line") from None
-        shards.setdefault(fields[1].decode("utf-8"), []).append(block)
+            entry = parse_idx_line(line)
+        except BadIdxLine as exc:
+            raise ClusterChanged(f"{idx}, line {number}: not a cluster.idx line: {exc}") from None
+        shards.setdefault(entry.shard, []).append(Block(entry.key, entry.offset, entry.length))
     return shards
