@@ -13,8 +13,8 @@ from cdxj_indexer.main import write_cdx_index
 import rangeserver
 from helpers import REAL, pywb_cdx
 from webarchive_indexing.zipnum import layout
-from webarchive_indexing.inputs.indexes import (MAX_PROBLEMS, IndexInputError, ZipNumCluster,
-                                                cluster_index)
+from webarchive_indexing.inputs.indexes import MAX_PROBLEMS, IndexInputError, ZipNumCluster
+from webarchive_indexing.zipnum.places import cluster_index
 from webarchive_indexing.inputs.sources import open_index
 from webarchive_indexing.inputs.discovery import expand, kind_of
 

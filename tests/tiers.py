@@ -32,14 +32,17 @@ MODULES = {
     **{module: ("spark", "Spark jobs and spark-submit") for module in (
         "test_spark.py", "test_spark_trust.py")},
     **{module: ("server", "servers of their own (serve, HTTP), started by name") for module in (
-        "test_serve.py", "test_serve_trust.py", "test_cdxapi_trust.py", "test_storage_http.py")},
+        "test_serve.py", "test_serve_trust.py", "test_cdxapi_trust.py", "test_storage_http.py",
+        "test_access.py", "test_access_pywb.py")},
+    "test_wacz_out.py": ("browser", "ReplayWeb.page in Chromium, py-wacz's commands"),
     **{module: ("slow", "commands and builds end to end, seconds each") for module in (
         "test_bad_input.py", "test_build_parquet.py", "test_build_trust.py",
         "test_columnar.py", "test_copy.py", "test_copy_zstd.py", "test_corpus.py",
         "test_docs.py", "test_environment.py", "test_first_hour.py", "test_hdfs_storage.py",
         "test_index_build.py", "test_inputs_trust.py", "test_local_engine.py",
         "test_pipeline.py", "test_publish.py", "test_query_pages.py", "test_recompress.py",
-        "test_records_trust.py", "test_runtime_trust.py")},
+        "test_records_trust.py", "test_runtime_trust.py", "test_post_keys.py",
+        "test_wacz.py")},
 }
 # Tests (by function, every parameter) of the other modules: their marker. "slow": seconds
 # of CPU each (measured with --durations)
