@@ -20,7 +20,8 @@ import servers
 from test_docs import documented_commands
 from test_query import LINES, URLS
 from webarchive_indexing.api import access
-from webarchive_indexing.api.access import Access, Embargo, RuleError, Rules, parse_rules
+from webarchive_indexing.api.access import Access
+from webarchive_indexing.api.rules import Embargo, RuleError, Rules, parse_rules
 from webarchive_indexing.api.collection import Collection
 from webarchive_indexing.api.request import CdxRequest
 from webarchive_indexing.api.serve import open_collections

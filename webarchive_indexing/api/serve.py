@@ -42,7 +42,6 @@ Clients: each worker holds its connections within ``connections.Bounds`` (how ma
 long a client may take), so that slow or idle clients never keep a new one out.
 """
 import gzip
-import html
 import json
 import logging
 import os
@@ -59,9 +58,9 @@ from http.server import BaseHTTPRequestHandler
 
 from .request import BadParameter, CdxRequest, Limits, RequestTimeout
 from .collection import Reloading
-from . import access as acl
+from . import access as acl, searchpage
 from ..zipnum.idxfile import DamagedCluster
-from ..options import DEFAULT_MAX_LIMIT, DEFAULT_RELOAD_SECONDS, DEFAULT_TIMEOUT, MATCH_TYPES
+from ..options import DEFAULT_MAX_LIMIT, DEFAULT_RELOAD_SECONDS, DEFAULT_TIMEOUT
 from ..zipnum.reader import BlockCache
 from .connections import (BUSY, DEFAULT_BOUNDS, READING, WAITING, Bounds, BoundedServer,
                           bounds as connection_bounds)
@@ -77,8 +76,6 @@ CHUNK_BYTES = 64 * 1024
 # answers begun of one request: a build published while one was made is a reason to
 # begin again from it, a few builds in a row are not
 ANSWER_ATTEMPTS = 3
-# rows the search page shows (its JSON link has them all)
-PAGE_ROWS = 500
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*$")
 # an access point's path (OutbackCDX's /NAME/ap/AP, pywb's /cdx after it) and its check
 AP_PATH = re.compile(r"/(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)/ap/(?P<ap>[A-Za-z0-9][A-Za-z0-9._-]*)"
@@ -111,28 +108,6 @@ def open_collections(specs, cache=None, reload_seconds=DEFAULT_RELOAD_SECONDS, a
     if unknown:
         raise ValueError(f"access rules for {', '.join(unknown)}, which no NAME=CLUSTER names")
     return collections
-
-
-def _by_collection(specs, option):
-    """``{name: [values]}`` of ``NAME=VALUE[,VALUE...]`` ``specs`` of ``option``."""
-    values = {}
-    for spec in specs:
-        name, equals, given = spec.partition("=")
-        if not equals or not NAME.match(name) or not given.strip(","):
-            raise ValueError(f"{option} {spec!r}: expected NAME=VALUE, NAME a collection (e.g. "
-                             f"{option} cc=rules.aclj)")
-        values.setdefault(name, []).extend(v for v in (given.split(",") if option == "--acl" else [given]) if v)
-    return values
-
-
-def open_accesses(options):
-    """``{name: access.Access}`` of serve's ``--acl``, ``--embargo`` and ``--acl-default``
-    (ValueError for a bad one, ``access.RuleError`` for rules that cannot be read)."""
-    paths, embargoes = _by_collection(options.acl, "--acl"), _by_collection(options.embargo, "--embargo")
-    accesses = {}
-    for name in dict.fromkeys([*paths, *embargoes]):
-        accesses[name] = acl.from_options(options, paths.get(name, []), embargoes.get(name, []))
-    return {name: a for name, a in accesses.items() if a is not None}
 
 
 def printable(text, quoted=False):
@@ -189,7 +164,8 @@ class Handler(BaseHTTPRequestHandler):
         name, user, check = self._route(path)
         try:
             if path == "/":
-                self._send_page(params)
+                self._send_whole(200, "text/html", searchpage.page(
+                    self.collections, params, self.limits, self._failure))
             elif path == "/collinfo.json":
                 self._send_whole(200, "application/json", json.dumps(self._collinfo(), indent=1).encode() + b"\n")
             elif name in self.collections and check:
@@ -226,7 +202,7 @@ class Handler(BaseHTTPRequestHandler):
                 self._send_error(413, f"a check of at most {CHECK_BYTES} bytes (Content-Length), "
                                       f"got {length}: send fewer URLs at a time")
             else:
-                self._send_check(self.collections[name], user, _check_items(self.rfile.read(length)))
+                self._send_check(self.collections[name], user, acl.check_items(self.rfile.read(length)))
         except ValueError as exc:
             self._send_error(400, str(exc))
         except ConnectionError:
@@ -392,50 +368,6 @@ class Handler(BaseHTTPRequestHandler):
         # Common Crawl's entries also name a "timegate", its replay: there is none here
         return [{"id": name, "name": name, "cdx-api": f"{base}/{name}-index"} for name in self.collections]
 
-    def _send_page(self, params):
-        def one(name, default=""):
-            return (params.get(name) or [default])[-1]
-        names = list(self.collections)
-        coll, url, match_type = one("coll", names[0] if names else ""), one("url"), one("matchType", "exact")
-        body = [PAGE_HEAD, '<form method="get" action="/"><label>Collection <select name="coll">']
-        body += [f'<option{" selected" if n == coll else ""}>{html.escape(n)}</option>' for n in names]
-        body.append('</select></label> <label>URL <input name="url" size="50" required value="'
-                    f'{html.escape(url)}" placeholder="example.com/path, example.com/*, *.example.com">'
-                    '</label> <label>Match <select name="matchType">')
-        body += [f'<option{" selected" if m == match_type else ""}>{m}</option>' for m in MATCH_TYPES]
-        body.append('</select></label> <button type="submit">Search</button></form>')
-        if url:
-            body.append(self._results(coll, url, match_type))
-        body.append("</body></html>\n")
-        self._send_whole(200, "text/html", "".join(body).encode("utf-8"))
-
-    def _results(self, coll, url, match_type):
-        query = urllib.parse.urlencode({"url": url, "matchType": match_type, "output": "json"})
-        link = f"/{urllib.parse.quote(coll)}/cdx?{query}"
-        if coll not in self.collections:
-            return f'<p class="error">No collection {html.escape(coll)}.</p>'
-        collection = self.collections[coll].current()
-        try:
-            request = CdxRequest(url, match_type=match_type, limit=PAGE_ROWS + 1, output="json", limits=self.limits)
-            _, body = collection.answer(request, time.monotonic() + (self.limits.seconds or 60))
-            rows = [json.loads(line) for line in body]
-        except BadParameter as exc:
-            return f'<p class="error">{html.escape(exc.message)}</p>'
-        except Exception as exc:
-            return f'<p class="error">{html.escape(self._failure(exc, collection)[1])}</p>'
-        more = len(rows) > PAGE_ROWS
-        out = [f'<p id="summary">{min(len(rows), PAGE_ROWS)}{"+" if more else ""} captures of '
-               f'<b>{html.escape(url)}</b> ({html.escape(match_type)}) in {html.escape(coll)}: '
-               f'<a id="json" href="{html.escape(link)}">JSON</a></p>']
-        if rows:
-            out.append('<table id="captures"><thead><tr><th>timestamp</th><th>url</th><th>status</th>'
-                       "<th>mime</th><th>length</th><th>archive</th></tr></thead><tbody>")
-            for row in rows[:PAGE_ROWS]:
-                out.append("<tr>" + "".join(f"<td>{html.escape(str(row.get(f, '')))}</td>" for f in
-                                            ("timestamp", "url", "status", "mime", "length", "filename")) + "</tr>")
-            out.append("</tbody></table>")
-        return "".join(out)
-
     def _log_access(self):
         status = getattr(self, "status", "-")
         took = (time.monotonic() - self.started) * 1000
@@ -455,21 +387,6 @@ class Handler(BaseHTTPRequestHandler):
                 self.access_log.write(f"{self.client_address[0]} - - {printable(redact(format % args))}\n")
 
 
-def _check_items(body):
-    """``[(url, timestamp)]`` of a check's body: OutbackCDX's JSON list or lines."""
-    text = body.decode("utf-8", "replace")
-    if text.lstrip().startswith("["):
-        try:
-            items = json.loads(text)
-        except ValueError as exc:
-            raise ValueError(f"the JSON list of the check is malformed: {exc}") from None
-        if not all(isinstance(i, dict) and isinstance(i.get("url"), str) for i in items):
-            raise ValueError('expected a JSON list of {"url": URL, "timestamp": TS} objects')
-        return [(i["url"], str(i.get("timestamp") or "")) for i in items]
-    return [(url, stamp.strip()) for url, _, stamp in
-            (line.strip().partition(" ") for line in text.splitlines()) if url and not url.startswith("#")]
-
-
 def _without_places(message, collection):
     """``message`` without the directories of ``collection``'s clusters (on this server,
     or the URLs it reads): their files named as the index names them."""
@@ -482,15 +399,6 @@ def _without_places(message, collection):
 def _with_charset(content_type):
     # as pywb labels them: its CDX lines (text/x-cdxj, text/x-ndjson...) bare
     return content_type + "; charset=utf-8" if content_type in ("application/json", "text/html") else content_type
-
-
-PAGE_HEAD = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>webarchive-index: captures</title>
-<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin-top:1em}
-td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;font-size:90%}
-th{background:#eee}.error{color:#a00}input,select,button{font-size:100%}</style></head>
-<body><h1>Captures</h1>
-"""
 
 
 def make_server(collections, host="127.0.0.1", port=8080, limits=DEFAULT_LIMITS, access_log=sys.stderr,
@@ -529,7 +437,7 @@ def _serve(options, limits, access_log, ready):
     host, workers = options.host, options.workers or os.cpu_count() or 1
     cache = BlockCache(options.cache_mb * 1024 * 1024)
     bounds = connection_bounds(options)
-    collections = open_collections(options.collections, cache, options.reload_seconds, open_accesses(options))
+    collections = open_collections(options.collections, cache, options.reload_seconds, acl.from_serve_options(options, NAME))
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -14,8 +14,8 @@ import os
 import sys
 
 from .. import storage
-from ..api.access import (ACCESS, Checker, Embargo, Rule, RuleError, Rules, check, check_lines,
-                          read_rules, rule_key)
+from ..api.access import check, check_lines
+from ..api.rules import ACCESS, Checker, Embargo, Rule, RuleError, Rules, read_rules, rule_key
 from ..cdx.urlkey import url_key
 from ..options import RULE_FIELDS
 from ..storage.lock import hold
