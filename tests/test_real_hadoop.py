@@ -10,6 +10,7 @@ Each run's cluster is byte-identical to `webarchive-index build`'s of the same a
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -364,8 +365,9 @@ def test_damaged_archive_on_yarn(damaged_on_hdfs, damaged, corpus, hadoop_cluste
                                  on_error):
     """As on the local job runner, with the archives and CDX files on HDFS and the tasks in
     YARN containers. fail: each attempt of the bad archive's task fails, then the job, exit
-    status 1; mrjob's report of the failed task (its stderr, from HADOOP_LOG_DIR/userlogs)
-    names the archive. skip: the CDX files are written and the archive's problems reported."""
+    status 1; each attempt's stderr, in HADOOP_LOG_DIR/userlogs where mrjob looks for the
+    cause, names the archive. skip: the CDX files are written and the archive's problems
+    reported."""
     base, top = damaged["base"] / f"yarn-{on_error}", damaged_on_hdfs["top"]
     cdx_dir = f"{top}/cdx-{on_error}"
     env_file = write_env(damaged["base"] / f"yarn-{on_error}.sh", **settings(
@@ -385,7 +387,12 @@ def test_damaged_archive_on_yarn(damaged_on_hdfs, damaged, corpus, hadoop_cluste
     if on_error == "fail":
         assert result.returncode == 1, result.stderr[-3000:]
         assert counters(result.stderr, "Failed map tasks") == [2]
-        assert f"{damaged_on_hdfs['bad']}: offset " in result.stderr.split("Probable cause of failure")[1]
+        # the failed attempts' stderr, where mrjob looked for it
+        app = re.search(r"application_\d+_\d+", result.stderr).group(0)
+        logs = hadoop_cluster.dir / "logs" / "userlogs" / app
+        assert f"Looking for task syslogs in {logs}" in result.stderr
+        stderrs = "".join(p.read_text(errors="replace") for p in logs.glob("container_*/stderr"))
+        assert stderrs.count(f"{damaged_on_hdfs['bad']}: offset 0: gzip member is truncated") == 2
         assert cdx not in published
     else:
         assert result.returncode == 0, result.stderr[-3000:]
