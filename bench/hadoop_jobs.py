@@ -46,7 +46,7 @@ JOBS = (("index", "runindexwarcs.sh"), ("sample", "runsample.sh"), ("cluster", "
 def timed_build(corpus_dir, out, options):
     """`build` in this process, the engine's steps timed: ({job: seconds}, summary)."""
     from webarchive_indexing.commands.build import build
-    from webarchive_indexing.engines import Engine
+    from webarchive_indexing.engines import local_engine, spark_engine
     times, originals = {}, {}
 
     def timing(cls, name):
@@ -60,8 +60,7 @@ def timed_build(corpus_dir, out, options):
                 times[name.replace("write_", "")] = time.monotonic() - started
         return timed
 
-    classes = [Engine, *Engine.__subclasses__()]
-    for cls in classes:
+    for cls in (local_engine.LocalEngine, spark_engine.SparkEngine):
         for name in STEPS:
             if name in vars(cls):
                 originals[cls, name] = vars(cls)[name]
@@ -205,8 +204,9 @@ def main(argv=None):
     for job, counts in expected.items():
         for name, ours in counts.items():
             print(f"| {name} | {job} | {'-' if ours is None else ours} | "
-                  + " | ".join(str(f[job][name]) for f in found.values()) + " |")
-    for place in found:
+                  + " | ".join("-" if f[job][name] is None else str(f[job][name])
+                               for f in found.values()) + " |")
+    for place in (p for p in found if found[p]["index"]["Launched map tasks"]):
         print(f"{place}: map tasks {[f['Launched map tasks'] for f in found[place].values()]}, "
               f"reduce tasks {[f['Launched reduce tasks'] for f in found[place].values()]}")
     print("\nclusters byte-identical to the local engine's: "
