@@ -67,3 +67,22 @@ def _fast_tier(request):
     refused = fastguard.refused(log) if log else []
     if refused:
         pytest.fail("\n".join(refused), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def hadoop_lib():
+    """Real Apache Hadoop's jars (tests/hadoop_local.py: fetched once, then reused)."""
+    import hadoop_local
+    return hadoop_local.fetch()
+
+
+@pytest.fixture(scope="session")
+def hadoop_cluster(tmp_path_factory, hadoop_lib):
+    """One pseudo-distributed Hadoop (HDFS + YARN on 127.0.0.1) for the session: a cold
+    start costs a minute of both cores, so every module that needs one shares it, each
+    below its own paths."""
+    import hadoop_local
+    started = hadoop_local.PseudoCluster(tmp_path_factory.mktemp("pseudo") / "cluster",
+                                         hadoop_local.hadoop_env(os.environ))
+    yield started
+    started.stop()

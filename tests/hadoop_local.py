@@ -32,12 +32,15 @@ def streaming_jar(lib):
 
 
 def hadoop_env(base_env, conf_dir=None):
-    """``base_env`` with the ``hadoop`` command first on PATH and HADOOP_CONF_DIR set (a
-    pseudo-cluster's) or unset (Hadoop's defaults: file:/// and the local job runner)."""
-    env = {k: v for k, v in base_env.items() if k != "HADOOP_CONF_DIR" and k != "HADOOP_BIN"}
+    """``base_env`` with the ``hadoop`` command first on PATH and HADOOP_CONF_DIR and
+    HADOOP_LOG_DIR set (a pseudo-cluster's: mrjob finds the tasks' logs in the latter) or
+    unset (Hadoop's defaults: file:/// and the local job runner)."""
+    env = {k: v for k, v in base_env.items()
+           if k not in ("HADOOP_CONF_DIR", "HADOOP_LOG_DIR", "HADOOP_BIN")}
     env["PATH"] = f"{BIN}{os.pathsep}{env['PATH']}"
     if conf_dir:
         env["HADOOP_CONF_DIR"] = str(conf_dir)
+        env["HADOOP_LOG_DIR"] = str(Path(conf_dir).parent / "logs")
     return env
 
 

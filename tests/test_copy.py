@@ -13,7 +13,7 @@ a proxy that breaks requests. Checked against the manifests (brute force, not th
   ``.cdxj`` is what pywb's indexer writes for them and points at the right records;
 * through random 503s, dropped connections and truncated bodies; killed and rerun;
   a missing source archive reported, then copied by a rerun; the job on mrjob's inline
-  and local runners, Spark, the launcher (inline and a stand-in Hadoop).
+  and local runners, Spark, the launcher (inline and real Hadoop's local job runner).
 """
 import collections
 import contextlib

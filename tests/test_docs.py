@@ -77,7 +77,8 @@ COVERED = {
         "YARN: not here", "test_spark.py::test_spark_submit_entry_script"),
     r"^python jobs/zip_cluster\.py -r hadoop ": ("Hadoop: runall.sh runs it on real Hadoop",
                                                  "test_real_hadoop.py::test_cluster_job_command_line"),
-    r"^python jobs/remote_copy\.py -r emr ": ("EMR: not here; the job runs on a stand-in Hadoop",
+    r"^python jobs/remote_copy\.py -r emr ": ("EMR: not here; the job runs on real Hadoop's "
+                                              "local job runner",
                                               "test_copy.py::test_launcher_on_hadoop"),
     r"^scripts/hadoop-local/fetch\.sh$": (
         "fetches real Hadoop once, then its hadoop command runs",

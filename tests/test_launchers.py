@@ -32,7 +32,7 @@ SCRIPTS = REPO / "scripts"
 
 def _python_bin():
     """A directory whose python3 and python3.11 (the sample mrjob.conf's python_bin, which
-    the stand-in Hadoop's tasks run) are this interpreter, whatever its version."""
+    Hadoop's tasks run) are this interpreter, whatever its version."""
     directory = Path(tempfile.mkdtemp(prefix="launcher-python-"))
     for name in ("python3", "python3.11"):
         # a script, not a symlink: a venv's interpreter finds its packages from its own path

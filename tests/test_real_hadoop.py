@@ -10,6 +10,7 @@ Each run's cluster is byte-identical to `webarchive-index build`'s of the same a
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -27,11 +28,6 @@ from test_launchers import Sent
 from test_launchers import built, checkout, corpus, emr_runs  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture(scope="module")
-def hadoop_lib():
-    return hadoop_local.fetch()
 
 
 def test_hadoop_command_runs_hadoops_main_classes(hadoop_lib, tmp_path):
@@ -206,15 +202,6 @@ def test_damaged_archive_on_the_local_job_runner(damaged, corpus, hadoop_lib, on
 
 # -- a pseudo-distributed Hadoop: HDFS + YARN on 127.0.0.1 -----------------------------------
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory, hadoop_lib):
-    """pseudo-cluster.sh for this module."""
-    env = hadoop_local.hadoop_env(os.environ)
-    started = hadoop_local.PseudoCluster(tmp_path_factory.mktemp("pseudo") / "cluster", env)
-    yield started
-    started.stop()
-
-
 def hadoop(cluster, *args, check=True):
     """``hadoop ARGS`` as a client of ``cluster``."""
     result = subprocess.run(["hadoop", *args], env=hadoop_local.hadoop_env(os.environ, cluster.conf),
@@ -231,12 +218,12 @@ def counters(stderr, name):
 
 
 @pytest.fixture(scope="module")
-def hdfs_run(tmp_path_factory, corpus, cluster, hadoop_lib):
+def hdfs_run(tmp_path_factory, corpus, hadoop_cluster, hadoop_lib):
     """runall.sh -r hadoop on the pseudo-cluster: archives, manifest entries, CDX files, split
     points and cluster on hdfs://; the tasks in YARN containers."""
     base = tmp_path_factory.mktemp("hdfs-run")
-    fs = cluster.fs
-    hadoop(cluster, "fs", "-put", str(corpus["root"]), f"{fs}/warcs")
+    fs = hadoop_cluster.fs
+    hadoop(hadoop_cluster, "fs", "-put", str(corpus["root"]), f"{fs}/warcs")
     manifest = base / "warcs.txt"
     manifest.write_text("".join(f"{fs}/warcs/{Path(a).relative_to(corpus['root'])}\n"
                                 for a in corpus["archives"]))
@@ -248,10 +235,10 @@ def hdfs_run(tmp_path_factory, corpus, cluster, hadoop_lib):
         EXTRA_ARGS=["--hadoop-streaming-jar", hadoop_local.streaming_jar(hadoop_lib),
                     "--python-bin", str(Path(PYTHON_BIN) / "python3")]))
     started = time.monotonic()
-    result = run("runall.sh", hadoop_local.hadoop_env(script_env(env_file), cluster.conf), cwd=base)
+    result = run("runall.sh", hadoop_local.hadoop_env(script_env(env_file), hadoop_cluster.conf), cwd=base)
     seconds = time.monotonic() - started
     if result.returncode == 0:
-        hadoop(cluster, "fs", "-get", f"{fs}/idx", str(base / "got"))
+        hadoop(hadoop_cluster, "fs", "-get", f"{fs}/idx", str(base / "got"))
     return {"base": base, "result": result, "seconds": seconds, "fs": fs}
 
 
@@ -298,19 +285,19 @@ def test_pseudo_cluster_builds_what_build_builds(hdfs_run, built, corpus):
           f"records {counters(result.stderr, 'Reduce output records')}; CDX lines {lines}")
 
 
-def test_hadoops_sequencefile_reader_reads_our_split_points(hdfs_run, cluster, built):
+def test_hadoops_sequencefile_reader_reads_our_split_points(hdfs_run, hadoop_cluster, built):
     """`hadoop fs -text` reads a SequenceFile with Hadoop's own SequenceFile.Reader."""
     # the split lines; the partitioner's keys: the shard numbers the cluster job's mappers emit
     expected = {"splits.seq": (built / "splits.txt").read_bytes().splitlines(),
                 "partitions.seq": [b"%05d" % shard for shard in range(1, SHARDS)]}
     for name, keys in expected.items():
-        text = hadoop(cluster, "fs", "-text", f"{hdfs_run['fs']}/idx/splits/{name}").stdout
+        text = hadoop(hadoop_cluster, "fs", "-text", f"{hdfs_run['fs']}/idx/splits/{name}").stdout
         assert [line.split(b"\t")[0] for line in text.splitlines()] == keys
         assert len(keys) == SHARDS - 1
 
 
-def test_query_answers_from_the_hdfs_cluster(hdfs_run, cluster, built):
-    env = hadoop_local.hadoop_env(os.environ, cluster.conf)
+def test_query_answers_from_the_hdfs_cluster(hdfs_run, hadoop_cluster, built):
+    env = hadoop_local.hadoop_env(os.environ, hadoop_cluster.conf)
     first = gzip.decompress(sorted((built / "cdx").rglob("*.cdx.gz"))[0].read_bytes()).splitlines()[0]
     host = urlsplit(json.loads(first.split(b" ", 2)[2])["url"]).hostname
     for pattern in (f"{host}/*", "*." + host.rsplit(".", 1)[-1]):
@@ -324,7 +311,7 @@ def test_query_answers_from_the_hdfs_cluster(hdfs_run, cluster, built):
         assert remote.stdout == local.stdout and remote.stdout
 
 
-def test_a_killed_reduce_attempt_is_retried(hdfs_run, cluster, built, hadoop_lib, tmp_path):
+def test_a_killed_reduce_attempt_is_retried(hdfs_run, hadoop_cluster, built, hadoop_lib, tmp_path):
     """The first attempt of reduce task 1 of the cluster job is killed (SIGKILL, with the
     task's Python) a moment after it starts; YARN runs a second attempt, and the published
     cluster is still `build`'s, byte for byte, with nothing else in it."""
@@ -346,7 +333,7 @@ exec "{python}" "$@"
         CDX_DIR=f"{fs}/idx/cdx", SPLITS_DIR=f"{fs}/idx/splits", CLUSTER_DIR=f"{fs}/retried",
         EXTRA_ARGS=["--hadoop-streaming-jar", hadoop_local.streaming_jar(hadoop_lib),
                     "--python-bin", str(wrapper)]))
-    env = hadoop_local.hadoop_env(script_env(env_file), cluster.conf)
+    env = hadoop_local.hadoop_env(script_env(env_file), hadoop_cluster.conf)
     result = run("runzipcluster.sh", env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-5000:]
     assert killed.read_text().strip().endswith("_r_000001_0")
@@ -357,8 +344,61 @@ exec "{python}" "$@"
                                f"{fs}/retried", "--shards", str(SHARDS)],
                               env=env, capture_output=True, text=True, timeout=900)
     assert finalize.returncode == 0, finalize.stderr[-3000:]
-    hadoop(cluster, "fs", "-get", f"{fs}/retried", str(tmp_path / "got"))
+    hadoop(hadoop_cluster, "fs", "-get", f"{fs}/retried", str(tmp_path / "got"))
     assert files_of(tmp_path / "got") == cluster_of_build(built)
+
+
+@pytest.fixture(scope="module")
+def damaged_on_hdfs(damaged, corpus, hadoop_cluster):
+    """The damaged manifest's archives on HDFS, and a manifest naming them there."""
+    top = f"{hadoop_cluster.fs}/damaged"
+    archives = [corpus["archives"][0], damaged["bad"], corpus["archives"][1]]
+    hadoop(hadoop_cluster, "fs", "-mkdir", "-p", f"{top}/in")
+    hadoop(hadoop_cluster, "fs", "-put", *map(str, archives), f"{top}/in")
+    manifest = damaged["base"] / "on-hdfs.txt"
+    manifest.write_text("".join(f"{top}/in/{Path(a).name}\n" for a in archives))
+    return {"top": top, "manifest": manifest, "bad": f"{top}/in/{damaged['bad'].name}"}
+
+
+@pytest.mark.parametrize("on_error", ["fail", "skip"])
+def test_damaged_archive_on_yarn(damaged_on_hdfs, damaged, corpus, hadoop_cluster, hadoop_lib,
+                                 on_error):
+    """As on the local job runner, with the archives and CDX files on HDFS and the tasks in
+    YARN containers. fail: each attempt of the bad archive's task fails, then the job, exit
+    status 1; each attempt's stderr, in HADOOP_LOG_DIR/userlogs where mrjob looks for the
+    cause, names the archive. skip: the CDX files are written and the archive's problems
+    reported."""
+    base, top = damaged["base"] / f"yarn-{on_error}", damaged_on_hdfs["top"]
+    cdx_dir = f"{top}/cdx-{on_error}"
+    env_file = write_env(damaged["base"] / f"yarn-{on_error}.sh", **settings(
+        base, corpus, RUNNER="hadoop", WARC_MANIFEST=damaged_on_hdfs["manifest"],
+        ON_ERROR=on_error, INPUT_ROOT=f"{top}/in/", CDX_DIR=cdx_dir,
+        # two attempts, not Hadoop's four: a retry is seen failing too, in half the time
+        EXTRA_ARGS=["--hadoop-streaming-jar", hadoop_local.streaming_jar(hadoop_lib),
+                    "--python-bin", str(Path(PYTHON_BIN) / "python3"),
+                    "--jobconf", "mapreduce.map.maxattempts=2"]))
+    result = run("runindexwarcs.sh", hadoop_local.hadoop_env(script_env(env_file), hadoop_cluster.conf),
+                 cwd=damaged["base"])
+    assert "Running job: job_" in result.stderr  # on YARN, not the local job runner
+    name = damaged["bad"].name
+    cdx = f"{cdx_dir}/{name.replace('.warc.gz', '.cdx.gz')}"
+    listing = hadoop(hadoop_cluster, "fs", "-ls", "-R", top, check=False).stdout.decode()
+    published = [line.split()[-1] for line in listing.splitlines() if line.startswith("-")]
+    if on_error == "fail":
+        assert result.returncode == 1, result.stderr[-3000:]
+        assert counters(result.stderr, "Failed map tasks") == [2]
+        # the failed attempts' stderr, where mrjob looked for it
+        app = re.search(r"application_\d+_\d+", result.stderr).group(0)
+        logs = hadoop_cluster.dir / "logs" / "userlogs" / app
+        assert f"Looking for task syslogs in {logs}" in result.stderr
+        stderrs = "".join(p.read_text(errors="replace") for p in logs.glob("container_*/stderr"))
+        assert stderrs.count(f"{damaged_on_hdfs['bad']}: offset 0: gzip member is truncated") == 2
+        assert cdx not in published
+    else:
+        assert result.returncode == 0, result.stderr[-3000:]
+        statuses = {s["name"]: s for s in map(json.loads, result.stdout.splitlines())}
+        assert statuses[name]["errors"] and statuses[name]["cdx"] == cdx and cdx in published
+        assert sum(1 for s in statuses.values() if not s["errors"]) == 2
 
 
 def streaming_options(argv):

@@ -7,7 +7,8 @@
 #   pseudo-cluster.sh DIR [-D property=value ...]
 #
 # DIR holds the cluster's data and DIR/conf, a HADOOP_CONF_DIR for clients
-# (`HADOOP_CONF_DIR=DIR/conf hadoop fs -ls /`); DIR/conf/ready appears once it is up.
+# (`HADOOP_CONF_DIR=DIR/conf hadoop fs -ls /`), and DIR/logs, its HADOOP_LOG_DIR (the
+# tasks' logs in DIR/logs/userlogs); DIR/conf/ready appears once it is up.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=home.sh
@@ -91,6 +92,14 @@ while [ ! -s "$DIR/details.json" ]; do
     kill -0 $MANAGER 2>/dev/null || { wait $MANAGER; exit 1; }
     sleep 1
 done
+# A task's logs where a node keeps them, HADOOP_LOG_DIR/userlogs/APP/CONTAINER (mrjob
+# reads a failed task's stderr there to say why it failed): the mini cluster names its
+# NodeManager's log directories itself, under target/; before any container runs, each
+# becomes a link to DIR/logs/userlogs
+mkdir -p "$DIR/logs/userlogs"
+while read -r logdir; do
+    rmdir "$logdir" && ln -s "$DIR/logs/userlogs" "$logdir"
+done < <(find "$DIR/target" -type d -name '*-logDir-nm-*' -prune)
 touch "$DIR/conf/ready"
 echo "pseudo-cluster.sh: up: HADOOP_CONF_DIR=$DIR/conf (hdfs://127.0.0.1:$NN, YARN 127.0.0.1:$RM)" >&2
 wait $MANAGER
