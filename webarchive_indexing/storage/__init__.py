@@ -163,7 +163,7 @@ class Outside(ValueError):
 
 
 def below(directory, name):
-    """Where ``name``, a name from data (a manifest line, a CDX ``filename``, a shard in
+    """Where ``name``, a name from data (a CDX ``filename``, a shard in
     ``cluster.idx`` or ``.loc``, a path in ``contents.json``, an S3 key), is in
     ``directory``: the one decision of what such a name may reach. ``Outside`` (saying
     why) for a name that could lead anywhere else: empty, absolute, a URI, with a ``..``,
