@@ -257,7 +257,7 @@ def build(paths, repeat, ours_bin):
     for _ in range(repeat):
         for name, command in commands.items():
             shutil.rmtree(out_dir, ignore_errors=True)
-            w, c, stderr = time_command(command)
+            w, c, stderr, _ = time_command(command)
             wall[name].append(w)
             cpu[name].append(c)
     lines = re.search(r"(\d+) CDX lines", stderr)
@@ -301,7 +301,7 @@ def export(cluster_dir, label, lines, repeat, ours_bin):
             cluster_dir, "--format", "parquet", "-o", table, "--no-progress"]
     wall, cpu, peaks = [], [], []
     for _ in range(repeat):
-        w, c, stderr = time_command(argv)
+        w, c, stderr, _ = time_command(argv)
         wall.append(w)
         cpu.append(c)
         peaks.append(int(re.search(r"peak_kib (\d+)", stderr).group(1)))
