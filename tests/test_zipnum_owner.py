@@ -172,3 +172,16 @@ def test_shard_statistics_have_one_shape(tmp_path):
     assert tasks.finalize_cluster(str(tmp_path / "c"), 2, stats) == totals == layout.cluster_totals(
         2, stats.values())
     assert (tmp_path / "c" / "cluster.idx").read_bytes() == (tmp_path / "whole" / "cluster.idx").read_bytes()
+
+
+def test_a_new_loc_carries_over_the_lines_of_the_build_it_replaces():
+    """``places.loc_lines_of``, publish's one way to read the ``.loc`` lines it carries over:
+    those of one build's shards, or of shards beside the index, byte for byte."""
+    data = (b"build-00001/cdx-00000.gz\t/data/a/build-00001/cdx-00000.gz\r\n"
+            b"cdx-00000.gz\tcdx-00000.gz\n"
+            b"build-00002/cdx-00000.gz\tbuild-00002/cdx-00000.gz\n"
+            b"build-000010/cdx-00000.gz\tx\n")
+    assert places.loc_lines_of(data, "build-00001") == (
+        b"build-00001/cdx-00000.gz\t/data/a/build-00001/cdx-00000.gz\r\n")
+    assert places.loc_lines_of(data) == b"cdx-00000.gz\tcdx-00000.gz\n"
+    assert places.loc_lines_of(b"", "build-00001") == b""

@@ -50,7 +50,7 @@ from .indexprep import INDEXES_DIR
 from ..options import UsageError
 from .tasks import finalize_cluster
 from ..zipnum.layout import named_here
-from ..zipnum.places import first_shard
+from ..zipnum.places import first_shard, loc_lines_of
 
 BUILD_PREFIX = "build-"
 _BUILD = re.compile(r"build-(\d{5,})$")
@@ -131,13 +131,12 @@ def _published_build(cluster_dir):
     if slash and not _BUILD.match(name):
         return None, b""  # not a layout of ours: nothing of it is taken over
     try:
-        lines = storage.read_bytes(loc).splitlines(True)
+        data = storage.read_bytes(loc)
     except FileNotFoundError:
-        lines = []
+        data = b""
     if not slash:
-        return cluster_dir, b"".join(line for line in lines if b"/" not in line.split(b"\t")[0])
-    return (storage.join(cluster_dir, name),
-            b"".join(line for line in lines if line.startswith(name.encode() + b"/")))
+        return cluster_dir, loc_lines_of(data)
+    return storage.join(cluster_dir, name), loc_lines_of(data, name)
 
 
 def _stale(cluster_dir, keep):

@@ -99,6 +99,18 @@ def _loc_lines(text):
             yield number, shard, locations
 
 
+def loc_lines_of(data, build=None):
+    """The lines of a ``.loc`` file's bytes ``data`` whose shard is in the directory
+    ``build`` (a build's ``build-NNNNN``), or beside the index for None: byte for byte, as a
+    new ``.loc`` carries them over for the readers of the index it replaces."""
+    def shard(line):
+        return line.split(b"\t", 1)[0]
+    lines = data.splitlines(True)
+    if build is None:
+        return b"".join(line for line in lines if b"/" not in shard(line))
+    return b"".join(line for line in lines if shard(line).startswith(build.encode() + b"/"))
+
+
 def read_loc(path, directory):
     """``{shard: (paths, refused)}`` of the local ``.loc`` file ``path``: each location
     resolved as pywb resolves it (a relative one against ``directory``, a ``file://`` URL
