@@ -3,7 +3,7 @@
 
 Usage (from the project root; plain `python` re-runs itself with .venv/bin/python):
 
-    python bench/wacz_pack.py               # 16 files x 1600 captures, mean 32 KB: ~1 GB
+    python bench/wacz_pack.py               # 16 files x 1600 captures, mean 32 KB: ~290 MB
     python bench/wacz_pack.py --quick       # smoke run: 2 files x 400 captures (~25 MB)
     python bench/wacz_pack.py --repeat 5    # runs per command (default 3)
 
