@@ -47,19 +47,36 @@ class EntryRecord(Record):
         self.entry = entry
 
 
-class _Window(io.RawIOBase):
-    """``size`` bytes of the seekable file ``fh`` from ``start``, read as a file of their own
-    (the entries of one WACZ are read one after the other, so they share ``fh``)."""
+class _Positioned(io.RawIOBase):
+    """A seekable file of ``size`` bytes read at ``pos``: the subclass's ``readinto`` says
+    from where."""
 
-    def __init__(self, fh, start, size):
+    def __init__(self, size):
         super().__init__()
-        self.fh, self.start, self.size, self.pos = fh, start, size, 0
+        self.size, self.pos = size, 0
 
     def readable(self):
         return True
 
     def seekable(self):
         return True
+
+    def seek(self, offset, whence=io.SEEK_SET):
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.size}[whence]
+        self.pos = max(0, base + offset)
+        return self.pos
+
+    def tell(self):
+        return self.pos
+
+
+class _Window(_Positioned):
+    """``size`` bytes of the seekable file ``fh`` from ``start``, read as a file of their own
+    (the entries of one WACZ are read one after the other, so they share ``fh``)."""
+
+    def __init__(self, fh, start, size):
+        super().__init__(size)
+        self.fh, self.start = fh, start
 
     def readinto(self, buffer):
         wanted = min(len(buffer), self.size - self.pos)
@@ -70,27 +87,13 @@ class _Window(io.RawIOBase):
         self.pos += got
         return got
 
-    def seek(self, offset, whence=io.SEEK_SET):
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.size}[whence]
-        self.pos = max(0, base + offset)
-        return self.pos
 
-    def tell(self):
-        return self.pos
-
-
-class _Ranged(io.RawIOBase):
+class _Ranged(_Positioned):
     """A remote file (S3, HTTP, ...) read as a seekable file, each read one ranged read."""
 
     def __init__(self, path):
-        super().__init__()
-        self.path, self.pos, self.size = path, 0, storage.size(path)
-
-    def readable(self):
-        return True
-
-    def seekable(self):
-        return True
+        super().__init__(storage.size(path))
+        self.path = path
 
     def readinto(self, buffer):
         if self.pos >= self.size:
@@ -99,14 +102,6 @@ class _Ranged(io.RawIOBase):
         buffer[:len(data)] = data
         self.pos += len(data)
         return len(data)
-
-    def seek(self, offset, whence=io.SEEK_SET):
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.size}[whence]
-        self.pos = max(0, base + offset)
-        return self.pos
-
-    def tell(self):
-        return self.pos
 
 
 def seekable(fh, path):
