@@ -18,7 +18,7 @@ import sys
 
 from . import options as o
 from .options import commands as parsers
-from .commands.report import (EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, log_to_stderr,
+from .commands.report import (EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE, fail, log_to_stderr,
                               print_problems, print_summary, print_table, query_table_hint,
                               report_build)
 from .util.errors import TaskFailed, describe
@@ -72,12 +72,10 @@ def _cdx(args):
         found = expand_named(args.inputs, args.input_root, [args.output] if args.output else ())
         zstd_dictionary = dictionary_file(args.zstd_dictionary)
     except (o.UsageError, InputError) as exc:
-        sys.stderr.write(f"webarchive-index: {exc}\n")
-        return EXIT_USAGE
+        return fail(None, exc, EXIT_USAGE)
     if found.indexes:
-        sys.stderr.write(f"webarchive-index cdx: {found.indexes[0].path} is an index, not an "
-                         "archive: cdx indexes archives (build takes indexes as input too)\n")
-        return EXIT_USAGE
+        return fail("cdx", f"{found.indexes[0].path} is an index, not an archive: cdx indexes "
+                           "archives (build takes indexes as input too)", EXIT_USAGE)
     errors = [{"file": m, "offset": 0, "reason": "no such file or directory"}
               for m in found.missing]
     if args.output:
@@ -103,18 +101,24 @@ def _query(args):
     from .api.request import BadParameter, CdxRequest
     from .api.collection import query
     try:
-        request = CdxRequest.from_args(args, acl_user=args.acl_user)
+        if args.check is None:
+            if args.url is None:
+                raise o.UsageError("no URL to query: give one (example.com/path, example.com/* "
+                                   "or *.example.com), or --check URLS")
+            request = CdxRequest.from_args(args, acl_user=args.acl_user)
+        else:
+            _check_alone(args)
         rules = access.from_options(args)
+        checker = access.checker_of(rules, args.acl_user) if args.check is not None else None
     except BadParameter as exc:
-        sys.stderr.write(f"webarchive-index query: {exc.in_options()}\n")
-        return EXIT_USAGE
+        return fail("query", exc.in_options(), EXIT_USAGE)
     except access.RuleError as exc:
-        sys.stderr.write(f"webarchive-index query: {exc}; fix the line (webarchive-index acl "
-                         "validate FILE) and query again\n")
-        return EXIT_FAILED
-    except ValueError as exc:  # an embargo that is none
-        sys.stderr.write(f"webarchive-index query: {exc}\n")
-        return EXIT_USAGE
+        return fail("query", f"{exc}; fix the line (webarchive-index acl validate FILE) and query again")
+    except ValueError as exc:  # an embargo that is none, no URL, options --check does not take
+        return fail("query", exc, EXIT_USAGE)
+    if checker is not None:
+        from .commands.acl import print_checks
+        return print_checks("query", checker, args.check)
 
     def show(method, url, byte_range):
         shown = f" bytes={byte_range[0]}-{byte_range[1]}" if byte_range else ""
@@ -127,15 +131,22 @@ def _query(args):
     except BrokenPipeError:
         raise
     except BadParameter as exc:  # a page that is not there, too many lines to sort
-        sys.stderr.write(f"webarchive-index query: {exc.in_options()}\n")
-        return EXIT_FAILED
+        return fail("query", exc.in_options())
     except (OSError, ValueError) as exc:
-        sys.stderr.write(f"webarchive-index query: {exc}\n")
-        return EXIT_FAILED
+        return fail("query", exc)
     finally:
         if args.verbose:
             storage.remove_request_listener(show)
     return EXIT_OK
+
+
+def _check_alone(args):
+    """UsageError for the options of a query given with ``--check``, which answers from
+    the rules alone."""
+    given = [option.name for option in o.CDX_API if getattr(args, option.dest) != option.default]
+    if given:
+        raise o.UsageError(f"--check answers from the rules alone: {', '.join(given)} would not "
+                           "apply (leave out, or query without --check)")
 
 
 def _export(args):
@@ -148,12 +159,10 @@ def _export(args):
     except (BrokenPipeError, Busy):  # as every command: a reader that stopped (| head), a
         raise                          # table another process writes
     except (o.UsageError, InputError) as exc:
-        sys.stderr.write(f"webarchive-index export: {exc}\n")
-        return EXIT_USAGE
+        return fail("export", exc, EXIT_USAGE)
     except (ExportFailed, IndexInputError, OSError, ValueError) as exc:
         written = "" if args.output else " (what was printed is incomplete)"
-        sys.stderr.write(f"webarchive-index export: {exc}{written}\n")
-        return EXIT_FAILED
+        return fail("export", f"{exc}{written}")
     if done.table is not None:
         print_table(done.table, sys.stderr)
     rate = done.lines / done.seconds if done.seconds else 0
@@ -186,15 +195,11 @@ def _serve(args):
     try:
         return serve(o.ServeOptions.from_args(args), ready)
     except RuleError as exc:
-        sys.stderr.write(f"webarchive-index serve: {exc}; fix it (webarchive-index acl validate "
-                         "FILE) and start again\n")
-        return EXIT_FAILED
+        return fail("serve", f"{exc}; fix it (webarchive-index acl validate FILE) and start again")
     except ValueError as exc:
-        sys.stderr.write(f"webarchive-index serve: {exc}\n")
-        return EXIT_USAGE
+        return fail("serve", exc, EXIT_USAGE)
     except OSError as exc:
-        sys.stderr.write(f"webarchive-index serve: {exc}\n")
-        return EXIT_FAILED
+        return fail("serve", exc)
 
 
 def _finalize(args):
@@ -206,8 +211,7 @@ def _finalize(args):
         totals = finalize_cluster(cluster_dir, args.shards, root=args.root_index,
                                   location=args.location and storage.abspath(args.location))
     except (ClusterIncomplete, ValueError) as exc:
-        sys.stderr.write(f"webarchive-index finalize: {exc}; nothing was published\n")
-        return EXIT_FAILED
+        return fail("finalize", f"{exc}; nothing was published")
     sys.stderr.write(f"cluster:  {totals['shards']} shards, {totals['blocks']} blocks, "
                      f"{human(totals['bytes'])} in {cluster_dir}\n")
     return EXIT_OK
@@ -336,17 +340,13 @@ def _copy(args):
     try:
         return action(args)
     except (SelectionError, PlanMismatch, o.UsageError) as exc:
-        sys.stderr.write(f"webarchive-index copy {args.copy_command}: {exc}\n")
-        return EXIT_USAGE
+        return fail(f"copy {args.copy_command}", exc, EXIT_USAGE)
     except BrokenPipeError:
         raise
     except OSError as exc:  # an unreadable cluster, source or output
-        sys.stderr.write(f"webarchive-index copy {args.copy_command}: "
-                         f"{describe(exc, getattr(args, 'output', None))}\n")
-        return EXIT_FAILED
+        return fail(f"copy {args.copy_command}", describe(exc, getattr(args, 'output', None)))
     except ValueError as exc:  # a cluster that is none
-        sys.stderr.write(f"webarchive-index copy {args.copy_command}: {exc}\n")
-        return EXIT_FAILED
+        return fail(f"copy {args.copy_command}", exc)
 
 
 def _summary(command, run, failures=()):
@@ -357,11 +357,9 @@ def _summary(command, run, failures=()):
     try:
         summary = run()
     except (InputError, o.UsageError) as exc:
-        sys.stderr.write(f"webarchive-index {command}: {exc}\n")
-        return None, EXIT_USAGE
+        return None, fail(command, exc, EXIT_USAGE)
     except failures as exc:
-        sys.stderr.write(f"webarchive-index {command}: {exc}\n")
-        return None, EXIT_FAILED
+        return None, fail(command, exc)
     print_problems(summary.errors, sys.stderr, summary.warnings)
     return summary, None
 
@@ -420,12 +418,10 @@ def _wacz(args):
     try:
         summary = pack(args.inputs, args.output, o.WaczOptions.from_args(args))
     except (InputError, o.UsageError) as exc:
-        sys.stderr.write(f"webarchive-index: {exc}\n")
-        return EXIT_USAGE
+        return fail(None, exc, EXIT_USAGE)
     except BuildFailed as exc:
         print_problems(exc.summary.errors, sys.stderr, exc.summary.warnings)
-        sys.stderr.write(f"webarchive-index wacz: {exc} (nothing was written)\n")
-        return EXIT_FAILED
+        return fail("wacz", f"{exc} (nothing was written)")
     print_problems(summary.errors, sys.stderr, summary.warnings)
     sys.stderr.write(summary.describe() + "\n")
     return EXIT_PARTIAL if summary.errors else EXIT_OK
@@ -464,16 +460,12 @@ def _run(args, prints_output):
             # stdout on its way out.
             to_devnull(sys.stdout)
             return EXIT_OK
-        sys.stderr.write(f"webarchive-index {args.command}: {describe(exc)}: a process it "
-                         "started ended, or could not start (run it again)\n")
-        return EXIT_FAILED
+        return fail(args.command, f"{describe(exc)}: a process it started ended, or could not "
+                                  "start (run it again)")
     except OSError as exc:  # of the environment: a full disk, no credentials, another build
-        sys.stderr.write(f"webarchive-index {args.command}: "
-                         f"{describe(exc, getattr(args, 'output', None))}\n")
-        return EXIT_FAILED
+        return fail(args.command, describe(exc, getattr(args, 'output', None)))
     except TaskFailed as exc:
-        sys.stderr.write(f"webarchive-index {args.command}: {exc}\n")
-        return EXIT_FAILED
+        return fail(args.command, exc)
 
 
 def _prints_output(args):

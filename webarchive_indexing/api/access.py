@@ -114,6 +114,12 @@ def from_options(settings, paths=None, embargo=None):
     return access if access else None
 
 
+def checker_of(access, user=None):
+    """The ``Checker`` of ``access`` (an ``Access``; None: no rules, everything allowed)
+    for ``user``; RuleError as ``Access.checker``."""
+    return access.checker(user) if access is not None else Checker(Rules())
+
+
 def check(checker, url, timestamp=None):
     """The access of ``url`` captured at ``timestamp`` (default: now) for the request of
     ``checker``, and why, as a dict (OutbackCDX's check, with pywb's access words)."""
@@ -130,17 +136,26 @@ def check(checker, url, timestamp=None):
 
 
 def check_lines(checker, lines):
-    """``check`` of each ``URL [TIMESTAMP]`` line (blank and ``#`` lines skipped), as
-    dicts; a line that is not one gets ``{"line": ..., "error": ...}``."""
-    for number, line in enumerate(lines, 1):
-        text = line.strip()
-        if not text or text.startswith("#"):
-            continue
-        url, _, stamp = text.partition(" ")
+    """``check_all`` of ``URL [TIMESTAMP]`` lines (blank and ``#`` lines skipped)."""
+    return check_all(checker, _check_lines(lines))
+
+
+def check_all(checker, items):
+    """``check`` of each ``(number, url, timestamp)`` of ``items``, as dicts: what
+    ``acl check``, ``query --check`` and serve's check answer; one that cannot be
+    checked gets ``{"line": number, "url": ..., "timestamp": ..., "error": ...}``."""
+    for number, url, stamp in items:
         try:
-            yield check(checker, url, stamp.strip() or None)
+            yield check(checker, url, stamp or None)
         except ValueError as exc:
-            yield {"line": number, "error": str(exc)}
+            yield {"line": number, "url": url, "timestamp": stamp, "error": str(exc)}
+
+
+def _check_lines(lines):
+    for number, line in enumerate(lines, 1):
+        url, _, stamp = line.strip().partition(" ")
+        if url and not url.startswith("#"):
+            yield number, url, stamp.strip()
 
 
 class Permitted:
@@ -213,7 +228,8 @@ def from_serve_options(options, name_pattern):
 
 
 def check_items(body):
-    """``[(url, timestamp)]`` of a check's body: OutbackCDX's JSON list or lines."""
+    """``[(number, url, timestamp)]`` of a check's body: OutbackCDX's JSON list (numbered
+    from 1) or ``URL [TIMESTAMP]`` lines (by line), for ``check_all``."""
     text = body.decode("utf-8", "replace")
     if text.lstrip().startswith("["):
         try:
@@ -222,6 +238,5 @@ def check_items(body):
             raise ValueError(f"the JSON list of the check is malformed: {exc}") from None
         if not all(isinstance(i, dict) and isinstance(i.get("url"), str) for i in items):
             raise ValueError('expected a JSON list of {"url": URL, "timestamp": TS} objects')
-        return [(i["url"], str(i.get("timestamp") or "")) for i in items]
-    return [(url, stamp.strip()) for url, _, stamp in
-            (line.strip().partition(" ") for line in text.splitlines()) if url and not url.startswith("#")]
+        return [(n, i["url"], str(i.get("timestamp") or "")) for n, i in enumerate(items, 1)]
+    return list(_check_lines(text.splitlines()))

@@ -169,8 +169,8 @@ class Handler(BaseHTTPRequestHandler):
             elif path == "/collinfo.json":
                 self._send_whole(200, "application/json", json.dumps(self._collinfo(), indent=1).encode() + b"\n")
             elif name in self.collections and check:
-                self._send_check(self.collections[name], user, [(u, (params.get("timestamp") or [""])[-1])
-                                                                 for u in params.get("url", [])])
+                self._send_check(self.collections[name], user, [(n, u, (params.get("timestamp") or [""])[-1])
+                                                                 for n, u in enumerate(params.get("url", []), 1)])
             elif name in self.collections:
                 self._send_answer(self.collections[name], params, user)
             else:
@@ -225,25 +225,17 @@ class Handler(BaseHTTPRequestHandler):
         return name, user, False
 
     def _send_check(self, live, user, items):
-        """The access of each ``(url, timestamp)`` of ``items`` for ``user``: one JSON
+        """The access of each ``(number, url, timestamp)`` of ``items`` for ``user``: one JSON
         object for one URL asked by GET, else a list (OutbackCDX's check)."""
         collection = live.current()
         if not items:
             return self._send_error(400, "url: missing: give url=URL (and timestamp=TS), or POST "
                                          "URL [TIMESTAMP] lines")
-        if collection.access is None:
-            checker = acl.Checker(acl.Rules())
-        else:
-            try:
-                checker = collection.access.checker(user)
-            except acl.RuleError as exc:
-                return self._send_error(*self._failure(exc, collection))
-        answers = []
-        for url, stamp in items:
-            try:
-                answers.append(acl.check(checker, url, stamp or None))
-            except ValueError as exc:
-                answers.append({"url": url, "timestamp": stamp, "error": str(exc)})
+        try:
+            checker = acl.checker_of(collection.access, user)
+        except acl.RuleError as exc:
+            return self._send_error(*self._failure(exc, collection))
+        answers = list(acl.check_all(checker, items))
         single = self.command == "GET" and len(answers) == 1
         self._send_whole(200, "application/json", json.dumps(answers[0] if single else answers).encode() + b"\n")
 

@@ -19,10 +19,10 @@ from ..api.rules import ACCESS, Checker, Embargo, Rule, RuleError, Rules, read_r
 from ..cdx.urlkey import url_key
 from ..options import RULE_FIELDS
 from ..storage.lock import hold
-from .report import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from .report import EXIT_FAILED, EXIT_OK, EXIT_USAGE, fail, print_problems
 
 __all__ = ["AclError", "load", "save", "add", "remove", "import_list", "problems", "match",
-           "log_path"]
+           "log_path", "print_checks"]
 
 
 class AclError(ValueError):
@@ -229,20 +229,35 @@ def run(args):
                              f"{' for ' + args.user if args.user else ''}\n")
             sys.stdout.writelines(f"  {line}\n" for line in why)
             return EXIT_OK
-        checker = Checker(rules, args.user, embargo=embargo)
-        stream = sys.stdin if args.urls == "-" else open(args.urls, encoding="utf-8")
-        with stream:
-            failed = 0
-            for answer in check_lines(checker, stream):
-                failed += "error" in answer
-                sys.stdout.write(json.dumps(answer) + "\n")
-        return EXIT_FAILED if failed else EXIT_OK
+        return print_checks(f"acl {action}", Checker(rules, args.user, embargo=embargo), args.urls)
     except (RuleError, AclError) as exc:
-        sys.stderr.write(f"webarchive-index acl {action}: {exc}\n")
-        return EXIT_FAILED
+        return fail(f"acl {action}", exc)
     except ValueError as exc:
-        sys.stderr.write(f"webarchive-index acl {action}: {exc}\n")
-        return EXIT_USAGE
+        return fail(f"acl {action}", exc, EXIT_USAGE)
+
+
+def print_checks(command, checker, urls):
+    """Print the check of each ``URL [TIMESTAMP]`` line of the file ``urls`` (``-``:
+    stdin) by ``checker``, a JSON line each (``acl check``, ``query --check``); the exit
+    status: failed if a line could not be checked (each one named)."""
+    source = "stdin" if urls == "-" else urls
+    stream = sys.stdin if urls == "-" else open(urls, encoding="utf-8")
+    checked, bad = 0, []
+    try:
+        with stream:
+            for answer in check_lines(checker, stream):
+                checked += 1
+                if "error" in answer:
+                    bad.append({"file": source, "line": answer["line"], "reason": answer["error"]})
+                sys.stdout.write(json.dumps(answer) + "\n")
+    except UnicodeDecodeError:
+        return fail(command, f"{source}: not UTF-8 text after {checked} URLs: is it a list of "
+                             "URL [TIMESTAMP] lines?")
+    if not bad:
+        return EXIT_OK
+    print_problems(bad, sys.stderr)
+    return fail(command, f"{len(bad)} of {checked} lines of {source} could not be checked (named "
+                         "above): mend them and check again")
 
 
 def _run_change(args):

@@ -1,12 +1,20 @@
 """What the build commands (``webarchive-index build``, ``jobs/spark_build.py``) print when
-a build ends: the problems met, the summary and how to query the result; and the exit
-statuses of every command.
+a build ends: the problems met, the summary and how to query the result; the exit
+statuses of every command, and how each says what stopped it (``fail``).
 """
 import sys
 
 from ..options import UsageError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
+
+
+def fail(command, message, status=EXIT_FAILED):
+    """Say what stopped ``command`` (``"query"``, ``"acl check"``; None: the tool before
+    a command ran) on stderr, as every command says it; ``status``, the exit status to
+    return."""
+    sys.stderr.write(f"webarchive-index{' ' + command if command else ''}: {message}\n")
+    return status
 
 
 def log_to_stderr(verbose):
@@ -107,13 +115,11 @@ def report_build(run, output):
     try:
         summary = run()
     except (InputError, UsageError) as exc:
-        sys.stderr.write(f"webarchive-index: {exc}\n")
-        return EXIT_USAGE
+        return fail(None, exc, EXIT_USAGE)
     except BuildFailed as exc:
         print_problems(exc.summary.errors, sys.stderr, exc.summary.warnings)
         print_summary(exc.summary, sys.stderr)
-        sys.stderr.write(f"webarchive-index: {exc}\n")
-        return EXIT_FAILED
+        return fail(None, exc)
     print_problems(summary.errors, sys.stderr, summary.warnings)
     print_summary(summary, sys.stderr)
     sys.stderr.write(f"\nquery it:  webarchive-index query {output} '{_example_pattern(summary)}'"

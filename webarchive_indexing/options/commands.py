@@ -84,7 +84,7 @@ def _query_parser(sub, help_line):
                "The options are the CDX API's parameters, as serve takes them: " +
                ", ".join(f"{option.name} = {'/'.join(option.params)}" for option in o.CDX_API)
                + ".")
-    o.add(query, o.CLUSTER, *o.CDX_API, *o.ACCESS_CONTROL,
+    o.add(query, o.CLUSTER, *o.CDX_API, *o.ACCESS_CONTROL, o.QUERY_CHECK,
           o.VERBOSE.but(help="print every request made to a remote cluster on stderr",
                         off_help="print no requests (default)"))
 

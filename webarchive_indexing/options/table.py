@@ -238,9 +238,9 @@ PROGRESS = Flag("progress", None, "show progress (default: when stderr is a term
 CLUSTER = Option("location", metavar="CLUSTER",
                  help="a build's output directory, its cluster/ directory or cluster.idx: "
                       "a local path, s3://bucket/prefix or http(s)://host/path")
-URL = Option("url", metavar="URL", param="url",
+URL = Option("url", metavar="URL", param="url", nargs="?",
              help="a URL (example.com/path), or a pattern: example.com/path* (prefix), "
-                  "*.example.com (domain)")
+                  "*.example.com (domain); none with --check")
 MATCH_TYPE = Option("--match-type", choices=MATCH_TYPES, param="matchType",
                     help="how URL matches, unless it has a wildcard (default exact)")
 FROM = Option("--from", dest="from_ts", metavar="TS", param=("from", "from_ts"),
@@ -365,6 +365,14 @@ IMPORT_SOURCE = Option("source", metavar="LIST",
 CHECK_URLS = Option("urls", metavar="URLS",
                     help="a file of URL [TIMESTAMP] lines (- : stdin); prints one JSON line "
                          "each, as serve's /NAME/ap/AP/check answers")
+QUERY_CHECK = Option("--check", metavar="URLS",
+                     help="instead of a query: the access of each URL [TIMESTAMP] line of the "
+                          "file URLS (- : stdin) under the rules the query would apply (--acl, "
+                          "--acl-user, --acl-default, --embargo), a JSON line each, as serve's "
+                          "/NAME/ap/AP/check and acl check answer; from the rules alone, as "
+                          "OutbackCDX's check: whether CLUSTER holds captures of a URL is a "
+                          "query's (URL --count), and CLUSTER is not read; exit status 1 if a "
+                          "line could not be checked (named with its number)")
 SERVE_ACCESS_CONTROL = (
     ACL.but(metavar="NAME=FILE[,FILE...]",
             help="the access rules of collection NAME: pywb .aclj files or directories of them "
