@@ -174,8 +174,9 @@ def _says_and_returns(tree):
                 continue
             for said, then in zip(block, block[1:]):
                 call = getattr(said, "value", None)
-                if (isinstance(call, ast.Call) and ast.unparse(call.func) == "sys.stderr.write"
-                        and "webarchive-index" in ast.unparse(call.args[0]) and isinstance(then, ast.Return)):
+                if (isinstance(then, ast.Return) and isinstance(call, ast.Call) and call.args
+                        and ast.unparse(call.func) == "sys.stderr.write"
+                        and "webarchive-index" in ast.unparse(call.args[0])):
                     yield said.lineno
 
 
@@ -186,5 +187,7 @@ def test_commands_say_what_stopped_them_one_way():
             if name.endswith(".py"):
                 path = os.path.join(directory, name)
                 with open(path, encoding="utf-8") as source:
-                    found += [f"{os.path.relpath(path, PACKAGE)}:{n}" for n in _says_and_returns(ast.parse(source.read()))]
+                    text = source.read()
+                if "sys.stderr.write" in text and "webarchive-index" in text:  # the rest cannot
+                    found += [f"{os.path.relpath(path, PACKAGE)}:{n}" for n in _says_and_returns(ast.parse(text))]
     assert not found, f"say it with commands.report.fail (message, exit status): {found}"
