@@ -25,7 +25,8 @@ import threading
 import zstandard
 
 from .. import storage
-from .members import FIRST_STEP, TRAILER_MAX, GzipMembers
+from .members import (BLANK_LINE, FIRST_LINE_BLANK, FIRST_STEP, TRAILER_MAX, GzipMembers,
+                      passed_over, skim_values)
 from .magic import DICT_FRAME_MAGIC, SKIPPABLE_MAGICS, ZSTD_MAGIC
 from .base import CHUNK, READ_SIZE, ArchiveError
 # A skippable frame's header: its magic (``SKIPPABLE_MAGICS``), then its content's size.
@@ -274,6 +275,47 @@ class ZstdFrames(GzipMembers):
             self.out += self._decompress(CHUNK)
         if not RECORD_START.match(self.out):
             raise ArchiveError(self.path, offset, "the frame here does not start a record")
+
+    def skim(self, skip_types, skip_content_types):
+        """As ``GzipMembers.skim``. A record that is one frame, decompressed whole
+        (``_whole_frame``) and ending with its newlines, is judged and passed over here,
+        without the record machinery (most records of a crawl: Python work per record was
+        most of a .warc.zst's indexing time); anything else, from the first such frame on,
+        goes the way of a gzip member."""
+        skipped = 0
+        while self.started is None and self.ahead_error is None and self.decompressor is not None:
+            offset = self.start = self.raw_offset + self.rpos
+            if len(self.raw) - self.rpos < FRAME_HEADER_MAX and not self._need(FRAME_HEADER_MAX):
+                break
+            head = self.raw[self.rpos:self.rpos + FRAME_HEADER_MAX]
+            if head[:4] != ZSTD_MAGIC:
+                break
+            try:
+                params = zstandard.get_frame_parameters(head)
+                header_size = zstandard.frame_header_size(head)
+            except zstandard.ZstdError:
+                break
+            if params.content_size > OUTPUT_MAX or not self._whole_frame(header_size,
+                                                                         params.has_checksum):
+                break
+            content, self.whole = self.whole, None
+            match = FIRST_LINE_BLANK.match(content) or BLANK_LINE.search(content)
+            if match is None:  # a header block that goes on in the next frame, or none
+                self.rpos, self.frame_end = offset - self.raw_offset, None
+                break
+            values = skim_values(content[:match.end()])
+            if not passed_over(values, skip_types, skip_content_types):
+                self.frame_start, self.frame_head, self.block, self.block_at = offset, head, None, None
+                self.out, self.end, self.pos, self.dropped = content, None, 0, 0
+                return skipped, [], offset, values
+            rest = len(content) - match.end() - int(values[2])
+            if not 0 < rest <= TRAILER_MAX or content[-rest:].strip():
+                # cut short, going on in the next frame, or longer: as a gzip member
+                self.rpos, self.frame_end = offset - self.raw_offset, None
+                break
+            skipped += 1
+        more, problems, offset, values = super().skim(skip_types, skip_content_types)
+        return skipped + more, problems, offset, values
 
     def _dictionary_problem(self):
         """Note a missing, wrong or unusable dictionary (see ``hopeless``)."""
