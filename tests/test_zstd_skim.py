@@ -1,0 +1,201 @@
+"""The .warc.zst walker's fast pass over the records an indexer skips (``ZstdFrames.skim``):
+it gives what the gzip member machinery gives (``GzipMembers.skim``) on good files and on
+crafted damaged ones (a truncated frame, a frame whose content size lies, garbage between
+frames, a record longer than its Content-Length, a record without trailing newlines, one in
+several frames), and it spares the per-record machinery for most records."""
+
+import pytest
+import zstandard
+
+from helpers import warcs
+from webarchive_indexing.cdx.indexer import index_file
+from webarchive_indexing.warc import members, zstdwarc
+from webarchive_indexing.warc.raw import open_records
+from webarchive_indexing.warc.walk import ArchiveError, iter_records
+
+SKIP = (("request", "warcinfo"), ("application/warc-fields",))
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    """The records (bytes) of a small generated crawl file, and a dictionary trained on them."""
+    path = warcs(tmp_path_factory.mktemp("skim"), files=1, captures=40, seed=7)[0]
+    with open_records(path) as found:
+        data = [b"".join(record.pieces) for record in found]
+    return data, zstdwarc.train_dictionary(data, 16 << 10)
+
+
+def kind(record):
+    return record[:400].split(b"WARC-Type: ", 1)[1].split(b"\r\n", 1)[0].decode()
+
+
+def write(path, records, zdict, frames=None):
+    """A .warc.zst of ``frames`` (bytes of frames, a list a record; default: one frame a
+    record, as ``recompress`` writes them) after the dictionary frame."""
+    compress = zstdwarc.compressor(3, zdict).compress
+    frames = frames or [[compress(record)] for record in records]
+    with open(path, "wb") as fh:
+        fh.write(zstdwarc.dictionary_frame(zdict))
+        for pieces in frames:
+            fh.writelines(pieces)
+    return str(path)
+
+
+def walked(path, skip=SKIP):
+    """What ``iter_records`` yields, then raises, of ``path``, as tuples."""
+    items = []
+    with open(path, "rb") as fh:
+        try:
+            items.extend(iter_records(fh, path, skip=skip))
+        except ArchiveError as exc:
+            items.append(exc)
+    return [(type(item).__name__, getattr(item, "offset", None), getattr(item, "length", None),
+             getattr(item, "count", None), getattr(item, "reason", None)) for item in items]
+
+
+def both_ways(path, monkeypatch):
+    """(walk, index) of ``path`` by the fast skim and by the gzip members' skim."""
+    fast = walked(path), index_file(path)
+    with monkeypatch.context() as patch:
+        patch.setattr(zstdwarc.ZstdFrames, "skim", members.GzipMembers.skim)
+        slow = walked(path), index_file(path)
+    for (walk, result), (slow_walk, slow_result) in [(fast, slow)]:
+        assert walk == slow_walk
+        assert result.lines == slow_result.lines and result.records == slow_result.records
+        assert [str(e) for e in result.errors] == [str(e) for e in slow_result.errors]
+    return fast
+
+
+def test_most_records_are_passed_over_without_the_record_machinery(records, tmp_path,
+                                                                   monkeypatch):
+    data, zdict = records
+    path = write(tmp_path / "good.warc.zst", data, zdict)
+    walk, result = both_ways(path, monkeypatch)
+    skipped = sum(count for name, _, _, count, _ in walk if name == "Skipped")
+    assert skipped == sum(kind(r) in ("request", "warcinfo", "metadata") for r in data) > 40
+    assert result.errors == [] and len(result.lines) >= 40
+    started = []
+    next_member = zstdwarc.ZstdFrames.next_member
+    monkeypatch.setattr(zstdwarc.ZstdFrames, "next_member",
+                        lambda self: started.append(1) or next_member(self))
+    walked(path)
+    fast = len(started)
+    monkeypatch.setattr(zstdwarc.ZstdFrames, "skim", members.GzipMembers.skim)
+    walked(path)
+    # the gzip way starts every record so; the fast walk only those up to the first indexed
+    # one (the dictionary is loaded there)
+    assert len(started) - fast > len(data) and fast <= 4
+
+
+def frame_content_size_at(frame):
+    """Where the content size field of a zstd frame starts, and its width."""
+    descriptor = frame[4]
+    single_segment = descriptor >> 5 & 1
+    at = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 3]
+    width = (single_segment, 2, 4, 8)[descriptor >> 6]
+    return at, width
+
+
+def unsized(record, zdict):
+    """A frame of ``record`` that does not say its content size."""
+    obj = zstandard.ZstdCompressor(level=3, dict_data=zdict, write_checksum=True).compressobj()
+    return obj.compress(record) + obj.flush()
+
+
+def damaged(data, zdict, damage):
+    """Frames a record, as written, with ``damage(record, compress, zdict)`` (its frames) done
+    to the first request after the fifth record and the first metadata record after the
+    record after it (not next to each other: one is not passed over by the recovery from the
+    other); their indexes."""
+    compress = zstdwarc.compressor(3, zdict).compress
+    request = next(i for i, r in enumerate(data) if i > 5 and kind(r) == "request")
+    hit = {request, next(i for i, r in enumerate(data) if i > request + 1
+                         and kind(r) == "metadata")}
+    return [damage(record, compress, zdict) if i in hit else [compress(record)]
+            for i, record in enumerate(data)], sorted(hit)
+
+
+@pytest.mark.parametrize("lie", [1, -1, 200])
+def test_a_frame_whose_content_size_lies(records, tmp_path, monkeypatch, lie):
+    data, zdict = records
+
+    def lying(record, compress, zdict):
+        frame = bytearray(compress(record))
+        at, width = frame_content_size_at(frame)
+        size = int.from_bytes(frame[at:at + width], "little") + lie
+        frame[at:at + width] = size.to_bytes(width, "little")
+        return [bytes(frame)]
+
+    frames, hit = damaged(data, zdict, lying)
+    path = write(tmp_path / "lying.warc.zst", data, zdict, frames)
+    walk, result = both_ways(path, monkeypatch)
+    assert [offset for name, offset, *_ in walk if name == "RecordError"] == \
+        [e.offset for e in result.errors] and len(result.errors) == len(hit)
+    assert all(str(e).startswith(f"{path}: offset {e.offset}: corrupt zstd frame")
+               for e in result.errors), result.errors
+    good = index_file(write(tmp_path / "good.warc.zst", data, zdict))
+    assert len(result.lines) == len(good.lines)
+
+
+@pytest.mark.parametrize("damage,reason", [
+    (lambda record, compress, zdict: [b"<html>garbage</html>", compress(record)],
+     "expected a zstd frame here, found other data"),
+    (lambda record, compress, zdict: [compress(record + b"more than it says\r\n")],
+     "record is longer than its Content-Length says: 23 more bytes"),
+    (lambda record, compress, zdict: [compress(record + record)],
+     "zstd frame holds more than one record"),
+    (lambda record, compress, zdict: [compress(record[:-40])],
+     "record is cut short: its zstd frames end 36 bytes before"),
+], ids=["garbage", "longer", "two records", "cut short"])
+def test_damaged_records_passed_over(records, tmp_path, monkeypatch, damage, reason):
+    data, zdict = records
+    frames, hit = damaged(data, zdict, damage)
+    path = write(tmp_path / "damaged.warc.zst", data, zdict, frames)
+    walk, result = both_ways(path, monkeypatch)
+    assert len(result.errors) == len(hit)
+    assert all(reason in e.reason and str(e).startswith(f"{path}: offset {e.offset}: ")
+               for e in result.errors), result.errors
+
+
+def header_end(record):
+    return record.index(b"\r\n\r\n")
+
+
+@pytest.mark.parametrize("damage", [
+    lambda record, compress, zdict: [compress(record.removesuffix(b"\r\n\r\n"))],
+    lambda record, compress, zdict: [compress(record[:30]), compress(record[30:-4]),
+                                     compress(record[-4:])],
+    lambda record, compress, zdict: [compress(record[:header_end(record) - 5]),
+                                     compress(record[header_end(record) - 5:])],
+    lambda record, compress, zdict: [unsized(record, zdict)],
+], ids=["no trailing newlines", "in three frames", "header block in two frames",
+        "without content size"])
+def test_records_not_one_frame_of_a_record_and_its_newlines(records, tmp_path, monkeypatch,
+                                                            damage):
+    data, zdict = records
+    frames, hit = damaged(data, zdict, damage)
+    path = write(tmp_path / "other.warc.zst", data, zdict, frames)
+    walk, result = both_ways(path, monkeypatch)
+    assert result.errors == []
+    good = index_file(write(tmp_path / "good.warc.zst", data, zdict))
+    assert len(result.lines) == len(good.lines)
+
+
+def test_a_truncated_frame_among_records_passed_over(records, tmp_path, monkeypatch):
+    data, zdict = records
+    path = write(tmp_path / "good.warc.zst", data, zdict)
+    whole = open(path, "rb").read()
+    offsets = [offset for name, offset, *_ in walked(path, ((), ())) if name == "Record"]
+    request = next(i for i, r in enumerate(data) if i > 5 and kind(r) == "request")
+    at = offsets[request]
+    good = index_file(path)
+    for cut in (1, 4, 6, 12, 30):
+        bad = str(tmp_path / "cut.warc.zst")
+        with open(bad, "wb") as fh:
+            fh.write(whole[:at + cut])
+        walk, result = both_ways(bad, monkeypatch)
+        assert [(type(e), e.offset) for e in result.errors] == [(ArchiveError, at)]
+        assert str(result.errors[0]).startswith(f"{bad}: offset {at}: zstd frame is truncated: "
+                                                "the file ends inside it")
+        assert len(result.lines) == sum(1 for line in good.lines if f'"offset": "' in line
+                                        and int(line.split('"offset": "')[1].split('"')[0]) < at)
