@@ -283,13 +283,18 @@ class ZstdFrames(GzipMembers):
         most of a .warc.zst's indexing time); anything else, from the first such frame on,
         goes the way of a gzip member."""
         skipped = 0
-        while self.started is None and self.ahead_error is None and self.decompressor is not None:
-            offset = self.start = self.raw_offset + self.rpos
+        while self.started is None and self.ahead_error is None:
+            self.start = self.raw_offset + self.rpos  # (where ``recover`` looks on from)
+            try:
+                offset = self._find_frame()
+            except ArchiveError as exc:
+                return skipped, [exc], None, None
+            if offset is None:
+                return skipped, [], None, None
+            self.start = offset
             if len(self.raw) - self.rpos < FRAME_HEADER_MAX and not self._need(FRAME_HEADER_MAX):
                 break
             head = self.raw[self.rpos:self.rpos + FRAME_HEADER_MAX]
-            if head[:4] != ZSTD_MAGIC:
-                break
             try:
                 params = zstandard.get_frame_parameters(head)
                 header_size = zstandard.frame_header_size(head)
@@ -363,6 +368,37 @@ class ZstdFrames(GzipMembers):
         """Start decompressing the next zstd frame, past any skippable frames (loading the
         dictionary of a dictionary frame at offset 0); its offset, None at the end of the
         file."""
+        offset = self._find_frame()
+        if offset is None:
+            return None
+        if len(self.raw) - self.rpos < FRAME_HEADER_MAX:
+            self._need(FRAME_HEADER_MAX)  # all of the header, unless the file ends first
+        self.frame_start, self.frame_end = offset, None
+        self.frame_head = self.raw[self.rpos:self.rpos + FRAME_HEADER_MAX]
+        try:
+            params = zstandard.get_frame_parameters(self.frame_head)
+            header_size = zstandard.frame_header_size(self.frame_head)
+        except zstandard.ZstdError as exc:
+            if len(self.frame_head) < FRAME_HEADER_MAX:  # the file ends first
+                raise ArchiveError(self.path, offset, "zstd frame is truncated: the file ends "
+                                                      "inside it") from None
+            raise ArchiveError(self.path, offset, f"corrupt zstd frame header: {exc}") from None
+        # zstd gives no more than a frame's content size says: only a frame that does not
+        # say, or says more than one call may give, is fed block by block
+        self.block = None
+        if params.content_size <= OUTPUT_MAX:
+            self.block_at = None
+            if self._whole_frame(header_size, params.has_checksum):
+                return offset
+        else:
+            self.block_at = offset + header_size
+        self.inflater = self.decompressor.decompressobj()
+        return offset
+
+    def _find_frame(self):
+        """Go past any skippable frames to the next zstd frame (loading the dictionary of a
+        dictionary frame at offset 0), with a decompressor for it: its offset, None at the
+        end of the file."""
         while True:
             offset = self.raw_offset + self.rpos
             if len(self.raw) - self.rpos < 4 and not self._need(4):
@@ -390,28 +426,6 @@ class ZstdFrames(GzipMembers):
                     self._dictionary_problem()
                     raise ArchiveError(self.path, offset, str(exc)) from None
             self.decompressor = zstandard.ZstdDecompressor(dict_data=self.dictionary)
-        if len(self.raw) - self.rpos < FRAME_HEADER_MAX:
-            self._need(FRAME_HEADER_MAX)  # all of the header, unless the file ends first
-        self.frame_start, self.frame_end = offset, None
-        self.frame_head = self.raw[self.rpos:self.rpos + FRAME_HEADER_MAX]
-        try:
-            params = zstandard.get_frame_parameters(self.frame_head)
-            header_size = zstandard.frame_header_size(self.frame_head)
-        except zstandard.ZstdError as exc:
-            if len(self.frame_head) < FRAME_HEADER_MAX:  # the file ends first
-                raise ArchiveError(self.path, offset, "zstd frame is truncated: the file ends "
-                                                      "inside it") from None
-            raise ArchiveError(self.path, offset, f"corrupt zstd frame header: {exc}") from None
-        # zstd gives no more than a frame's content size says: only a frame that does not
-        # say, or says more than one call may give, is fed block by block
-        self.block = None
-        if params.content_size <= OUTPUT_MAX:
-            self.block_at = None
-            if self._whole_frame(header_size, params.has_checksum):
-                return offset
-        else:
-            self.block_at = offset + header_size
-        self.inflater = self.decompressor.decompressobj()
         return offset
 
     def _whole_frame(self, header_size, checksum):
