@@ -43,27 +43,6 @@ FIRST_LINE_BLANK = re.compile(rb"[ \t\r\x0b\x0c\x1c-\x1f]*\n")
 ANOTHER_RECORD = re.compile(rb"[ \t\n\r\x0b\x0c]*(?:WARC/|\S+ \S+ \d{12,} \S+ \d+\r?\n)")
 
 
-def skim_values(block):
-    """The (WARC-Type, Content-Type, Content-Length) values (None for a missing one) of a
-    plain WARC header block (``is_plain``), as warcio reads them; None for any other block
-    (a block longer than HEADERS_MAX is cut short: warcio's loader reads it)."""
-    if len(block) > HEADERS_MAX or not block.startswith(b"WARC/") or not is_plain(block):
-        return None
-    text = block.decode("ascii")
-    lower = text.lower()
-    return tuple(header_value(text, pattern.search(lower)) for pattern in SKIM_PATTERNS)
-
-
-def passed_over(values, skip_types, skip_content_types):
-    """Whether ``skim`` passes over the record of a header block with the ``skim_values``
-    ``values``: a skipped WARC-Type or Content-Type, and a Content-Length of 1 to 17 digits."""
-    if values is None:
-        return False
-    warc_type, content_type, length = values
-    return ((warc_type or "") in skip_types or content_type in skip_content_types) \
-        and bool(length) and length.isdigit() and len(length) <= 17
-
-
 class GzipMembers:
     """Walks a file of concatenated gzip members; reads like a file within one member.
 
@@ -291,10 +270,16 @@ class GzipMembers:
                 if offset is None:
                     return skipped, problems, None, None
                 block = self.peek_headers()
-                values = skim_values(block)
-                if not passed_over(values, skip_types, skip_content_types):
+                # (a block longer than HEADERS_MAX is cut short: warcio's loader reads it)
+                if len(block) > HEADERS_MAX or not block.startswith(b"WARC/") or not is_plain(block):
+                    return skipped, problems, offset, None
+                text = block.decode("ascii")
+                lower = text.lower()
+                values = warc_type, content_type, length = tuple(
+                    header_value(text, pattern.search(lower)) for pattern in SKIM_PATTERNS)
+                if not ((warc_type or "") in skip_types or content_type in skip_content_types) \
+                        or not length or not length.isdigit() or len(length) > 17:
                     return skipped, problems, offset, values
-                length = values[2]
                 self.skip(len(block))
                 problem = self.finish(int(length))
                 if problem is None:

@@ -25,8 +25,7 @@ import threading
 import zstandard
 
 from .. import storage
-from .members import (BLANK_LINE, FIRST_LINE_BLANK, FIRST_STEP, TRAILER_MAX, GzipMembers,
-                      passed_over, skim_values)
+from .members import FIRST_STEP, TRAILER_MAX, GzipMembers
 from .magic import DICT_FRAME_MAGIC, SKIPPABLE_MAGICS, ZSTD_MAGIC
 from .base import CHUNK, READ_SIZE, ArchiveError
 # A skippable frame's header: its magic (``SKIPPABLE_MAGICS``), then its content's size.
@@ -276,52 +275,6 @@ class ZstdFrames(GzipMembers):
         if not RECORD_START.match(self.out):
             raise ArchiveError(self.path, offset, "the frame here does not start a record")
 
-    def skim(self, skip_types, skip_content_types):
-        """As ``GzipMembers.skim``. A record that is one frame, decompressed whole
-        (``_whole_frame``) and ending with its newlines, is judged and passed over here,
-        without the record machinery (most records of a crawl: Python work per record was
-        most of a .warc.zst's indexing time); anything else, from the first such frame on,
-        goes the way of a gzip member."""
-        skipped = 0
-        while self.started is None and self.ahead_error is None:
-            self.start = self.raw_offset + self.rpos  # (where ``recover`` looks on from)
-            try:
-                offset = self._find_frame()
-            except ArchiveError as exc:
-                return skipped, [exc], None, None
-            if offset is None:
-                return skipped, [], None, None
-            self.start = offset
-            if len(self.raw) - self.rpos < FRAME_HEADER_MAX and not self._need(FRAME_HEADER_MAX):
-                break
-            head = self.raw[self.rpos:self.rpos + FRAME_HEADER_MAX]
-            try:
-                params = zstandard.get_frame_parameters(head)
-                header_size = zstandard.frame_header_size(head)
-            except zstandard.ZstdError:
-                break
-            if params.content_size > OUTPUT_MAX or not self._whole_frame(header_size,
-                                                                         params.has_checksum):
-                break
-            content, self.whole = self.whole, None
-            match = FIRST_LINE_BLANK.match(content) or BLANK_LINE.search(content)
-            if match is None:  # a header block that goes on in the next frame, or none
-                self.rpos, self.frame_end = offset - self.raw_offset, None
-                break
-            values = skim_values(content[:match.end()])
-            if not passed_over(values, skip_types, skip_content_types):
-                self.frame_start, self.frame_head, self.block, self.block_at = offset, head, None, None
-                self.out, self.end, self.pos, self.dropped = content, None, 0, 0
-                return skipped, [], offset, values
-            rest = len(content) - match.end() - int(values[2])
-            if not 0 < rest <= TRAILER_MAX or content[-rest:].strip():
-                # cut short, going on in the next frame, or longer: as a gzip member
-                self.rpos, self.frame_end = offset - self.raw_offset, None
-                break
-            skipped += 1
-        more, problems, offset, values = super().skim(skip_types, skip_content_types)
-        return skipped + more, problems, offset, values
-
     def _dictionary_problem(self):
         """Note a missing, wrong or unusable dictionary (see ``hopeless``)."""
         self.dictionary_problems += 1
@@ -368,37 +321,6 @@ class ZstdFrames(GzipMembers):
         """Start decompressing the next zstd frame, past any skippable frames (loading the
         dictionary of a dictionary frame at offset 0); its offset, None at the end of the
         file."""
-        offset = self._find_frame()
-        if offset is None:
-            return None
-        if len(self.raw) - self.rpos < FRAME_HEADER_MAX:
-            self._need(FRAME_HEADER_MAX)  # all of the header, unless the file ends first
-        self.frame_start, self.frame_end = offset, None
-        self.frame_head = self.raw[self.rpos:self.rpos + FRAME_HEADER_MAX]
-        try:
-            params = zstandard.get_frame_parameters(self.frame_head)
-            header_size = zstandard.frame_header_size(self.frame_head)
-        except zstandard.ZstdError as exc:
-            if len(self.frame_head) < FRAME_HEADER_MAX:  # the file ends first
-                raise ArchiveError(self.path, offset, "zstd frame is truncated: the file ends "
-                                                      "inside it") from None
-            raise ArchiveError(self.path, offset, f"corrupt zstd frame header: {exc}") from None
-        # zstd gives no more than a frame's content size says: only a frame that does not
-        # say, or says more than one call may give, is fed block by block
-        self.block = None
-        if params.content_size <= OUTPUT_MAX:
-            self.block_at = None
-            if self._whole_frame(header_size, params.has_checksum):
-                return offset
-        else:
-            self.block_at = offset + header_size
-        self.inflater = self.decompressor.decompressobj()
-        return offset
-
-    def _find_frame(self):
-        """Go past any skippable frames to the next zstd frame (loading the dictionary of a
-        dictionary frame at offset 0), with a decompressor for it: its offset, None at the
-        end of the file."""
         while True:
             offset = self.raw_offset + self.rpos
             if len(self.raw) - self.rpos < 4 and not self._need(4):
@@ -426,6 +348,28 @@ class ZstdFrames(GzipMembers):
                     self._dictionary_problem()
                     raise ArchiveError(self.path, offset, str(exc)) from None
             self.decompressor = zstandard.ZstdDecompressor(dict_data=self.dictionary)
+        if len(self.raw) - self.rpos < FRAME_HEADER_MAX:
+            self._need(FRAME_HEADER_MAX)  # all of the header, unless the file ends first
+        self.frame_start, self.frame_end = offset, None
+        self.frame_head = self.raw[self.rpos:self.rpos + FRAME_HEADER_MAX]
+        try:
+            params = zstandard.get_frame_parameters(self.frame_head)
+            header_size = zstandard.frame_header_size(self.frame_head)
+        except zstandard.ZstdError as exc:
+            if len(self.frame_head) < FRAME_HEADER_MAX:  # the file ends first
+                raise ArchiveError(self.path, offset, "zstd frame is truncated: the file ends "
+                                                      "inside it") from None
+            raise ArchiveError(self.path, offset, f"corrupt zstd frame header: {exc}") from None
+        # zstd gives no more than a frame's content size says: only a frame that does not
+        # say, or says more than one call may give, is fed block by block
+        self.block = None
+        if params.content_size <= OUTPUT_MAX:
+            self.block_at = None
+            if self._whole_frame(header_size, params.has_checksum):
+                return offset
+        else:
+            self.block_at = offset + header_size
+        self.inflater = self.decompressor.decompressobj()
         return offset
 
     def _whole_frame(self, header_size, checksum):
