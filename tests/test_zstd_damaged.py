@@ -1,15 +1,15 @@
-"""The .warc.zst walker's fast pass over the records an indexer skips (``ZstdFrames.skim``):
-it gives what the gzip member machinery gives (``GzipMembers.skim``) on good files and on
-crafted damaged ones (a truncated frame, a frame whose content size lies, garbage between
-frames, a record longer than its Content-Length, a record without trailing newlines, one in
-several frames), and it spares the per-record machinery for most records."""
-
+"""Damaged .warc.zst frames among the records an indexer passes over (requests, metadata): a
+truncated frame, a frame whose content size lies, garbage between frames, a record longer or
+shorter than its Content-Length, and records that are not one frame of a record and its
+newlines (no trailing newlines, several frames, a header block cut between frames, no content
+size); each problem is one error naming the file and the offset, and every other record is
+indexed."""
 import pytest
 import zstandard
 
 from helpers import warcs
 from webarchive_indexing.cdx.indexer import index_file
-from webarchive_indexing.warc import members, zstdwarc
+from webarchive_indexing.warc import zstdwarc
 from webarchive_indexing.warc.raw import open_records
 from webarchive_indexing.warc.walk import ArchiveError, iter_records
 
@@ -19,7 +19,7 @@ SKIP = (("request", "warcinfo"), ("application/warc-fields",))
 @pytest.fixture(scope="module")
 def records(tmp_path_factory):
     """The records (bytes) of a small generated crawl file, and a dictionary trained on them."""
-    path = warcs(tmp_path_factory.mktemp("skim"), files=1, captures=40, seed=7)[0]
+    path = warcs(tmp_path_factory.mktemp("damaged"), files=1, captures=40, seed=7)[0]
     with open_records(path) as found:
         data = [b"".join(record.pieces) for record in found]
     return data, zstdwarc.train_dictionary(data, 16 << 10)
@@ -53,38 +53,16 @@ def walked(path, skip=SKIP):
              getattr(item, "count", None), getattr(item, "reason", None)) for item in items]
 
 
-def both_ways(path, monkeypatch):
-    """(walk, index) of ``path`` by the fast skim and by the gzip members' skim."""
-    fast = walked(path), index_file(path)
-    with monkeypatch.context() as patch:
-        patch.setattr(zstdwarc.ZstdFrames, "skim", members.GzipMembers.skim)
-        slow = walked(path), index_file(path)
-    for (walk, result), (slow_walk, slow_result) in [(fast, slow)]:
-        assert walk == slow_walk
-        assert result.lines == slow_result.lines and result.records == slow_result.records
-        assert [str(e) for e in result.errors] == [str(e) for e in slow_result.errors]
-    return fast
+def walk_and_index(path):
+    return walked(path), index_file(path)
 
 
-def test_most_records_are_passed_over_without_the_record_machinery(records, tmp_path,
-                                                                   monkeypatch):
+def test_a_good_file(records, tmp_path):
     data, zdict = records
-    path = write(tmp_path / "good.warc.zst", data, zdict)
-    walk, result = both_ways(path, monkeypatch)
+    walk, result = walk_and_index(write(tmp_path / "good.warc.zst", data, zdict))
     skipped = sum(count for name, _, _, count, _ in walk if name == "Skipped")
     assert skipped == sum(kind(r) in ("request", "warcinfo", "metadata") for r in data) > 40
-    assert result.errors == [] and len(result.lines) >= 40
-    started = []
-    next_member = zstdwarc.ZstdFrames.next_member
-    monkeypatch.setattr(zstdwarc.ZstdFrames, "next_member",
-                        lambda self: started.append(1) or next_member(self))
-    walked(path)
-    fast = len(started)
-    monkeypatch.setattr(zstdwarc.ZstdFrames, "skim", members.GzipMembers.skim)
-    walked(path)
-    # the gzip way starts every record so; the fast walk only those up to the first indexed
-    # one (the dictionary is loaded there)
-    assert len(started) - fast > len(data) and fast <= 4
+    assert result.errors == [] and len(result.lines) == len(data) - skipped >= 40
 
 
 def frame_content_size_at(frame):
@@ -116,7 +94,7 @@ def damaged(data, zdict, damage):
 
 
 @pytest.mark.parametrize("lie", [1, -1, 200])
-def test_a_frame_whose_content_size_lies(records, tmp_path, monkeypatch, lie):
+def test_a_frame_whose_content_size_lies(records, tmp_path, lie):
     data, zdict = records
 
     def lying(record, compress, zdict):
@@ -128,7 +106,7 @@ def test_a_frame_whose_content_size_lies(records, tmp_path, monkeypatch, lie):
 
     frames, hit = damaged(data, zdict, lying)
     path = write(tmp_path / "lying.warc.zst", data, zdict, frames)
-    walk, result = both_ways(path, monkeypatch)
+    walk, result = walk_and_index(path)
     assert [offset for name, offset, *_ in walk if name == "RecordError"] == \
         [e.offset for e in result.errors] and len(result.errors) == len(hit)
     assert all(str(e).startswith(f"{path}: offset {e.offset}: corrupt zstd frame")
@@ -147,11 +125,11 @@ def test_a_frame_whose_content_size_lies(records, tmp_path, monkeypatch, lie):
     (lambda record, compress, zdict: [compress(record[:-40])],
      "record is cut short: its zstd frames end 36 bytes before"),
 ], ids=["garbage", "longer", "two records", "cut short"])
-def test_damaged_records_passed_over(records, tmp_path, monkeypatch, damage, reason):
+def test_damaged_records_passed_over(records, tmp_path, damage, reason):
     data, zdict = records
     frames, hit = damaged(data, zdict, damage)
     path = write(tmp_path / "damaged.warc.zst", data, zdict, frames)
-    walk, result = both_ways(path, monkeypatch)
+    walk, result = walk_and_index(path)
     assert len(result.errors) == len(hit)
     assert all(reason in e.reason and str(e).startswith(f"{path}: offset {e.offset}: ")
                for e in result.errors), result.errors
@@ -170,18 +148,17 @@ def header_end(record):
     lambda record, compress, zdict: [unsized(record, zdict)],
 ], ids=["no trailing newlines", "in three frames", "header block in two frames",
         "without content size"])
-def test_records_not_one_frame_of_a_record_and_its_newlines(records, tmp_path, monkeypatch,
-                                                            damage):
+def test_records_not_one_frame_of_a_record_and_its_newlines(records, tmp_path, damage):
     data, zdict = records
     frames, hit = damaged(data, zdict, damage)
     path = write(tmp_path / "other.warc.zst", data, zdict, frames)
-    walk, result = both_ways(path, monkeypatch)
+    walk, result = walk_and_index(path)
     assert result.errors == []
     good = index_file(write(tmp_path / "good.warc.zst", data, zdict))
     assert len(result.lines) == len(good.lines)
 
 
-def test_a_truncated_frame_among_records_passed_over(records, tmp_path, monkeypatch):
+def test_a_truncated_frame_among_records_passed_over(records, tmp_path):
     data, zdict = records
     path = write(tmp_path / "good.warc.zst", data, zdict)
     whole = open(path, "rb").read()
@@ -193,7 +170,7 @@ def test_a_truncated_frame_among_records_passed_over(records, tmp_path, monkeypa
         bad = str(tmp_path / "cut.warc.zst")
         with open(bad, "wb") as fh:
             fh.write(whole[:at + cut])
-        walk, result = both_ways(bad, monkeypatch)
+        walk, result = walk_and_index(bad)
         assert [(type(e), e.offset) for e in result.errors] == [(ArchiveError, at)]
         assert str(result.errors[0]).startswith(f"{bad}: offset {at}: zstd frame is truncated: "
                                                 "the file ends inside it")
