@@ -29,11 +29,16 @@ _CHARSET = re.compile(rb"""charset\s*=\s*["']?([A-Za-z0-9._:-]+)""", re.I)
 _META = re.compile(rb"<meta\b[^>]*>", re.I)
 
 
+# Labels browsers read as a larger charset (the WHATWG Encoding standard's)
+_AS_BROWSERS = {"iso8859-1": "cp1252", "ascii": "cp1252", "gb2312": "gb18030", "gbk": "gb18030"}
+
+
 def _codec(name):
     try:
-        return codecs.lookup(name.decode("ascii")).name
+        codec = codecs.lookup(name.decode("ascii")).name
     except (LookupError, UnicodeDecodeError):
         return None
+    return _AS_BROWSERS.get(codec, codec)
 
 
 def _charset(content_type, head):
@@ -54,7 +59,8 @@ def _decoded(data, charset):
 
 
 def title_of_payload(payload, content_type=""):
-    """The title of the HTML ``payload`` (its first bytes), or None."""
+    """The title of the HTML ``payload`` (of its first ``PAGE_BYTES``), or None."""
+    payload = payload[:PAGE_BYTES]
     found = _TITLE.search(payload)
     if not found:
         return None
