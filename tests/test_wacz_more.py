@@ -1,6 +1,7 @@
 """WACZ's missing pieces (issue 25): a package made of a cluster, page titles, and a WACZ's
 own index trusted (``--trust-wacz-index``) when its hashes check out."""
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -237,3 +238,190 @@ def test_a_title_reads_a_bounded_piece_of_the_record(tmp_path, monkeypatch):
     assert reads == [(str(warc), 0, pagetitle.READ_BYTES)] and len(data) > pagetitle.READ_BYTES
     assert pagetitle.title_of_record(b"\x1f\x8b\x08garbage") is None
     assert pagetitle.title_of_record(record(page, compress=False)[:3000]) == "Big"
+
+
+# -- a WACZ's own index, trusted (--trust-wacz-index) ---------------------------------------------
+
+@pytest.fixture(scope="module")
+def py_packs(tmp_path_factory):
+    """py-wacz's packages (``wacz create``, its compressed index): of the samples, and of a
+    WARC with POST captures."""
+    root = tmp_path_factory.mktemp("py-wacz")
+    for name in SAMPLES:
+        shutil.copy(REPO / "samples" / name, root / name)
+    post = REPO / "tests" / "data" / "real" / "webrecorder+cdxj-indexer__post-test-more.warc"
+    shutil.copy(post, root / "post.warc")
+    for package, warcs in (("samples.wacz", SAMPLES), ("post.wacz", ["post.warc"])):
+        done = py_wacz("create", "-o", root / package, *[root / name for name in warcs])
+        assert done.returncode == 0, done.stderr
+    return root
+
+
+def lines_of(path, post_append=False, trust=True, fmt="cdxj"):
+    result = index_file(str(path), Path(path).name, fmt, post_append=post_append,
+                        trust_wacz_index=trust)
+    assert not result.errors, result.errors
+    return result
+
+
+def fields(lines):
+    return [(line.split(" ", 2)[:2], json.loads(line.split(" ", 2)[2])) for line in lines]
+
+
+# What py-wacz's index (cdxj-indexer's lines) says otherwise than pywb's indexer (ours, in
+# place): a field by the kind of record. pywb writes "mime-detected" (the WARC's
+# WARC-Identified-Payload-Type) and no status for a revisit; cdxj-indexer has no
+# "mime-detected", a revisit's status, and for a metadata record the digest of its block
+# where pywb has the digest of its payload (here the same as its block but computed).
+def _differing(ours, theirs):
+    ours, theirs = dict(ours), dict(theirs)
+    ours.pop("mime-detected", None)
+    if theirs["mime"] == "warc/revisit":
+        theirs.pop("status")
+    if theirs["url"].startswith("metadata://"):
+        ours.pop("digest"), theirs.pop("digest")
+    return ours, theirs
+
+
+@pytest.mark.parametrize("post_append", [False, True])
+def test_a_trusted_index_gives_the_lines_of_in_place_indexing(py_packs, post_append):
+    package = py_packs / "samples.wacz"
+    trusted = lines_of(package, post_append)
+    assert not trusted.warnings and trusted.records == len(trusted.lines) > 30
+    in_place = lines_of(package, post_append, trust=False)
+    assert len(trusted.lines) == len(in_place.lines)
+    differ = 0
+    for (head, theirs), (our_head, ours) in zip(fields(trusted.lines), fields(in_place.lines)):
+        assert head == our_head and list(theirs)[-2:] == ["filename", "entry"]
+        differ += ours != theirs
+        assert _differing(ours, theirs)[0] == _differing(ours, theirs)[1]
+    assert differ  # the differences are there, and are only those said
+    # as CDX11, which has no mime-detected: the same lines but the revisit's and metadata's
+    cdx11 = lines_of(package, post_append, fmt="cdx11").lines
+    same = set(cdx11) & set(lines_of(package, post_append, trust=False, fmt="cdx11").lines)
+    assert len(same) == len(cdx11) - 4
+
+
+def test_a_trusted_index_keys_post_captures_as_in_place_indexing(py_packs):
+    """POST captures keyed by their body with --post-append, by their URL without; py-wacz
+    keys a chunked body pywb does not read (tests/test_wacz_out.py) by its body."""
+    package = py_packs / "post.wacz"
+    for post_append in (False, True):
+        trusted = lines_of(package, post_append).lines
+        in_place = lines_of(package, post_append, trust=False).lines
+        differ = [pair for pair in zip(trusted, in_place) if pair[0] != pair[1]]
+        assert len(differ) == (1 if post_append else 0), differ
+        if post_append:
+            assert "__wb_post_data=" in differ[0][0] and '"requestBody"' in differ[0][0]
+        assert any("__wb_method=post" in line for line in trusted) == post_append
+
+
+def repack(source, target, change=lambda name, data: data, rehash=False):
+    """``source`` written again as ``target``, each entry's data as ``change`` makes it
+    (None: left out); with ``rehash`` its datapackage made again to fit."""
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w") as new:
+        package = json.loads(old.read("datapackage.json"))
+        kept = {}
+        for info in old.infolist():
+            data = change(info.filename, old.read(info))
+            if data is not None and not info.filename.startswith("datapackage"):
+                kept[info.filename] = data
+                new.writestr(info, data)
+        if rehash:
+            package["resources"] = [
+                {"name": name.rsplit("/", 1)[-1], "path": name, "bytes": len(data),
+                 "hash": "sha256:" + hashlib.sha256(data).hexdigest()}
+                for name, data in kept.items()]
+        # the digest is of the datapackage as it is made, before ``change``
+        made = json.dumps(package).encode()
+        data = change("datapackage.json", made)
+        if data is not None:
+            new.writestr("datapackage.json", data)
+        digest = change("datapackage-digest.json", json.dumps(
+            {"path": "datapackage.json", "hash": "sha256:" + hashlib.sha256(made).hexdigest()}
+        ).encode())
+        if digest is not None:
+            new.writestr("datapackage-digest.json", digest)
+    return target
+
+
+def _flip_last(data):
+    return data[:-1] + bytes([data[-1] ^ 1])
+
+
+def _wrong_hash(data):
+    package = json.loads(data)
+    for resource in package["resources"]:
+        if resource["path"] == "archive/example.warc.gz":
+            resource["hash"] = "sha256:" + "0" * 64
+    return json.dumps(package).encode()
+
+
+def _as_cdx11(data):
+    lines = gzip.decompress(data).decode().splitlines()
+    return gzip.compress("".join(
+        f"{k} {t} {json.loads(j)['url']} - - - - - 1 2 x\n"
+        for k, t, j in (line.split(" ", 2) for line in lines)).encode())
+
+
+@pytest.mark.parametrize("change, rehash, why", [
+    (lambda n, d: _flip_last(d) if n == "archive/example.warc.gz" else d, False,
+     "archive/example.warc.gz has not the sha256 hash (or size) its datapackage.json says"),
+    (lambda n, d: d.replace(b'"bytes": 3816', b'"bytes": 3817') if n == "datapackage.json"
+     else d, False, "its datapackage.json has not the hash its datapackage-digest.json says"),
+    (lambda n, d: (None if n == "datapackage-digest.json" else
+                   _wrong_hash(d) if n == "datapackage.json" else d),
+     False, "archive/example.warc.gz has not the sha256 hash (or size) its datapackage.json says"),
+    (lambda n, d: None if n == "datapackage.json" else d, False, "it has no datapackage.json"),
+    (lambda n, d: None if n.startswith("indexes/") else d, True, "it has no index of its own"),
+    (lambda n, d: _as_cdx11(d) if n == "indexes/index.cdx.gz" else d, True,
+     "line 1 of its indexes/index.cdx.gz is not a CDXJ line"),
+    (lambda n, d: d[:len(d) // 2] if n == "indexes/index.cdx.gz" else d, True,
+     "its indexes/index.cdx.gz cannot be read"),
+    (lambda n, d: (None if n == "datapackage-digest.json" else
+                   d.replace(b"sha256:", b"sha1:") if n == "datapackage.json" else d), False,
+     "a hash of a kind not checked here"),
+])
+def test_an_index_that_does_not_check_out_is_not_taken_and_said(py_packs, tmp_path, change,
+                                                                rehash, why):
+    bad = repack(py_packs / "samples.wacz", tmp_path / "bad.wacz", change, rehash)
+    result = index_file(str(bad), "bad.wacz", trust_wacz_index=True)
+    said = [message for _, message in result.warnings if "--trust-wacz-index" in message]
+    assert len(said) == 1 and why in said[0] and "WARC files are read instead" in said[0], said
+    # the WARC files were read: the lines in-place indexing finds (of what is readable)
+    assert result.lines == index_file(str(bad), "bad.wacz").lines
+
+
+def test_the_hashes_checked_are_those_of_the_package_as_written(py_packs, tmp_path):
+    """The checks above can pass: a package repacked unchanged (and one with its datapackage
+    made again) is trusted."""
+    for rehash in (False, True):
+        same = repack(py_packs / "samples.wacz", tmp_path / f"same-{rehash}.wacz", rehash=rehash)
+        result = index_file(str(same), "samples.wacz", trust_wacz_index=True)
+        assert not result.warnings and not result.errors
+        assert result.lines == lines_of(py_packs / "samples.wacz").lines
+
+
+def test_build_and_cdx_take_a_trusted_index(py_packs, tmp_path, capsys):
+    waczs = tmp_path / "waczs"
+    waczs.mkdir()
+    shutil.copy(py_packs / "samples.wacz", waczs / "good.wacz")
+    repack(py_packs / "samples.wacz", waczs / "bad.wacz",
+           lambda n, d: _flip_last(d) if n == "archive/example.warc.gz" else d)
+    assert run("build", waczs, "-o", tmp_path / "out", "--trust-wacz-index",
+               "--on-error", "skip") == cli.EXIT_PARTIAL
+    err = capsys.readouterr().err
+    assert "bad.wacz" in err and "its own index is not taken" in err and "good.wacz: " not in err
+    good = gzip.decompress((tmp_path / "out" / "cdx" / "good.wacz.cdx.gz").read_bytes()).decode()
+    assert good.splitlines() == "".join(lines_of(waczs / "good.wacz").lines).splitlines()
+    assert cli.main(["cdx", str(waczs / "good.wacz"), "--trust-wacz-index"]) == cli.EXIT_OK
+    assert capsys.readouterr().out == good
+    assert cli.main(["cdx", str(waczs / "good.wacz"), "--no-trust-wacz-index"]) == cli.EXIT_OK
+    assert capsys.readouterr().out == "".join(lines_of(waczs / "good.wacz", trust=False).lines)
+
+
+def test_a_wacz_index_with_post_keys_comes_in_place_with_its_entry(py_packs):
+    """In-place indexing with --post-append names each line's ZIP entry (as without)."""
+    for post_append in (False, True):
+        lines = lines_of(py_packs / "samples.wacz", post_append, trust=False).lines
+        assert all(line.endswith('"}\n') and '"entry": "archive/' in line for line in lines)
