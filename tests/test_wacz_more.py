@@ -425,3 +425,17 @@ def test_a_wacz_index_with_post_keys_comes_in_place_with_its_entry(py_packs):
     for post_append in (False, True):
         lines = lines_of(py_packs / "samples.wacz", post_append, trust=False).lines
         assert all(line.endswith('"}\n') and '"entry": "archive/' in line for line in lines)
+
+
+def test_our_own_package_trusted_is_in_place_indexing_byte_for_byte(samples, tmp_path):
+    """Our packages' index has pywb's lines: taken, they are the lines read in place (POST
+    keys too, with and without --post-append)."""
+    post = tmp_path / "post.warc"
+    shutil.copy(REPO / "tests" / "data" / "real" / "webrecorder+cdxj-indexer__post-test-more.warc",
+                post)
+    assert run("wacz", post, "-o", tmp_path / "post.wacz") == cli.EXIT_OK
+    for package in (samples / "warcs.wacz", tmp_path / "post.wacz"):
+        for post_append in (False, True):
+            trusted = lines_of(package, post_append)
+            assert not trusted.warnings
+            assert trusted.lines == lines_of(package, post_append, trust=False).lines
