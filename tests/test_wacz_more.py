@@ -439,3 +439,33 @@ def test_our_own_package_trusted_is_in_place_indexing_byte_for_byte(samples, tmp
             trusted = lines_of(package, post_append)
             assert not trusted.warnings
             assert trusted.lines == lines_of(package, post_append, trust=False).lines
+
+
+def members_of(directory):
+    """The gzip members a copy wrote (as its .cdxj files list them), sorted."""
+    members = []
+    for cdxj in Path(directory).glob("*.cdxj"):
+        data = cdxj.with_suffix(".warc.gz").read_bytes()
+        for line in cdxj.read_text().splitlines():
+            found = json.loads(line.split(" ", 2)[2])
+            members.append(data[int(found["offset"]):][:int(found["length"])])
+    return sorted(members)
+
+
+def test_copy_reads_through_a_package_of_a_cluster_its_index_trusted(samples, tmp_path, capsys):
+    """A package made of a cluster, built as a WACZ input with its own index taken: ``copy``
+    extracts from it the records, gzip member for gzip member, it extracts from the WARCs."""
+    (tmp_path / "packages").mkdir()
+    package = tmp_path / "packages" / "cluster.wacz"
+    assert run("wacz", samples / "out", "-o", package, "--warc-prefix",
+               samples / "warcs") == cli.EXIT_OK
+    assert run("build", tmp_path / "packages", "-o", tmp_path / "of-package",
+               "--trust-wacz-index", "--post-append") == cli.EXIT_OK
+    assert "not taken" not in capsys.readouterr().err
+    for cluster, prefix, copied in ((tmp_path / "of-package", tmp_path / "packages", "from-wacz"),
+                                    (samples / "out", samples / "warcs", "from-warcs")):
+        assert cli.main(["copy", "copy", str(cluster), "--domains", "example.com,archive.org",
+                         "-o", str(tmp_path / copied), "--warc-prefix", str(prefix),
+                         "--no-progress"]) == cli.EXIT_OK
+    members = members_of(tmp_path / "from-wacz")
+    assert len(members) > 10 and members == members_of(tmp_path / "from-warcs")
