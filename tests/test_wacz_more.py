@@ -177,6 +177,19 @@ def test_page_titles_are_those_py_wacz_finds(samples, tmp_path):
     assert sum(1 for title in ours.values() if title) > len(found)
 
 
+def test_no_page_titles_lists_the_same_pages_untitled(samples, tmp_path):
+    untitled = tmp_path / "untitled.wacz"
+    assert run("wacz", samples / "warcs", "-o", untitled, "--no-page-titles") == cli.EXIT_OK
+
+    def pages(package):
+        with zipfile.ZipFile(package) as zf:
+            return [json.loads(line) for line in zf.read("pages/pages.jsonl").splitlines()[1:]]
+
+    titled = pages(samples / "warcs.wacz")
+    assert sum("title" in page for page in titled) > 10
+    assert pages(untitled) == [{k: v for k, v in page.items() if k != "title"} for page in titled]
+
+
 def record(payload, headers=(), compress=True):
     """A response record of ``payload`` (bytes) with the HTTP ``headers``, as a WARC file's
     bytes."""

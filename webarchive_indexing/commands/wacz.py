@@ -214,7 +214,7 @@ def _page(line):
 
 def _titled(page, fields, paths):
     """``page`` with the title of its record's HTML, where it has one (read from its
-    archive, ``paths`` by filename: one ranged read)."""
+    archive, ``paths`` by filename: one ranged read; none without ``paths``)."""
     path = paths.get(fields.get("filename"))
     if path and fields.get("offset", "").isdigit() and fields.get("length", "").isdigit():
         found = title(path, int(fields["offset"]), int(fields["length"]))
@@ -303,7 +303,8 @@ def pack(inputs, output, options):
                           lines, total)
         with storage.open_atomic(output) as fh, _Package(fh, when) as package:
             _index(package, source, options.lines_per_block, summary,
-                   {archive.name: archive.path for archive in archives})
+                   {archive.name: archive.path for archive in archives}
+                   if options.page_titles else {})
             for archive in archives:
                 _copy_archive(package, archive, summary)
             datapackage = json.dumps({

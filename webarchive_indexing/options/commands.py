@@ -295,7 +295,7 @@ def _wacz_parser(sub, help_line):
         epilog="Exit status: 0 done; 1 failed, nothing written; 2 bad usage; 3 written, but "
                "some records could not be indexed (--on-error skip; listed).")
     o.add(wacz, o.INPUTS, o.WACZ_OUTPUT, o.WACZ_LINES_PER_BLOCK, o.WACZ_TITLE, o.WACZ_WARC_PREFIX,
-          o.INPUT_ROOT,
+          o.WACZ_PAGE_TITLES, o.INPUT_ROOT,
           o.ON_ERROR, o.PROGRESS, *o.ENGINE)
 
 

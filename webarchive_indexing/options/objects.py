@@ -14,7 +14,7 @@ from .outputs import (CDX_PATH, COPY_CLUSTER, COPY_OUTPUT, COPY_WARC_OUTPUT, DIC
                       NAME_PREFIX, OUTPUT_FORMAT, PATH_OPTIONS, PROCESSES,
                       RECOMPRESS_SKIP_EXISTING, RECORDS_CSV, RECORDS_PER_FILE, RETRIES, THREADS,
                       WARC_PREFIX, WACZ_LINES_PER_BLOCK, WACZ_TITLE,
-                      WACZ_WARC_PREFIX)
+                      WACZ_WARC_PREFIX, WACZ_PAGE_TITLES)
 
 
 def compression_level(fmt, level):
@@ -189,8 +189,8 @@ class RecompressOptions(Options):
 
 class WaczOptions(Options):
     """What ``wacz.pack(inputs, output, options)`` packs, and with which engine it indexes."""
-    OPTIONS = (WACZ_LINES_PER_BLOCK, WACZ_TITLE, WACZ_WARC_PREFIX, INPUT_ROOT, ON_ERROR, PROGRESS,
-               *ENGINE)
+    OPTIONS = (WACZ_LINES_PER_BLOCK, WACZ_TITLE, WACZ_WARC_PREFIX, WACZ_PAGE_TITLES, INPUT_ROOT,
+               ON_ERROR, PROGRESS, *ENGINE)
 
 
 class ExportOptions(Options):
