@@ -405,6 +405,31 @@ def test_an_index_that_does_not_check_out_is_not_taken_and_said(py_packs, tmp_pa
     assert result.lines == index_file(str(bad), "bad.wacz").lines
 
 
+def test_bytes_changed_in_place_are_not_trusted(py_packs, tmp_path):
+    """A byte of a WARC entry changed in the file itself (its ZIP CRC no longer its bytes'):
+    the index is not taken, said, and the records are read as without the option; a ZIP
+    that is no WACZ is the walk's error, as without it."""
+    from webarchive_indexing.warc import wacz
+    data = bytearray((py_packs / "samples.wacz").read_bytes())
+    with open(py_packs / "samples.wacz", "rb") as fh:
+        entry = next(e for e in wacz.archive_entries(fh, "x")[0]
+                     if e.name == "archive/CC-MAIN-2020-34-excerpt.warc.gz")
+    data[entry.start + entry.size // 2] ^= 1
+    rotten = tmp_path / "rotten.wacz"
+    rotten.write_bytes(bytes(data))
+    result = index_file(str(rotten), "rotten.wacz", trust_wacz_index=True)
+    said = [message for _, message in result.warnings if "--trust-wacz-index" in message]
+    assert len(said) == 1 and "cannot be read" in said[0], result.warnings
+    assert result.lines == index_file(str(rotten), "rotten.wacz").lines and result.lines
+    nozip = tmp_path / "no.wacz"
+    with zipfile.ZipFile(nozip, "w") as zf:
+        zf.writestr("hello.txt", "no archive/")
+    trusted, plain = (index_file(str(nozip), "no.wacz", trust_wacz_index=trust)
+                      for trust in (True, False))
+    assert [str(e) for e in trusted.errors] == [str(e) for e in plain.errors] != []
+    assert not trusted.warnings
+
+
 def test_the_hashes_checked_are_those_of_the_package_as_written(py_packs, tmp_path):
     """The checks above can pass: a package repacked unchanged (and one with its datapackage
     made again) is trusted."""

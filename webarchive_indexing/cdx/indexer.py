@@ -418,7 +418,8 @@ def _post_append_fields(fh, path, filename, result, zstd_dictionary):
 
 def _trusted(fh, path, result, fmt, keys, cdx_fields, post_append):
     """Whether the lines of the WACZ ``fh`` are those of its own index (then in ``result``);
-    not for another file. Why not, of a WACZ, is a warning, and ``fh`` is back at its start."""
+    not for another file. Why not, of a WACZ, is a warning (of one that cannot be read, the
+    walk's error), and ``fh`` is back at its start."""
     if compression(fh.peek(4)[:4]) != "zip":
         return False
     from . import waczown
@@ -430,11 +431,14 @@ def _trusted(fh, path, result, fmt, keys, cdx_fields, post_append):
     except waczown.Untrusted as exc:
         result.warnings.append((0, f"its own index is not taken (--trust-wacz-index): {exc}; "
                                    "its WARC files are read instead"))
-        if fh.seekable():
-            fh.seek(0)
-        return False
-    result.records = len(result.lines)
-    return True
+    except ArchiveError:
+        pass  # no WACZ that can be read: the walk says why
+    else:
+        result.records = len(result.lines)
+        return True
+    if fh.seekable():
+        fh.seek(0)
+    return False
 
 
 def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read, cdx_fields="pywb",

@@ -123,6 +123,16 @@ def own_lines(fh, path, filename, fmt, keys, post_append):
     if problems:
         raise Untrusted(f"not every WARC entry is read in place ({problems[0].reason})")
     entries = {entry.name: entry for entry in entries}
+    try:
+        lines = _lines(fh, entries, filename, fmt, keys, post_append)
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
+        # what zipfile raises for an entry it cannot read (a CRC that is not its bytes'...)
+        raise Untrusted(f"an entry of it cannot be read ({exc})") from None
+    lines.sort()
+    return lines
+
+
+def _lines(fh, entries, filename, fmt, keys, post_append):
     with zipfile.ZipFile(fh) as zf:
         indexes = sorted(name for name in zf.namelist()
                          if name.startswith(INDEX_DIR) and name.endswith(INDEX_SUFFIXES))
@@ -149,7 +159,6 @@ def own_lines(fh, path, filename, fmt, keys, post_append):
                         raise Untrusted(f"line {number} of its {name} has no offset or URL")
                     lines.append(format_line(_own_fields(key, timestamp, record, entry,
                                                          filename, post_append), fmt, keys))
-            except (ValueError, zlib.error, EOFError, IndexInputError) as exc:
+            except (ValueError, IndexInputError) as exc:
                 raise Untrusted(f"its {name} cannot be read ({exc})") from None
-    lines.sort()
     return lines
