@@ -507,3 +507,20 @@ def test_copy_reads_through_a_package_of_a_cluster_its_index_trusted(samples, tm
                          "--no-progress"]) == cli.EXIT_OK
     members = members_of(tmp_path / "from-wacz")
     assert len(members) > 10 and members == members_of(tmp_path / "from-warcs")
+
+
+def test_a_trusted_index_over_http(py_packs):
+    """A WACZ on a web server: its hashes checked (every byte of it read, in ranges) and its
+    index read; the lines those of the local file."""
+    import rangeserver
+    local = lines_of(py_packs / "samples.wacz")
+    size = (py_packs / "samples.wacz").stat().st_size
+    with rangeserver.serving(py_packs) as web:
+        remote = index_file(web.url + "/samples.wacz", "samples.wacz", trust_wacz_index=True)
+        spans = [[int(n) for n in r[2].removeprefix("bytes=").split("-")]
+                 for r in web.requests if r[2]]
+    assert not remote.warnings and not remote.errors and remote.lines == local.lines
+    covered = set()
+    for start, end in spans:
+        covered.update(range(start, end + 1))
+    assert len(covered) == size
