@@ -26,8 +26,8 @@ steadier on a shared machine.)
 
 The lines of the WACZ files must be the lines of the WARC files, their offsets moved by
 where each WARC's bytes start in the WACZ, their filename the WACZ and each with its
-"entry" (and the trusted lines those read in place), else the run exits with status 1. Results: the table, and
-bench/out/wacz-results.json.
+"entry" (and the trusted lines those read in place), else the run exits with status 1.
+Results: the table, and bench/out/wacz-results.json.
 """
 import argparse
 import datetime
