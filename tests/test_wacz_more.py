@@ -452,6 +452,13 @@ def test_build_and_cdx_take_a_trusted_index(py_packs, tmp_path, capsys):
     assert "bad.wacz" in err and "its own index is not taken" in err and "good.wacz: " not in err
     good = gzip.decompress((tmp_path / "out" / "cdx" / "good.wacz.cdx.gz").read_bytes()).decode()
     assert good.splitlines() == "".join(lines_of(waczs / "good.wacz").lines).splitlines()
+    # mrjob's jobs are handed the option too
+    (tmp_path / "one").mkdir()
+    shutil.copy(waczs / "good.wacz", tmp_path / "one" / "good.wacz")
+    assert run("build", tmp_path / "one", "-o", tmp_path / "inline", "--trust-wacz-index",
+               "--runner", "inline") == cli.EXIT_OK
+    assert gzip.decompress((tmp_path / "inline" / "cdx" / "good.wacz.cdx.gz").read_bytes()
+                           ).decode() == good
     assert cli.main(["cdx", str(waczs / "good.wacz"), "--trust-wacz-index"]) == cli.EXIT_OK
     assert capsys.readouterr().out == good
     assert cli.main(["cdx", str(waczs / "good.wacz"), "--no-trust-wacz-index"]) == cli.EXIT_OK
