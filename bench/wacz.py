@@ -16,20 +16,25 @@ resident memory:
 * `cdx WARC...`        the .warc.gz files
 * `cdx WACZ...`        the WACZ files, one WARC each
 * `cdx ALL.wacz`       the one WACZ of every file
+* `cdx OWN.wacz`       the package `webarchive-index wacz` makes of every file (with its
+                       own index and hashes), read in place
+* `cdx OWN.wacz trusted`  the same with --trust-wacz-index: its hashes checked (every
+                       byte of it read), its own index's lines taken
 
 ("x WARCs": best wall time against the WARC files'; "cpu x": the same of CPU time, the
 steadier on a shared machine.)
 
 The lines of the WACZ files must be the lines of the WARC files, their offsets moved by
 where each WARC's bytes start in the WACZ, their filename the WACZ and each with its
-"entry", else the run exits with status 1. Results: the table, and
-bench/out/wacz-results.json.
+"entry" (and the trusted lines those read in place), else the run exits with status 1.
+Results: the table, and bench/out/wacz-results.json.
 """
 import argparse
 import datetime
 import json
 import os
 import statistics
+import subprocess
 import sys
 import zipfile
 
@@ -98,17 +103,26 @@ def main(argv=None):
     os.makedirs(os.path.join(place, "all"), exist_ok=True)
     whole = pack(warcs, os.path.join(place, "all", "ALL.wacz"))
     ours = os.path.join(run.install_project(), "webarchive-index")
+    own = os.path.join(place, "own", "OWN.wacz")
+    if not os.path.exists(own):
+        os.makedirs(os.path.dirname(own), exist_ok=True)
+        subprocess.run([ours, "wacz", *warcs, "-o", own, "--no-progress"], check=True)
     pin = run.pinning()
-    commands = {"cdx WARC...": warcs, "cdx WACZ...": waczs, "cdx ALL.wacz": [whole]}
+    commands = {"cdx WARC...": warcs, "cdx WACZ...": waczs, "cdx ALL.wacz": [whole],
+                "cdx OWN.wacz": [own], "cdx OWN.wacz trusted": [own, "--trust-wacz-index"]}
     timings = {name: [] for name in commands}
     for _ in range(args.repeat):
         for name, inputs in commands.items():
             out = run.scratch("wacz", name)
             timings[name].append(run.time_command([*pin, ours, "cdx", *inputs], out))
     reference = as_in_warcs(run.scratch("wacz", "cdx WARC..."), [])
-    for name in ("cdx WACZ...", "cdx ALL.wacz"):
+    for name in ("cdx WACZ...", "cdx ALL.wacz", "cdx OWN.wacz"):
         if as_in_warcs(run.scratch("wacz", name), commands[name]) != reference:
             sys.exit(f"{name}: its lines are not the WARC files' lines moved into the WACZ")
+    with open(run.scratch("wacz", "cdx OWN.wacz")) as fh, \
+            open(run.scratch("wacz", "cdx OWN.wacz trusted")) as trusted:
+        if fh.read() != trusted.read():
+            sys.exit("cdx OWN.wacz trusted: its lines are not those read in place")
     mb = run.total_mb(warcs)
     records = run.total_records(warcs)
     rows = []
@@ -124,10 +138,10 @@ def main(argv=None):
     print(f"\n{len(warcs)} files, {mb:.1f} MB .warc.gz, {records} records; "
           f"walker: {run.walker(os.path.dirname(ours))}; pinned: {bool(pin)}; "
           f"load {os.getloadavg()[0]:.2f}")
-    print(f"{'command':<16} {'best s':>8} {'median s':>9} {'cpu s':>7} {'MB/s':>7} "
+    print(f"{'command':<20} {'best s':>8} {'median s':>9} {'cpu s':>7} {'MB/s':>7} "
           f"{'records/s':>10} {'peak MB':>8} {'x WARCs':>8} {'cpu x':>6}")
     for r in rows:
-        print(f"{r['command']:<16} {r['best_s']:8.2f} {r['median_s']:9.2f} {r['cpu_s']:7.2f} "
+        print(f"{r['command']:<20} {r['best_s']:8.2f} {r['median_s']:9.2f} {r['cpu_s']:7.2f} "
               f"{r['mb_per_s']:7.1f} {r['records_per_s']:10.0f} {r['peak_mb']:8.1f} "
               f"{r['vs_warcs']:8.2f} {r['cpu_vs_warcs']:6.2f}")
     with open(os.path.join(run.OUT, "wacz-results.json"), "w") as fh:

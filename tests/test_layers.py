@@ -201,6 +201,7 @@ LAZY = {
     f"{PACKAGE}.inputs.linecheck": "as inputs.indexes: only a file of no known name is read to "
                                    "see whether it is an index",
     f"{PACKAGE}.warc.wacz": "imports zipfile: only for a WACZ",
+    f"{PACKAGE}.cdx.waczown": "imports zipfile: only for a WACZ with --trust-wacz-index",
     f"{PACKAGE}.warc.zstdwarc": "imports zstandard: only for .warc.zst files (tests/test_cdx.py)",
 }
 

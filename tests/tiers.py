@@ -42,7 +42,7 @@ MODULES = {
         "test_index_build.py", "test_inputs_trust.py", "test_local_engine.py",
         "test_pipeline.py", "test_publish.py", "test_query_pages.py", "test_recompress.py",
         "test_records_trust.py", "test_runtime_trust.py", "test_post_keys.py",
-        "test_wacz.py")},
+        "test_wacz.py", "test_wacz_more.py")},
 }
 # Tests (by function, every parameter) of the other modules: their marker. "slow": seconds
 # of CPU each (measured with --durations)

@@ -48,6 +48,8 @@ class Indexing(Wire):
     zstd_dictionary: str = option_field(options.ZSTD_DICTIONARY)
     # POST and PUT captures keyed with their method and body, as pywb keys them
     post_append: bool = option_field(options.POST_APPEND)
+    # a WACZ's own index taken where its hashes check out
+    trust_wacz_index: bool = option_field(options.TRUST_WACZ_INDEX)
 
     def __post_init__(self):
         # build's option is None until an update takes its cluster's: not asked is off
@@ -104,7 +106,8 @@ def index_archive(path, name, cdx_dir, settings=Indexing(), sample_size=0):
             return status
     result = indexer.index_file(path, name, fmt, cdx_fields=cdx_fields,
                                 zstd_dictionary=settings.zstd_dictionary,
-                                post_append=settings.post_append)
+                                post_append=settings.post_append,
+                                trust_wacz_index=settings.trust_wacz_index)
     if result.errors and settings.on_error == "fail":
         raise IndexingFailed(result.errors)
     status.records, status.lines, status.bytes = result.records, len(result.lines), _size(path)

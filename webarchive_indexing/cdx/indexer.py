@@ -26,6 +26,7 @@ from .. import storage
 from .cdxline import CDX_FIELDS, FORMATS, POST_KEYS, format_line, name_problem
 from .postquery import append_query, method_query
 from .urlkey import url_key
+from ..warc.magic import compression
 from ..warc.walk import ArchiveError, Record, RecordError, Skipped, iter_records
 
 # Metadata records whose payload a walk with Common Crawl's fields reads
@@ -330,8 +331,6 @@ def iter_fields(fh, path, filename, result, cdx_fields="pywb", zstd_dictionary=N
                 continue
             if fields is not None:
                 fields["filename"] = filename
-                if type(item) is not Record:  # a WACZ's (wacz.EntryRecord)
-                    fields["entry"] = item.entry
             if cc:
                 if metadata.last is not None:
                     refers_to, found = metadata.last
@@ -365,10 +364,13 @@ def _fields(item, path, result):
     if item.notes:
         result.warnings.extend((item.offset, message) for message in item.notes)
     try:
-        return record_fields(item.record, item.offset, item.length, item.payload_sha1)
+        fields = record_fields(item.record, item.offset, item.length, item.payload_sha1)
     except FieldError as exc:
         result.errors.append(RecordError(path, item.offset, str(exc)))
         return False
+    if fields is not None and type(item) is not Record:  # a WACZ's (wacz.EntryRecord)
+        fields["entry"] = item.entry
+    return fields
 
 
 def _post_append_fields(fh, path, filename, result, zstd_dictionary):
@@ -414,8 +416,33 @@ def _post_append_fields(fh, path, filename, result, zstd_dictionary):
         yield held[1]
 
 
+def _trusted(fh, path, result, fmt, keys, cdx_fields, post_append):
+    """Whether the lines of the WACZ ``fh`` are those of its own index (then in ``result``);
+    not for another file. Why not, of a WACZ, is a warning (of one that cannot be read, the
+    walk's error), and ``fh`` is back at its start."""
+    if compression(fh.peek(4)[:4]) != "zip":
+        return False
+    from . import waczown
+    try:
+        if cdx_fields != "pywb":
+            raise waczown.Untrusted("its index has pywb's fields, not Common Crawl's")
+        result.lines = waczown.own_lines(fh, path, result.filename, fmt,
+                                         keys, post_append)
+    except waczown.Untrusted as exc:
+        result.warnings.append((0, f"its own index is not taken (--trust-wacz-index): {exc}; "
+                                   "its WARC files are read instead"))
+    except ArchiveError:
+        pass  # no WACZ that can be read: the walk says why
+    else:
+        result.records = len(result.lines)
+        return True
+    if fh.seekable():
+        fh.seek(0)
+    return False
+
+
 def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read, cdx_fields="pywb",
-               zstd_dictionary=None, post_append=False):
+               zstd_dictionary=None, post_append=False, trust_wacz_index=False):
     """Index one WARC/ARC file: an ``IndexResult`` whose lines are sorted as pywb sorts them.
 
     Indexing goes on past a bad record, at the next gzip member, zstd frame or record
@@ -423,7 +450,9 @@ def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read, cdx_fi
     ``cdx_fields="cc"`` adds Common Crawl's fields to CDXJ lines (``cdxline.CDX_FIELDS``).
     ``zstd_dictionary``: a dictionary file for a .warc.zst without a dictionary frame.
     ``post_append``: a POST or PUT capture keyed with its request's method and body, as
-    pywb's ``cdx-indexer -p`` keys it (``postquery``).
+    pywb's ``cdx-indexer -p`` keys it (``postquery``). ``trust_wacz_index``: of a WACZ, the
+    lines of its own index where its hashes check out (``waczown``); else a warning says
+    why not, and its WARC files are read.
     """
     if fmt not in FORMATS:
         raise ValueError(f"unknown CDX format {fmt!r}: choose one of {', '.join(FORMATS)}")
@@ -446,6 +475,8 @@ def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read, cdx_fi
         result.errors.append(ArchiveError(path, 0, f"cannot open: {exc.strerror or exc}"))
         return result
     with fh:
+        if trust_wacz_index and _trusted(fh, path, result, fmt, keys, cdx_fields, post_append):
+            return result
         lines = [format_line(f, fmt, keys)
                  for f in iter_fields(fh, path, result.filename, result, cdx_fields,
                                       zstd_dictionary, post_append)]

@@ -5,7 +5,8 @@ our own cluster writer.
                                   record is a byte range of the package
     indexes/index.cdx.gz          the captures' CDXJ lines in gzip blocks (stored)
     indexes/index.idx             one line per block: cdxj-gzip-1.0 (``zipnum/waczindex.py``)
-    pages/pages.jsonl             the pages: HTML captures answered 2xx, each URL once
+    pages/pages.jsonl             the pages: HTML captures answered 2xx, each URL once, with
+                                  their <title> (``warc/pagetitle.py``)
     datapackage.json              every file with its SHA-256 and size
     datapackage-digest.json       the SHA-256 of datapackage.json
 
@@ -13,6 +14,11 @@ The archives are indexed and their lines sorted by ``build`` (any engine: a one-
 cluster in a work directory beside the output, removed at the end), then streamed once into
 the package's blocks and pages; each WARC is copied in pieces while it is hashed. Memory does
 not grow with the size of the archives (neither holds more than a block or a piece).
+
+Of a cluster (its directory, a build's output or its ``cluster.idx``), nothing is indexed
+again: its lines go into the package as they are (their ``filename`` the name of the
+package's ``archive/`` entry), and the WARC files they name are found below
+``--warc-prefix``, as ``copy`` finds them (``copy.fetch.source_path``: ``storage.below``).
 """
 import datetime
 import hashlib
@@ -21,15 +27,19 @@ import os
 import shutil
 import tempfile
 import zipfile
+from collections import namedtuple
 from dataclasses import dataclass, field
 
 from .. import storage
 from ..cdx.cdxline import fields_of
+from ..copy.fetch import Failed, check_prefix, source_path
 from ..inputs.discovery import InputError, check_output, expand_named
 from ..zipnum.places import cluster_index
 from ..inputs.sources import open_index
 from ..options import ENGINE, BuildOptions, UsageError
 from ..util.progress import Progress, human
+from ..warc.magic import compression
+from ..warc.pagetitle import title
 from ..zipnum import layout, waczindex
 from .build import build
 
@@ -116,34 +126,107 @@ class _Entry(_Hashing):
 
 
 def _archives(inputs, output, options):
+    """``(archives, cluster)``: the WARC files to pack, each with its ``name`` (the filename
+    of its lines, its entry under ``archive/``) and ``path``, and the index source of the
+    cluster whose lines are packed with their number, or None when the archives are to be
+    indexed."""
     found = expand_named(inputs, options.input_root, [output])
+    clusters = [index for index in found.indexes if index.kind == "cluster"]
+    if clusters and (len(inputs) > 1 or len(found.indexes) > 1):
+        raise InputError(f"{clusters[0].path} is a cluster: a WACZ is packed of one cluster "
+                         "(its lines taken as they are) or of WARC files, not of both")
+    if clusters:
+        return _cluster_archives(clusters[0].path, options)
     if found.indexes:
         raise InputError(f"{found.indexes[0].path} is an index: a WACZ packs WARC files, and "
-                         "its index is made from them")
+                         "its index is made from them (or is a cluster's)")
     if found.missing:
         raise InputError(f"no such file: {', '.join(found.missing)} (nothing was written)")
+    if options.warc_prefix:
+        raise UsageError("--warc-prefix says where the WARC files of a cluster are: give it "
+                         "with a cluster, not with WARC files")
     wrong = [a.path for a in found.archives if not a.name.endswith(WACZ_ARCHIVES)]
     if wrong:
         raise InputError(f"{wrong[0]}: a WACZ holds WARC files ({', '.join(WACZ_ARCHIVES)}), "
                          "which its readers replay; make one first (a .warc.zst: "
                          "`webarchive-index recompress FILE -o DIR --output-format gz`)")
-    return found.archives
+    return found.archives, None
+
+
+def _cluster_archives(idx, options):
+    """The WARC files the lines of the cluster ``idx`` name, found below --warc-prefix, each
+    checked to be there and a WARC file; and the cluster's lines, as CDXJ."""
+    prefix = options.warc_prefix
+    if not prefix:
+        raise UsageError(f"{idx} is a cluster: say where the WARC files its lines name are "
+                         "with --warc-prefix DIR (the directory it was built of, as for copy)")
+    check_prefix(prefix)
+    source = open_index(idx, kind="cluster")
+    source.target = "cdxj"  # what a WACZ's index holds, whatever the cluster's format
+    archives, lines = {}, 0
+    for chunk in source.chunks():
+        lines += len(chunk)
+        for line in chunk:
+            name = fields_of(line)["filename"]
+            if name not in archives:
+                archives[name] = _cluster_archive(idx, name, prefix)
+    if not archives:
+        raise InputError(f"{idx}: the cluster holds no lines, so no package of it")
+    return list(archives.values()), (source, lines)
+
+
+def _cluster_archive(idx, name, prefix):
+    if not name.endswith(WACZ_ARCHIVES):
+        raise InputError(f"{idx}: its lines name {name}, which is no WARC file "
+                         f"({', '.join(WACZ_ARCHIVES)}): a WACZ holds WARC files, and a "
+                         "cluster's lines are packed as they are; pack the WARC files instead")
+    try:
+        path = source_path(prefix, name)
+    except Failed as exc:
+        raise InputError(f"{idx}: {exc}") from None
+    try:
+        head = storage.read_range(path, 0, 8)
+    except FileNotFoundError:
+        raise InputError(f"{idx}: its lines name {name}, which is not in --warc-prefix "
+                         f"{prefix} ({path}): give the directory the cluster was built "
+                         "of") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    if compression(head) != "gz" and not head.startswith(b"WARC/"):
+        raise InputError(f"{path}: does not start as a WARC file (.warc.gz or .warc) does, "
+                         "yet the cluster's lines name it")
+    return _Archive(name, path)
+
+
+_Archive = namedtuple("_Archive", "name path")
 
 
 def _page(line):
-    """The page of a CDXJ line: an HTML capture answered 2xx; else None."""
+    """The page of a CDXJ line, and its fields: an HTML capture answered 2xx; else None."""
     fields = fields_of(line)
     if fields.get("mime") not in PAGE_MIMES or not str(fields.get("status", "")).startswith("2"):
         return None
     ts = fields["timestamp"]
     when = f"{ts[0:4]}-{ts[4:6]}-{ts[6:8]}T{ts[8:10]}:{ts[10:12]}:{ts[12:14]}Z"
     return {"id": hashlib.sha1(f"{ts} {fields['url']}".encode()).hexdigest()[:22],
-            "url": fields["url"], "ts": when}
+            "url": fields["url"], "ts": when}, fields
 
 
-def _index(package, cluster, lines_per_block, summary):
-    """The cluster's lines into ``indexes/index.cdx.gz`` (and ``index.idx``) and the pages,
-    counted in ``summary``."""
+def _titled(page, fields, paths):
+    """``page`` with the title of its record's HTML, where it has one (read from its
+    archive, ``paths`` by filename: one ranged read; none without ``paths``)."""
+    path = paths.get(fields.get("filename"))
+    if path and fields.get("offset", "").isdigit() and fields.get("length", "").isdigit():
+        found = title(path, int(fields["offset"]), int(fields["length"]))
+        if found:
+            page["title"] = found
+    return page
+
+
+def _index(package, source, lines_per_block, summary, paths):
+    """The lines of the index ``source`` into ``indexes/index.cdx.gz`` (and ``index.idx``)
+    and the pages (titled from the archives ``paths`` by filename), counted in
+    ``summary``."""
     # a ZIP takes one entry at a time: the pages wait in a file until the index is in
     with tempfile.TemporaryFile() as page_file:
         page_file.write(json.dumps({"format": "json-pages-1.0", "id": "pages",
@@ -152,14 +235,14 @@ def _index(package, cluster, lines_per_block, summary):
             writer = layout.ShardWriter(data, waczindex.DATA_NAME, lines_per_block,
                                         index_line=waczindex.index_line)
             last_key = None  # the lines come sorted: a URL's captures are together
-            for chunk in open_index(cluster).chunks():
+            for chunk in source.chunks():
                 for line in chunk:
                     writer.add(line + b"\n")
                     page = _page(line)
                     key = line.split(b" ", 1)[0]
                     if page and key != last_key:
                         last_key = key
-                        page_file.write(json.dumps(page).encode() + b"\n")
+                        page_file.write(json.dumps(_titled(*page, paths)).encode() + b"\n")
                         summary.pages += 1
                 summary.lines += len(chunk)
             index = writer.close()
@@ -173,7 +256,7 @@ def _index(package, cluster, lines_per_block, summary):
 
 
 def _copy_archive(package, archive, summary):
-    size = os.path.getsize(archive.path)
+    size = storage.size(archive.path)
     with package.entry("archive/" + archive.name, size=size) as entry, \
             storage.open_read(archive.path) as source:
         while piece := source.read(PIECE):
@@ -181,35 +264,47 @@ def _copy_archive(package, archive, summary):
             summary.archive_bytes += len(piece)
 
 
+def _built(inputs, work, options, summary):
+    """The one-shard cluster of the archives ``inputs`` name, built in ``work``, and its
+    number of lines; its problems in ``summary``."""
+    # the same INPUTs as named here: the lines' filenames are the archives' names
+    built = build(inputs, work, BuildOptions(
+        shards=1, on_error=options.on_error, input_root=options.input_root,
+        progress=options.progress, skip_existing=False,
+        # POST and PUT captures under the keys ReplayWeb.page looks them up by
+        post_append=True,
+        **{option.dest: getattr(options, option.dest) for option in ENGINE}))
+    summary.errors, summary.warnings = built.errors, built.warnings
+    return open_index(cluster_index(built.cluster_dir)), built.lines
+
+
 def pack(inputs, output, options):
-    """Pack the WARC files ``inputs`` name into the WACZ ``output`` (``WaczOptions``); a
-    ``WaczSummary``. ``InputError`` / ``UsageError`` before anything is written; a build
-    that fails raises as ``build`` does, and no package is written."""
+    """Pack the WARC files ``inputs`` name (or those of the cluster it names) into the
+    WACZ ``output`` (``WaczOptions``); a ``WaczSummary``. ``InputError`` / ``UsageError``
+    before anything is written; a build that fails raises as ``build`` does, and no
+    package is written."""
     if not output.endswith(".wacz"):
         raise UsageError(f"-o {output}: a WACZ package's name ends in .wacz")
     if not storage.is_local(output):
         raise UsageError(f"-o {output}: a WACZ is written to a local file (copy it to its "
                          "place afterwards)")
     check_output(output, inputs)
-    archives = _archives(inputs, output, options)
+    archives, cluster = _archives(inputs, output, options)
     summary = WaczSummary(output, archives=len(archives))
     when = _now()
     work = tempfile.mkdtemp(prefix=".wacz-", dir=os.path.dirname(os.path.abspath(output)))
     progress = Progress(enabled=options.progress)
     try:
-        # the same INPUTs as named here: the lines' filenames are the archives' names
-        built = build(inputs, work, BuildOptions(
-            shards=1, on_error=options.on_error, input_root=options.input_root,
-            progress=options.progress, skip_existing=False,
-            # POST and PUT captures under the keys ReplayWeb.page looks them up by
-            post_append=True,
-            **{option.dest: getattr(options, option.dest) for option in ENGINE}))
-        summary.errors, summary.warnings = built.errors, built.warnings
-        total = sum(os.path.getsize(a.path) for a in archives)
+        if cluster is None:
+            cluster = _built(inputs, work, options, summary)
+        source, lines = cluster
+        total = sum(storage.size(a.path) for a in archives)
         progress.transfer(f"packing {output}", lambda: (summary.lines, summary.archive_bytes),
-                          built.lines, total)
+                          lines, total)
         with storage.open_atomic(output) as fh, _Package(fh, when) as package:
-            _index(package, cluster_index(built.cluster_dir), options.lines_per_block, summary)
+            _index(package, source, options.lines_per_block, summary,
+                   {archive.name: archive.path for archive in archives}
+                   if options.page_titles else {})
             for archive in archives:
                 _copy_archive(package, archive, summary)
             datapackage = json.dumps({

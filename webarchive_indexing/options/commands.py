@@ -287,11 +287,15 @@ def _wacz_parser(sub, help_line):
                     "datapackage.json): the WARCs stored as they are, their captures indexed "
                     "by build (any --runner) into indexes/index.cdx.gz and index.idx "
                     "(cdxj-gzip-1.0, as ReplayWeb.page, pywb and py-wacz read it), the pages "
-                    "(HTML captures answered 2xx) listed, every file hashed (SHA-256). "
-                    "FILE.wacz appears only once complete. See docs/wacz.md.",
+                    "(HTML captures answered 2xx) listed with their <title>, every file "
+                    "hashed (SHA-256). INPUT may instead be one cluster (a build's output, "
+                    "its cluster directory or cluster.idx): its lines are packed as they are, "
+                    "with the WARC files they name, found below --warc-prefix. FILE.wacz "
+                    "appears only once complete. See docs/wacz.md.",
         epilog="Exit status: 0 done; 1 failed, nothing written; 2 bad usage; 3 written, but "
                "some records could not be indexed (--on-error skip; listed).")
-    o.add(wacz, o.INPUTS, o.WACZ_OUTPUT, o.WACZ_LINES_PER_BLOCK, o.WACZ_TITLE, o.INPUT_ROOT,
+    o.add(wacz, o.INPUTS, o.WACZ_OUTPUT, o.WACZ_LINES_PER_BLOCK, o.WACZ_TITLE, o.WACZ_WARC_PREFIX,
+          o.WACZ_PAGE_TITLES, o.INPUT_ROOT,
           o.ON_ERROR, o.PROGRESS, *o.ENGINE)
 
 

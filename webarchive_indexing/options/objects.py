@@ -13,7 +13,8 @@ from .outputs import (CDX_PATH, COPY_CLUSTER, COPY_OUTPUT, COPY_WARC_OUTPUT, DIC
                       DICT_SIZE, DOMAINS, DOMAINS_FILE, EXPORT_FORMAT, EXPORT_OUTPUT, LEVEL,
                       NAME_PREFIX, OUTPUT_FORMAT, PATH_OPTIONS, PROCESSES,
                       RECOMPRESS_SKIP_EXISTING, RECORDS_CSV, RECORDS_PER_FILE, RETRIES, THREADS,
-                      WARC_PREFIX, WACZ_LINES_PER_BLOCK, WACZ_TITLE)
+                      WARC_PREFIX, WACZ_LINES_PER_BLOCK, WACZ_TITLE,
+                      WACZ_WARC_PREFIX, WACZ_PAGE_TITLES)
 
 
 def compression_level(fmt, level):
@@ -188,7 +189,8 @@ class RecompressOptions(Options):
 
 class WaczOptions(Options):
     """What ``wacz.pack(inputs, output, options)`` packs, and with which engine it indexes."""
-    OPTIONS = (WACZ_LINES_PER_BLOCK, WACZ_TITLE, INPUT_ROOT, ON_ERROR, PROGRESS, *ENGINE)
+    OPTIONS = (WACZ_LINES_PER_BLOCK, WACZ_TITLE, WACZ_WARC_PREFIX, WACZ_PAGE_TITLES, INPUT_ROOT,
+               ON_ERROR, PROGRESS, *ENGINE)
 
 
 class ExportOptions(Options):

@@ -86,6 +86,14 @@ WACZ_LINES_PER_BLOCK = LINES_PER_BLOCK.but(
          f"{WACZ_LINES_PER_BLOCK_DEFAULT}, as py-wacz: a browser inflates one block of ~100-300 "
          "KB per lookup and loads index.idx whole, one line per block)")
 WACZ_TITLE = Option("--title", metavar="TEXT", help="the package's title (datapackage.json)")
+WACZ_PAGE_TITLES = Flag(
+    "page-titles", True,
+    "give each page of pages.jsonl the <title> of its HTML (default): one ranged read of at "
+    "most 64 KB of its record",
+    "list the pages without titles (no read per page: e.g. of WARC files on S3)")
+WACZ_WARC_PREFIX = WARC_PREFIX.but(
+    required=False, help="of a cluster: where the WARC files its lines name are (the "
+                         "directory it was built of, or s3://, http(s)://), as for copy")
 
 # how copy writes its WARC files (part of its plan)
 COPY_WARC_OUTPUT = (

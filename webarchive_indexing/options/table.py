@@ -109,16 +109,24 @@ POST_APPEND = Flag(
     "then finds the capture of each request body (CDX11 and CDX9: the key alone)",
     "key captures by their URL alone, as pywb's cdx-indexer and cdxj-indexer do without -p "
     "(default)")
+TRUST_WACZ_INDEX = Flag(
+    "trust-wacz-index", False,
+    "of a WACZ with an index of its own (indexes/*.cdx, .cdxj, .cdx.gz) whose datapackage.json "
+    "hashes (and datapackage-digest.json) check out: take its lines, pointed into the WACZ, "
+    "instead of reading its WARC files; else say why and read them",
+    "read the WARC files of every WACZ (default)")
 ZSTD_DICTIONARY = Option("--zstd-dictionary", metavar="FILE",
                          help="the zstd dictionary of .warc.zst inputs that do not hold their "
                               "own (a dictionary frame at the start of a file is used where "
                               "there is one); local, s3:// or http(s)://")
-INDEXING = (CDX_FORMAT, CDX_FIELDS, POST_APPEND, INPUT_ROOT, SKIP_EXISTING, ZSTD_DICTIONARY)
+INDEXING = (CDX_FORMAT, CDX_FIELDS, POST_APPEND, INPUT_ROOT, SKIP_EXISTING, ZSTD_DICTIONARY,
+            TRUST_WACZ_INDEX)
 # what build takes of them, with index inputs (an update keeps the cluster's POST keys)
 BUILD_INDEXING = (BUILD_CDX_FORMAT, CDX_FIELDS,
                   POST_APPEND.but(default=None, off_help=POST_APPEND.off_help[:-len("(default)")]
                                   + "(default; an update: as the cluster was built)"),
-                  INPUT_ROOT, SKIP_EXISTING, LEGACY_PREFIX, REKEY, ZSTD_DICTIONARY)
+                  INPUT_ROOT, SKIP_EXISTING, LEGACY_PREFIX, REKEY, ZSTD_DICTIONARY,
+                  TRUST_WACZ_INDEX)
 
 # What a build writes (build --help, the README)
 BUILD_OUTPUT = """\
