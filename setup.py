@@ -1,15 +1,67 @@
 import os
+import tempfile
 
 from setuptools import Extension, find_packages, setup
+from setuptools.command.build_ext import build_ext
 
-# records.GzipMembers' compiled twin, linked to ISA-L (Debian/Ubuntu: libisal-dev; Homebrew:
-# isa-l). Optional: where it cannot be built the install goes on without it, and indexing
+# records.GzipMembers' compiled twin. It inflates with ISA-L where its headers are found
+# (Debian/Ubuntu: libisal-dev; Homebrew: isa-l), else with zlib, whose headers come wherever
+# Python's do (Debian's libpython3-dev depends on zlib1g-dev). Optional: where no C extension
+# can be built (no compiler, no Python headers) the install goes on without it, and indexing
 # runs the same in pure Python, slower. WEBARCHIVE_INDEXING_PURE=1 leaves it out on purpose,
-# for a wheel that installs anywhere (the EMR launchers build one).
-EXTENSIONS = [] if os.environ.get("WEBARCHIVE_INDEXING_PURE") == "1" else [
-    Extension("webarchive_indexing.warc._members", ["webarchive_indexing/warc/_members.c"],
-              libraries=["isal"], optional=True),
+# for a wheel that installs anywhere (the EMR launchers build one);
+# WEBARCHIVE_INDEXING_INFLATER=zlib or isal chooses the inflater instead of the probe.
+PURE = os.environ.get("WEBARCHIVE_INDEXING_PURE") == "1"
+MEMBERS = "webarchive_indexing.warc._members"
+# What --version says of the pure walker when the compiled one is missing: why (written at
+# every install, so that it never tells of an earlier one)
+WHY_PURE = "webarchive_indexing/warc/_install.py"
+EXTENSIONS = [] if PURE else [
+    Extension(MEMBERS, ["webarchive_indexing/warc/_members.c"], optional=True),
 ]
+
+
+def write_why_pure(reason):
+    with open(WHY_PURE, "w", encoding="utf-8") as fh:
+        fh.write(f"# Written by setup.py at install: why the compiled walker is missing, if it is\n"
+                 f"WHY_PURE = {reason!r}\n")
+
+
+def inflater(compiler, tmp):
+    """"isal" if ISA-L's inflate compiles and links here, else "zlib" (or as the environment
+    says)."""
+    chosen = os.environ.get("WEBARCHIVE_INDEXING_INFLATER")
+    if chosen:
+        if chosen not in ("isal", "zlib"):
+            raise SystemExit(f"WEBARCHIVE_INDEXING_INFLATER={chosen}: say isal or zlib")
+        return chosen
+    probe = os.path.join(tmp, "probe.c")
+    with open(probe, "w") as fh:
+        fh.write("#include <isa-l/igzip_lib.h>\n"
+                 "int main(void) { struct inflate_state s; isal_inflate_init(&s); return 0; }\n")
+    try:
+        objects = compiler.compile([probe], output_dir=tmp)
+        compiler.link_executable(objects, "probe", output_dir=tmp, libraries=["isal"])
+    except Exception:  # (CompileError, LinkError: ISA-L is not here)
+        return "zlib"
+    return "isal"
+
+
+class BuildExt(build_ext):
+    """The compiled walker linked to the inflater found here; its absence explained."""
+
+    def build_extension(self, ext):
+        if ext.name == MEMBERS:
+            with tempfile.TemporaryDirectory() as tmp:
+                chosen = inflater(self.compiler, tmp)
+            ext.libraries = ["isal"] if chosen == "isal" else ["z"]
+            ext.define_macros = [("WALKER_ISAL", "1")] if chosen == "isal" else []
+        super().build_extension(ext)
+
+
+write_why_pure("WEBARCHIVE_INDEXING_PURE=1 at install" if PURE else
+               "no C compiler or no Python headers at install: install them (Debian/Ubuntu: "
+               "build-essential python3-dev), then reinstall, for the faster compiled one")
 
 setup(
     name="webarchive-indexing",
@@ -25,6 +77,7 @@ setup(
     + ["webarchive_indexing.jobs"],
     package_dir={"webarchive_indexing": "webarchive_indexing", "webarchive_indexing.jobs": "jobs"},
     ext_modules=EXTENSIONS,
+    cmdclass={"build_ext": BuildExt},
     install_requires=[
         "warcio>=1.7.4",
         "surt>=0.3.1",

@@ -189,6 +189,8 @@ LAZY = {
     f"{PACKAGE}.inputs.discovery": "as commands.cdx (commands.report is loaded by every command)",
     f"{PACKAGE}.storage": "as commands.cdx (commands.report is loaded by every command)",
     f"{PACKAGE}.warc.walk": "as commands.cdx (--version)",
+    f"{PACKAGE}.warc._install": "written by setup.py (no module in a plain checkout): --version "
+                                "only, to say why the compiled walker is missing",
     f"{PACKAGE}.build.merge": "cdx of one archive to stdout loads none of build "
                               "(tests/test_cdx.py): only cdx of several, or cdx -o",
     f"{PACKAGE}.build.runs": "as build.merge",

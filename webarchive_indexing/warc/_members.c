@@ -1,6 +1,7 @@
 /* The compiled twin of records.GzipMembers: the same walk over a file of gzip members,
- * inflated with ISA-L (the library python-isal wraps), with the same methods, results and
- * errors, so records.py runs unchanged on either.  What it adds is speed: no Python objects
+ * inflated with ISA-L (the library python-isal wraps) where setup.py found it (WALKER_ISAL),
+ * else with zlib, with the same methods, results and errors, so records.py runs unchanged on
+ * either.  What it adds is speed: no Python objects
  * per inflated chunk, and ``skim``, which passes over the records an indexer never lists
  * (requests, metadata) without returning to Python at all.
  *
@@ -10,7 +11,18 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
+#ifdef WALKER_ISAL
 #include <isa-l/igzip_lib.h>
+#define INFLATER "ISA-L"
+#else
+#include <zlib.h>
+#define INFLATER "zlib"
+/* the ISA-L codes (igzip_lib.h) of the errors zlib's words are mapped to, below */
+#define ISAL_INVALID_BLOCK -1
+#define ISAL_INVALID_WRAPPER -4
+#define ISAL_UNSUPPORTED_METHOD -5
+#define ISAL_INCORRECT_CHECKSUM -6
+#endif
 
 #define READ_SIZE (1 << 20)
 #define FIRST_STEP (1 << 11)
@@ -36,7 +48,12 @@ typedef struct {
     unsigned char *out;             /* inflated bytes of the member kept; out[pos] is next */
     Py_ssize_t out_len, out_cap, pos;
     long long dropped;              /* inflated and dropped before out[0] */
+#ifdef WALKER_ISAL
     struct inflate_state inflater;
+#else
+    z_stream inflater;
+    int inflater_ready;             /* inflateInit2 done (inflateEnd due) */
+#endif
 } Members;
 
 /* -- errors ------------------------------------------------------------------------------- */
@@ -63,20 +80,57 @@ archive_error(Members *self, long long offset, PyObject *reason)
     return NULL;
 }
 
-/* The words python-isal's IsalError gives for each ISA-L inflate error. */
+/* members.CORRUPT, by ISA-L error code, and CORRUPT_DEFLATE for any other */
 static const char *
-inflate_error_text(int code)
+corrupt_words(int code)
 {
     switch (code) {
-    case ISAL_INVALID_BLOCK: return "Invalid deflate block found";
-    case ISAL_INVALID_SYMBOL: return "Invalid deflate symbol found";
-    case ISAL_INVALID_LOOKBACK: return "Invalid lookback distance found";
-    case ISAL_INVALID_WRAPPER: return "Invalid gzip/zlib wrapper found";
-    case ISAL_UNSUPPORTED_METHOD: return "Gzip/zlib wrapper specifies unsupported compress method";
-    case ISAL_INCORRECT_CHECKSUM: return "Incorrect checksum found";
-    case ISAL_NEED_DICT: return "Dictionary needed";
-    default: return "Unknown error";
+    case ISAL_INVALID_WRAPPER: return "corrupt gzip data: its gzip header is invalid";
+    case ISAL_UNSUPPORTED_METHOD:
+        return "corrupt gzip data: its gzip header names a compression method other than deflate";
+    case ISAL_INCORRECT_CHECKSUM:
+        return "corrupt gzip data: its CRC-32 or length does not match the data inflated";
+    default: return "corrupt gzip data: invalid deflate data";
     }
+}
+
+#ifndef WALKER_ISAL
+/* The ISA-L error code of what zlib found wrong (its msg), so that the words are the same
+ * with either inflater. */
+static int
+zlib_error_code(const char *msg)
+{
+    static const struct { const char *words; int code; } codes[] = {
+        {"incorrect data check", ISAL_INCORRECT_CHECKSUM},
+        {"incorrect length check", ISAL_INCORRECT_CHECKSUM},
+        {"header crc mismatch", ISAL_INVALID_WRAPPER},
+        {"incorrect header check", ISAL_INVALID_WRAPPER},
+        {"unknown header flags set", ISAL_INVALID_WRAPPER},
+        {"unknown compression method", ISAL_UNSUPPORTED_METHOD},
+    };
+    for (size_t i = 0; msg != NULL && i < sizeof codes / sizeof codes[0]; i++)
+        if (strcmp(msg, codes[i].words) == 0)
+            return codes[i].code;
+    return ISAL_INVALID_BLOCK;
+}
+#endif
+
+/* Inflate from the input and into the output the inflater is given; 0 on success, else an
+ * ISA-L error code. *finished is set at the end of the member. */
+static int
+inflate_some(Members *self, int *finished)
+{
+#ifdef WALKER_ISAL
+    int err = isal_inflate(&self->inflater);
+    *finished = self->inflater.block_state == ISAL_BLOCK_FINISH;
+    return err == ISAL_DECOMP_OK ? 0 : err;
+#else
+    int err = inflate(&self->inflater, Z_NO_FLUSH);
+    *finished = err == Z_STREAM_END;
+    /* (Z_BUF_ERROR: no progress possible, no more input yet) */
+    return err == Z_OK || err == Z_STREAM_END || err == Z_BUF_ERROR ? 0
+        : zlib_error_code(self->inflater.msg);
+#endif
 }
 
 /* -- buffers ------------------------------------------------------------------------------ */
@@ -178,28 +232,36 @@ inflate_step(Members *self, Py_ssize_t step)
     }
     Py_ssize_t avail = self->raw_len - self->rpos;
     Py_ssize_t chunk = avail < step ? avail : step;
+#ifdef WALKER_ISAL
     struct inflate_state *st = &self->inflater;
+#else
+    z_stream *st = &self->inflater;
+#endif
+    int finished;
     st->next_in = self->raw + self->rpos;
     st->avail_in = (uint32_t)chunk;
     do {
         if (reserve(&self->out, &self->out_cap, self->out_len + 4 * CHUNK) < 0)
             return -1;
         st->next_out = self->out + self->out_len;
-        /* ISA-L counts in 32 bits; read() of a huge member may hold more than that */
+        /* ISA-L and zlib count in 32 bits; read() of a huge member may hold more than that */
         Py_ssize_t free_space = self->out_cap - self->out_len;
         uint32_t room = free_space > (1 << 30) ? 1 << 30 : (uint32_t)free_space;
         st->avail_out = room;
-        int err = isal_inflate(st);
+        int err = inflate_some(self, &finished);
         self->out_len += room - st->avail_out;
-        if (err != ISAL_DECOMP_OK) {
-            archive_error(self, self->start, PyUnicode_FromFormat(
-                "corrupt gzip data: Error %d %s", err, inflate_error_text(err)));
+        if (err) {
+            archive_error(self, self->start, PyUnicode_FromString(corrupt_words(err)));
             return -1;
         }
-    } while (st->block_state != ISAL_BLOCK_FINISH && (st->avail_in > 0 || st->avail_out == 0));
-    if (st->block_state == ISAL_BLOCK_FINISH) {
+    } while (!finished && (st->avail_in > 0 || st->avail_out == 0));
+    if (finished) {
+#ifdef WALKER_ISAL
         /* input ISA-L read ahead into its bit buffer belongs to the next member */
         self->rpos = (st->next_in - self->raw) - st->read_in_length / 8;
+#else
+        self->rpos = st->next_in - self->raw;
+#endif
         self->end = self->raw_offset + self->rpos;
     } else {
         self->rpos += chunk;
@@ -249,8 +311,15 @@ start_member(Members *self)
     self->pos = 0;
     self->out_len = 0;
     self->dropped = 0;
+#ifdef WALKER_ISAL
     isal_inflate_reset(&self->inflater);
     self->inflater.crc_flag = ISAL_GZIP;
+#else
+    if (inflateReset(&self->inflater) != Z_OK) {
+        PyErr_SetString(PyExc_RuntimeError, "zlib's inflateReset failed");
+        return -1;
+    }
+#endif
     return inflate_step(self, FIRST_STEP) < 0 ? -1 : 1;
 }
 
@@ -889,7 +958,18 @@ Members_init(Members *self, PyObject *args, PyObject *kwds)
     self->raw_len = self->rpos = self->out_len = self->pos = 0;
     self->raw_offset = self->start = self->dropped = 0;
     self->end = -1;
+#ifdef WALKER_ISAL
     isal_inflate_init(&self->inflater);
+#else
+    if (!self->inflater_ready) {
+        /* 31: a gzip wrapper, as the Python twin's decompressobj(31) */
+        if (inflateInit2(&self->inflater, 31) != Z_OK) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->inflater_ready = 1;
+    }
+#endif
     return 0;
 }
 
@@ -903,6 +983,10 @@ Members_dealloc(Members *self)
     Py_XDECREF(self->readinto);
     PyMem_Free(self->raw);
     PyMem_Free(self->out);
+#ifndef WALKER_ISAL
+    if (self->inflater_ready)
+        inflateEnd(&self->inflater);
+#endif
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -952,7 +1036,8 @@ static PyTypeObject MembersType = {
 
 static struct PyModuleDef members_module = {
     PyModuleDef_HEAD_INIT, "_members",
-    "records.GzipMembers compiled against ISA-L (optional: records.py works without it).", -1,
+    "records.GzipMembers compiled, inflating with ISA-L or zlib (optional: records.py works "
+    "without it).", -1,
 };
 
 PyMODINIT_FUNC
@@ -963,7 +1048,8 @@ PyInit__members(void)
     PyObject *module = PyModule_Create(&members_module);
     if (module == NULL)
         return NULL;
-    if (PyModule_AddObjectRef(module, "Members", (PyObject *)&MembersType) < 0) {
+    if (PyModule_AddObjectRef(module, "Members", (PyObject *)&MembersType) < 0
+            || PyModule_AddStringConstant(module, "INFLATER", INFLATER) < 0) {
         Py_DECREF(module);
         return NULL;
     }

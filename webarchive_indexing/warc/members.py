@@ -5,9 +5,10 @@ member's start (where the header blocks are) and more after; the records an inde
 member, ``recover`` finds the next one.
 
 ``GzipMembers`` has a compiled twin, ``_members.Members`` (``CompiledMembers``, built at
-install time where ISA-L's headers are found, e.g. Debian's ``libisal-dev``), with the same
-methods and results; ``records`` uses it when present, and it spares the walk most of its
-Python work. This module is its specification.
+install time wherever a C extension builds, inflating with ``INFLATER``: ISA-L where its
+headers are found, e.g. Debian's ``libisal-dev``, else zlib), with the same methods and
+results; ``records`` uses it when present, and it spares the walk most of its Python work.
+This module is its specification.
 """
 import re
 
@@ -19,9 +20,27 @@ from .base import (CHUNK, HEADER_LINE_MAX, HEADERS_MAX, READ_SIZE, TOO_LONG_LINE
                    RecordError)
 
 try:
-    from ._members import Members as CompiledMembers
-except ImportError:  # not built: no C compiler or no ISA-L headers when it was installed
-    CompiledMembers = None
+    from ._members import INFLATER, Members as CompiledMembers
+    MISSING = None
+except ImportError as exc:  # not built (--version says why), or built but does not load
+    CompiledMembers = INFLATER = None
+    MISSING = exc
+
+
+def describe_walker(compiled):
+    """Which member walker runs (``compiled``: the compiled one, where it loads) and with which
+    inflater, or why the pure Python one: what ``--version`` says."""
+    if compiled:
+        return f"compiled, {INFLATER}"
+    if MISSING is None:
+        return "pure Python (the compiled one set aside)"
+    if getattr(MISSING, "name", None) != __name__.rpartition(".")[0] + "._members":
+        return f"pure Python (the compiled one does not load: {MISSING}; reinstall)"
+    try:
+        from ._install import WHY_PURE
+    except ImportError:
+        WHY_PURE = "not installed by setup.py: pip install -e ."
+    return f"pure Python ({WHY_PURE})"
 
 # Where a gzip member may start: the magic, deflate, and flags without the reserved bits.
 MEMBER_START = re.compile(rb"\x1f\x8b\x08[\x00-\x1f]")
@@ -38,6 +57,14 @@ TRAILER_MAX = 256
 # A line warcio's parser takes as the end of a header block: nothing but whitespace.
 BLANK_LINE = re.compile(rb"\n[ \t\r\x0b\x0c\x1c-\x1f]*\n")
 FIRST_LINE_BLANK = re.compile(rb"[ \t\r\x0b\x0c\x1c-\x1f]*\n")
+# What is wrong with a member that does not inflate, in words that do not depend on the
+# inflater (python-isal here; ISA-L or zlib in the compiled twin, which differ in how they
+# name a bad deflate block): by the ISA-L error code, and for any other code
+CORRUPT = {-4: "corrupt gzip data: its gzip header is invalid",
+           -5: "corrupt gzip data: its gzip header names a compression method other than deflate",
+           -6: "corrupt gzip data: its CRC-32 or length does not match the data inflated"}
+CORRUPT_DEFLATE = "corrupt gzip data: invalid deflate data"
+ISAL_ERROR_CODE = re.compile(r"Error (-?\d+)")
 # What follows a record in its gzip member when the member holds another record: a WARC
 # header, or an ARC header line (URL, IP address, date, MIME type, length).
 ANOTHER_RECORD = re.compile(rb"[ \t\n\r\x0b\x0c]*(?:WARC/|\S+ \S+ \d{12,} \S+ \d+\r?\n)")
@@ -111,7 +138,9 @@ class GzipMembers:
         try:
             data = self.inflater.decompress(chunk)
         except isal_zlib.error as exc:
-            raise ArchiveError(self.path, self.start, f"corrupt gzip data: {exc}") from None
+            code = ISAL_ERROR_CODE.match(str(exc))
+            raise ArchiveError(self.path, self.start,
+                               CORRUPT.get(code and int(code[1]), CORRUPT_DEFLATE)) from None
         if self.inflater.eof:
             self.rpos += len(chunk) - len(self.inflater.unused_data)
             self.end = self.raw_offset + self.rpos

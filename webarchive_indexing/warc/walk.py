@@ -34,7 +34,7 @@ warcio reads it (e.g. one cut short by the end of the file).
         for item in iter_records(fh, "example.warc.gz", wants_payload):
             ...
 """
-from .members import CompiledMembers, GzipMembers
+from .members import CompiledMembers, GzipMembers, describe_walker
 from .headers import SKIM_HEADERS, HeaderBlock, hash_rest, lite_record
 from .magic import compression
 from .plain import iter_plain

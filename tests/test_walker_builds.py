@@ -1,0 +1,155 @@
+"""The compiled member walker as setup.py builds it with either inflater (ISA-L where its
+headers are found, else zlib, which every machine that builds C extensions has): both give
+byte-identical CDX, record counts, errors and warnings to each other and to the pure Python
+walker, on the real samples, a crawl-like corpus and the bad-input corpus; and ``--version``
+says which walker runs and why.
+
+Both variants are compiled here from ``_members.c`` into a temporary directory (a few
+seconds). Where ISA-L's headers are missing its variant is skipped, unless
+WEBARCHIVE_INDEXING_REQUIRE_COMPILED=1 (as CI sets it, having installed them).
+"""
+import importlib.util
+import io
+import os
+import random
+import sys
+
+import pytest
+from setuptools import Distribution, Extension
+from setuptools.command.build_ext import build_ext
+
+from webarchive_indexing import cli
+from webarchive_indexing.cdx.indexer import index_file
+from webarchive_indexing.commands.corpus import make_corpus
+from webarchive_indexing.warc import members as gzipmembers, walk as records
+import badinput
+from helpers import REAL
+
+SOURCE = os.path.join(os.path.dirname(gzipmembers.__file__), "_members.c")
+NAME = "webarchive_indexing.warc._members"
+VARIANTS = {"zlib": ([], ["z"]), "ISA-L": ([("WALKER_ISAL", "1")], ["isal"])}
+
+
+def build(variant, directory):
+    """The walker compiled with ``variant``'s inflater, as setup.py's BuildExt compiles it."""
+    macros, libraries = VARIANTS[variant]
+    dist = Distribution({"ext_modules": [Extension(NAME, [SOURCE], define_macros=macros,
+                                                   libraries=libraries)]})
+    command = build_ext(dist)
+    command.build_lib = command.build_temp = str(directory)
+    command.ensure_finalized()
+    command.run()
+    (path,) = command.get_outputs()
+    spec = importlib.util.spec_from_file_location(NAME, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module", params=sorted(VARIANTS))
+def compiled(request, tmp_path_factory):
+    """One variant's module; skipped where it does not build (ISA-L's headers
+    missing), unless CI requires it."""
+    try:
+        module = build(request.param, tmp_path_factory.mktemp(request.param))
+    except Exception as exc:  # (CompileError, LinkError)
+        if os.environ.get("WEBARCHIVE_INDEXING_REQUIRE_COMPILED") == "1":
+            raise
+        pytest.skip(f"the {request.param} walker does not build here: {exc}")
+    assert module.INFLATER == request.param
+    return module
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory):
+    (path,) = make_corpus(str(tmp_path_factory.mktemp("corpus")), files=1, captures=40, seed=5)
+    return path
+
+
+def outcome(path, walker, monkeypatch):
+    """index_file's lines, records, errors and warnings with ``walker`` (None: pure Python)."""
+    with monkeypatch.context() as patch:
+        patch.setattr(records, "CompiledMembers", walker)
+        result = index_file(str(path), "x.warc.gz")
+    return result.lines, result.records, [str(e) for e in result.errors], result.warnings
+
+
+def test_real_samples_and_a_crawl_index_alike(compiled, crawl, monkeypatch):
+    paths = [os.path.join(REAL, name) for name in sorted(os.listdir(REAL)) if name.endswith(".gz")]
+    assert len(paths) > 3
+    lines = 0
+    for path in paths + [crawl]:
+        ours = outcome(path, compiled.Members, monkeypatch)
+        assert ours == outcome(path, None, monkeypatch), path
+        lines += len(ours[0])
+    assert lines > 50
+
+
+def test_damaged_crawl_indexes_alike(compiled, crawl, monkeypatch, tmp_path):
+    """Bytes flipped, dropped or added all over a crawl: the same lines and the same words
+    for every corrupt member (in words that do not depend on the inflater)."""
+    data = open(crawl, "rb").read()
+    rng = random.Random(3)
+    errors = set()
+    for k in range(30):
+        at = rng.randrange(len(data))
+        bad = (data[:at] + bytes([data[at] ^ (1 << rng.randrange(8))]) + data[at + 1:],
+               data[:at] + data[at + 1:], data[:at] + b"\x00" + data[at:])[k % 3]
+        path = tmp_path / f"bad{k}.warc.gz"
+        path.write_bytes(bad)
+        ours = outcome(path, compiled.Members, monkeypatch)
+        assert ours == outcome(path, None, monkeypatch), (k, at)
+        errors.update(e.split(": ", 2)[-1].split(";")[0] for e in ours[2])
+    assert {"corrupt gzip data: invalid deflate data",
+            "corrupt gzip data: its CRC-32 or length does not match the data inflated"} <= errors, errors
+
+
+def test_bad_input_corpus_indexes_alike(compiled, tmp_path, monkeypatch):
+    cases = [case for case in badinput.cases(badinput.make_bases(str(tmp_path)))
+             if case.base.compression == "gz"]
+    assert len(cases) > 200
+    for case in cases:
+        path = badinput.write(case, str(tmp_path))
+        assert outcome(path, compiled.Members, monkeypatch) == outcome(path, None, monkeypatch), path
+
+
+def test_methods_answer_alike(compiled, crawl):
+    """Random reads, lines, peeks, skips, drains and finishes, as tests/test_members.py."""
+    from test_members import walk
+    data = open(crawl, "rb").read()
+    for seed in range(2):
+        cut = data[:len(data) - 7 * seed]
+        ours = walk(compiled.Members(io.BytesIO(cut), "f", records.ArchiveError, records.RecordError),
+                    random.Random(seed))
+        assert ours == walk(gzipmembers.GzipMembers(io.BytesIO(cut), "f"), random.Random(seed))
+
+
+def version(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--version"])
+    return capsys.readouterr().out.strip()
+
+
+def test_version_names_the_inflater(compiled, monkeypatch, capsys):
+    monkeypatch.setattr(records, "CompiledMembers", compiled.Members)
+    monkeypatch.setattr(gzipmembers, "INFLATER", compiled.INFLATER)
+    assert version(capsys).endswith(f"member walker: compiled, {compiled.INFLATER}")
+
+
+@pytest.mark.parametrize("why", ["WEBARCHIVE_INDEXING_PURE=1 at install",
+                                 "no C compiler or no Python headers at install: ..."])
+def test_version_says_why_the_walker_is_pure(why, monkeypatch, capsys):
+    """The reason setup.py wrote at install, not a guess: a deliberate pure install is not
+    blamed on missing headers."""
+    monkeypatch.setattr(records, "CompiledMembers", None)
+    monkeypatch.setattr(gzipmembers, "MISSING", ModuleNotFoundError(name=NAME))
+    install = type(sys)("webarchive_indexing.warc._install")
+    install.WHY_PURE = why
+    monkeypatch.setitem(sys.modules, install.__name__, install)
+    assert version(capsys).endswith(f"member walker: pure Python ({why})")
+
+
+def test_version_says_when_the_compiled_walker_does_not_load(monkeypatch, capsys):
+    monkeypatch.setattr(records, "CompiledMembers", None)
+    monkeypatch.setattr(gzipmembers, "MISSING", ImportError("libisal.so.2: cannot open"))
+    assert "pure Python (the compiled one does not load: libisal.so.2: cannot open" in version(capsys)
