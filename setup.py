@@ -4,13 +4,14 @@ import tempfile
 from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
-# records.GzipMembers' compiled twin. It inflates with ISA-L where its headers are found
-# (Debian/Ubuntu: libisal-dev; Homebrew: isa-l), else with zlib, whose headers come wherever
-# Python's do (Debian's libpython3-dev depends on zlib1g-dev). Optional: where no C extension
-# can be built (no compiler, no Python headers) the install goes on without it, and indexing
-# runs the same in pure Python, slower. WEBARCHIVE_INDEXING_PURE=1 leaves it out on purpose,
-# for a wheel that installs anywhere (the EMR launchers build one);
-# WEBARCHIVE_INDEXING_INFLATER=zlib or isal chooses the inflater instead of the probe.
+# records.GzipMembers' compiled twin. It links to ISA-L where its headers are found
+# (Debian/Ubuntu: libisal-dev; Homebrew: isa-l), else inflates with ISA-L through python-isal
+# (a dependency: its wheels hold ISA-L), so that it needs no more than a C compiler and
+# Python's headers (zlib, which every such machine has, inflates too slowly to be worth it).
+# Optional: where it cannot be built the install goes on without it, and indexing runs the
+# same in pure Python, slower. WEBARCHIVE_INDEXING_PURE=1 leaves it out on purpose, for a
+# wheel that installs anywhere (the EMR launchers build one); WEBARCHIVE_INDEXING_INFLATER=isal
+# or python-isal chooses instead of the probe.
 PURE = os.environ.get("WEBARCHIVE_INDEXING_PURE") == "1"
 MEMBERS = "webarchive_indexing.warc._members"
 # What --version says of the pure walker when the compiled one is missing: why (written at
@@ -28,12 +29,12 @@ def write_why_pure(reason):
 
 
 def inflater(compiler, tmp):
-    """"isal" if ISA-L's inflate compiles and links here, else "zlib" (or as the environment
-    says)."""
+    """The inflater: isal if ISA-L's inflate compiles and links here, else python-isal (or as
+    the environment says)."""
     chosen = os.environ.get("WEBARCHIVE_INDEXING_INFLATER")
     if chosen:
-        if chosen not in ("isal", "zlib"):
-            raise SystemExit(f"WEBARCHIVE_INDEXING_INFLATER={chosen}: say isal or zlib")
+        if chosen not in ("isal", "python-isal"):
+            raise SystemExit(f"WEBARCHIVE_INDEXING_INFLATER={chosen}: say isal or python-isal")
         return chosen
     probe = os.path.join(tmp, "probe.c")
     with open(probe, "w") as fh:
@@ -42,20 +43,20 @@ def inflater(compiler, tmp):
     try:
         objects = compiler.compile([probe], output_dir=tmp)
         compiler.link_executable(objects, "probe", output_dir=tmp, libraries=["isal"])
-    except Exception:  # (CompileError, LinkError: ISA-L is not here)
-        return "zlib"
+    except Exception:  # (CompileError, LinkError: ISA-L's headers or library are not here)
+        return "python-isal"
     return "isal"
 
 
 class BuildExt(build_ext):
-    """The compiled walker linked to the inflater found here; its absence explained."""
+    """The compiled walker, linked to ISA-L where it is found here."""
 
     def build_extension(self, ext):
         if ext.name == MEMBERS:
             with tempfile.TemporaryDirectory() as tmp:
                 chosen = inflater(self.compiler, tmp)
-            ext.libraries = ["isal"] if chosen == "isal" else ["z"]
-            ext.define_macros = [("WALKER_ISAL", "1")] if chosen == "isal" else []
+            if chosen == "isal":
+                ext.libraries, ext.define_macros = ["isal"], [("WALKER_ISAL", "1")]
         super().build_extension(ext)
 
 

@@ -1,8 +1,8 @@
-"""The compiled member walker as setup.py builds it with either inflater (ISA-L where its
-headers are found, else zlib, which every machine that builds C extensions has): both give
-byte-identical CDX, record counts, errors and warnings to each other and to the pure Python
-walker, on the real samples, a crawl-like corpus and the bad-input corpus; and ``--version``
-says which walker runs and why.
+"""The compiled member walker as setup.py builds it either way (linked to ISA-L where its
+headers are found, else inflating through python-isal, which needs no more than Python's
+headers): both give byte-identical CDX, record counts, errors and warnings to each other and
+to the pure Python walker, on the real samples, a crawl-like corpus and the bad-input corpus;
+and ``--version`` says which walker runs and why.
 
 Both variants are compiled here from ``_members.c`` into a temporary directory (a few
 seconds). Where ISA-L's headers are missing its variant is skipped, unless
@@ -27,11 +27,11 @@ from helpers import REAL
 
 SOURCE = os.path.join(os.path.dirname(gzipmembers.__file__), "_members.c")
 NAME = "webarchive_indexing.warc._members"
-VARIANTS = {"zlib": ([], ["z"]), "ISA-L": ([("WALKER_ISAL", "1")], ["isal"])}
+VARIANTS = {"ISA-L via python-isal": ([], []), "ISA-L": ([("WALKER_ISAL", "1")], ["isal"])}
 
 
 def build(variant, directory):
-    """The walker compiled with ``variant``'s inflater, as setup.py's BuildExt compiles it."""
+    """The walker compiled for ``variant``'s inflater, as setup.py's BuildExt compiles it."""
     macros, libraries = VARIANTS[variant]
     dist = Distribution({"ext_modules": [Extension(NAME, [SOURCE], define_macros=macros,
                                                    libraries=libraries)]})
@@ -51,7 +51,7 @@ def compiled(request, tmp_path_factory):
     """One variant's module; skipped where it does not build (ISA-L's headers
     missing), unless CI requires it."""
     try:
-        module = build(request.param, tmp_path_factory.mktemp(request.param))
+        module = build(request.param, tmp_path_factory.mktemp("walker"))
     except Exception as exc:  # (CompileError, LinkError)
         if os.environ.get("WEBARCHIVE_INDEXING_REQUIRE_COMPILED") == "1":
             raise
@@ -87,7 +87,7 @@ def test_real_samples_and_a_crawl_index_alike(compiled, crawl, monkeypatch):
 
 def test_damaged_crawl_indexes_alike(compiled, crawl, monkeypatch, tmp_path):
     """Bytes flipped, dropped or added all over a crawl: the same lines and the same words
-    for every corrupt member (in words that do not depend on the inflater)."""
+    for every corrupt member."""
     data = open(crawl, "rb").read()
     rng = random.Random(3)
     errors = set()
@@ -100,8 +100,8 @@ def test_damaged_crawl_indexes_alike(compiled, crawl, monkeypatch, tmp_path):
         ours = outcome(path, compiled.Members, monkeypatch)
         assert ours == outcome(path, None, monkeypatch), (k, at)
         errors.update(e.split(": ", 2)[-1].split(";")[0] for e in ours[2])
-    assert {"corrupt gzip data: invalid deflate data",
-            "corrupt gzip data: its CRC-32 or length does not match the data inflated"} <= errors, errors
+    assert "corrupt gzip data: Error -6 Incorrect checksum found" in errors
+    assert len(errors) > 1, errors
 
 
 def test_bad_input_corpus_indexes_alike(compiled, tmp_path, monkeypatch):
@@ -153,3 +153,14 @@ def test_version_says_when_the_compiled_walker_does_not_load(monkeypatch, capsys
     monkeypatch.setattr(records, "CompiledMembers", None)
     monkeypatch.setattr(gzipmembers, "MISSING", ImportError("libisal.so.2: cannot open"))
     assert "pure Python (the compiled one does not load: libisal.so.2: cannot open" in version(capsys)
+
+
+def test_an_error_in_feeds_consumer_is_raised_as_it_is(compiled, crawl):
+    """(It used to turn into a SystemError: the view was released with it pending.)"""
+    members = compiled.Members(open(crawl, "rb"), "f", records.ArchiveError, records.RecordError)
+    members.next_member()
+
+    def consume(view):
+        raise ValueError("consumer failed")
+    with pytest.raises(ValueError, match="consumer failed"):
+        members.feed(consume, 10)

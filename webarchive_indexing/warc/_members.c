@@ -1,9 +1,11 @@
 /* The compiled twin of records.GzipMembers: the same walk over a file of gzip members,
- * inflated with ISA-L (the library python-isal wraps) where setup.py found it (WALKER_ISAL),
- * else with zlib, with the same methods, results and errors, so records.py runs unchanged on
- * either.  What it adds is speed: no Python objects
- * per inflated chunk, and ``skim``, which passes over the records an indexer never lists
- * (requests, metadata) without returning to Python at all.
+ * inflated with ISA-L, linked to it where setup.py found its headers (WALKER_ISAL), else
+ * through python-isal's decompressobj (zlib, which every machine building C extensions has,
+ * inflates at half ISA-L's speed: slower than the pure Python twin with python-isal), with
+ * the same methods, results and errors, so records.py runs unchanged on either.  What it adds
+ * is speed: no Python objects per inflated chunk (when linked to ISA-L), and ``skim``, which
+ * passes over the records an indexer never lists (requests, metadata) without returning to
+ * Python at all.
  *
  * records.py is the specification: every method here says which Python method it follows,
  * and tests/test_members.py runs both over the same files, good and broken.
@@ -15,13 +17,11 @@
 #include <isa-l/igzip_lib.h>
 #define INFLATER "ISA-L"
 #else
-#include <zlib.h>
-#define INFLATER "zlib"
-/* the ISA-L codes (igzip_lib.h) of the errors zlib's words are mapped to, below */
-#define ISAL_INVALID_BLOCK -1
-#define ISAL_INVALID_WRAPPER -4
-#define ISAL_UNSUPPORTED_METHOD -5
-#define ISAL_INCORRECT_CHECKSUM -6
+/* ISA-L through python-isal's isal_zlib.decompressobj (a dependency, with ISA-L inside its
+ * wheel): no headers or library to build against, a Python call per chunk inflated */
+#define INFLATER "ISA-L via python-isal"
+/* from the module's init */
+static PyObject *pyisal_decompressobj, *pyisal_error, *str_decompress, *str_eof, *str_unused_data;
 #endif
 
 #define READ_SIZE (1 << 20)
@@ -51,8 +51,7 @@ typedef struct {
 #ifdef WALKER_ISAL
     struct inflate_state inflater;
 #else
-    z_stream inflater;
-    int inflater_ready;             /* inflateInit2 done (inflateEnd due) */
+    PyObject *inflater, *decompress;  /* the member's decompressobj, its bound decompress */
 #endif
 } Members;
 
@@ -80,58 +79,23 @@ archive_error(Members *self, long long offset, PyObject *reason)
     return NULL;
 }
 
-/* members.CORRUPT, by ISA-L error code, and CORRUPT_DEFLATE for any other */
+#ifdef WALKER_ISAL
+/* The words python-isal's IsalError gives for each ISA-L inflate error. */
 static const char *
-corrupt_words(int code)
+inflate_error_text(int code)
 {
     switch (code) {
-    case ISAL_INVALID_WRAPPER: return "corrupt gzip data: its gzip header is invalid";
-    case ISAL_UNSUPPORTED_METHOD:
-        return "corrupt gzip data: its gzip header names a compression method other than deflate";
-    case ISAL_INCORRECT_CHECKSUM:
-        return "corrupt gzip data: its CRC-32 or length does not match the data inflated";
-    default: return "corrupt gzip data: invalid deflate data";
+    case ISAL_INVALID_BLOCK: return "Invalid deflate block found";
+    case ISAL_INVALID_SYMBOL: return "Invalid deflate symbol found";
+    case ISAL_INVALID_LOOKBACK: return "Invalid lookback distance found";
+    case ISAL_INVALID_WRAPPER: return "Invalid gzip/zlib wrapper found";
+    case ISAL_UNSUPPORTED_METHOD: return "Gzip/zlib wrapper specifies unsupported compress method";
+    case ISAL_INCORRECT_CHECKSUM: return "Incorrect checksum found";
+    case ISAL_NEED_DICT: return "Dictionary needed";
+    default: return "Unknown error";
     }
 }
-
-#ifndef WALKER_ISAL
-/* The ISA-L error code of what zlib found wrong (its msg), so that the words are the same
- * with either inflater. */
-static int
-zlib_error_code(const char *msg)
-{
-    static const struct { const char *words; int code; } codes[] = {
-        {"incorrect data check", ISAL_INCORRECT_CHECKSUM},
-        {"incorrect length check", ISAL_INCORRECT_CHECKSUM},
-        {"header crc mismatch", ISAL_INVALID_WRAPPER},
-        {"incorrect header check", ISAL_INVALID_WRAPPER},
-        {"unknown header flags set", ISAL_INVALID_WRAPPER},
-        {"unknown compression method", ISAL_UNSUPPORTED_METHOD},
-    };
-    for (size_t i = 0; msg != NULL && i < sizeof codes / sizeof codes[0]; i++)
-        if (strcmp(msg, codes[i].words) == 0)
-            return codes[i].code;
-    return ISAL_INVALID_BLOCK;
-}
 #endif
-
-/* Inflate from the input and into the output the inflater is given; 0 on success, else an
- * ISA-L error code. *finished is set at the end of the member. */
-static int
-inflate_some(Members *self, int *finished)
-{
-#ifdef WALKER_ISAL
-    int err = isal_inflate(&self->inflater);
-    *finished = self->inflater.block_state == ISAL_BLOCK_FINISH;
-    return err == ISAL_DECOMP_OK ? 0 : err;
-#else
-    int err = inflate(&self->inflater, Z_NO_FLUSH);
-    *finished = err == Z_STREAM_END;
-    /* (Z_BUF_ERROR: no progress possible, no more input yet) */
-    return err == Z_OK || err == Z_STREAM_END || err == Z_BUF_ERROR ? 0
-        : zlib_error_code(self->inflater.msg);
-#endif
-}
 
 /* -- buffers ------------------------------------------------------------------------------ */
 
@@ -162,13 +126,20 @@ call_with_view(PyObject *func, unsigned char *buf, Py_ssize_t len, int flags)
     if (view == NULL)
         return NULL;
     PyObject *result = PyObject_CallOneArg(func, view);
+    /* (an exception func raised waits while the view is released) */
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
     PyObject *released = PyObject_CallMethod(view, "release", NULL);
     Py_DECREF(view);
     if (released == NULL) {
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
         Py_XDECREF(result);
         return NULL;
     }
     Py_DECREF(released);
+    PyErr_Restore(type, value, traceback);
     return result;
 }
 
@@ -234,39 +205,72 @@ inflate_step(Members *self, Py_ssize_t step)
     Py_ssize_t chunk = avail < step ? avail : step;
 #ifdef WALKER_ISAL
     struct inflate_state *st = &self->inflater;
-#else
-    z_stream *st = &self->inflater;
-#endif
-    int finished;
     st->next_in = self->raw + self->rpos;
     st->avail_in = (uint32_t)chunk;
     do {
         if (reserve(&self->out, &self->out_cap, self->out_len + 4 * CHUNK) < 0)
             return -1;
         st->next_out = self->out + self->out_len;
-        /* ISA-L and zlib count in 32 bits; read() of a huge member may hold more than that */
+        /* ISA-L counts in 32 bits; read() of a huge member may hold more than that */
         Py_ssize_t free_space = self->out_cap - self->out_len;
         uint32_t room = free_space > (1 << 30) ? 1 << 30 : (uint32_t)free_space;
         st->avail_out = room;
-        int err = inflate_some(self, &finished);
+        int err = isal_inflate(st);
         self->out_len += room - st->avail_out;
-        if (err) {
-            archive_error(self, self->start, PyUnicode_FromString(corrupt_words(err)));
+        if (err != ISAL_DECOMP_OK) {
+            archive_error(self, self->start, PyUnicode_FromFormat(
+                "corrupt gzip data: Error %d %s", err, inflate_error_text(err)));
             return -1;
         }
-    } while (!finished && (st->avail_in > 0 || st->avail_out == 0));
-    if (finished) {
-#ifdef WALKER_ISAL
+    } while (st->block_state != ISAL_BLOCK_FINISH && (st->avail_in > 0 || st->avail_out == 0));
+    if (st->block_state == ISAL_BLOCK_FINISH) {
         /* input ISA-L read ahead into its bit buffer belongs to the next member */
         self->rpos = (st->next_in - self->raw) - st->read_in_length / 8;
-#else
-        self->rpos = st->next_in - self->raw;
-#endif
         self->end = self->raw_offset + self->rpos;
     } else {
         self->rpos += chunk;
     }
     return 0;
+#else
+    PyObject *data = call_with_view(self->decompress, self->raw + self->rpos, chunk, PyBUF_READ);
+    if (data == NULL) {
+        if (!PyErr_ExceptionMatches(pyisal_error))
+            return -1;
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        PyErr_NormalizeException(&type, &value, &traceback);
+        PyObject *reason = PyUnicode_FromFormat("corrupt gzip data: %S", value);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
+        archive_error(self, self->start, reason);
+        return -1;
+    }
+    Py_ssize_t n = PyBytes_GET_SIZE(data);
+    if (reserve(&self->out, &self->out_cap, self->out_len + n) < 0) {
+        Py_DECREF(data);
+        return -1;
+    }
+    memcpy(self->out + self->out_len, PyBytes_AS_STRING(data), n);
+    self->out_len += n;
+    Py_DECREF(data);
+    PyObject *eof = PyObject_GetAttr(self->inflater, str_eof);
+    if (eof == NULL)
+        return -1;
+    int finished = eof == Py_True;
+    Py_DECREF(eof);
+    if (finished) {
+        PyObject *unused = PyObject_GetAttr(self->inflater, str_unused_data);
+        if (unused == NULL)
+            return -1;
+        self->rpos += chunk - PyBytes_GET_SIZE(unused);
+        Py_DECREF(unused);
+        self->end = self->raw_offset + self->rpos;
+    } else {
+        self->rpos += chunk;
+    }
+    return 0;
+#endif
 }
 
 /* GzipMembers._fill: drop what was read, inflate the next chunk.  (A read position past the
@@ -315,10 +319,12 @@ start_member(Members *self)
     isal_inflate_reset(&self->inflater);
     self->inflater.crc_flag = ISAL_GZIP;
 #else
-    if (inflateReset(&self->inflater) != Z_OK) {
-        PyErr_SetString(PyExc_RuntimeError, "zlib's inflateReset failed");
+    Py_XSETREF(self->inflater, PyObject_CallFunction(pyisal_decompressobj, "i", 31));
+    if (self->inflater == NULL)
         return -1;
-    }
+    Py_XSETREF(self->decompress, PyObject_GetAttr(self->inflater, str_decompress));
+    if (self->decompress == NULL)
+        return -1;
 #endif
     return inflate_step(self, FIRST_STEP) < 0 ? -1 : 1;
 }
@@ -960,15 +966,6 @@ Members_init(Members *self, PyObject *args, PyObject *kwds)
     self->end = -1;
 #ifdef WALKER_ISAL
     isal_inflate_init(&self->inflater);
-#else
-    if (!self->inflater_ready) {
-        /* 31: a gzip wrapper, as the Python twin's decompressobj(31) */
-        if (inflateInit2(&self->inflater, 31) != Z_OK) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        self->inflater_ready = 1;
-    }
 #endif
     return 0;
 }
@@ -984,8 +981,8 @@ Members_dealloc(Members *self)
     PyMem_Free(self->raw);
     PyMem_Free(self->out);
 #ifndef WALKER_ISAL
-    if (self->inflater_ready)
-        inflateEnd(&self->inflater);
+    Py_XDECREF(self->inflater);
+    Py_XDECREF(self->decompress);
 #endif
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1036,7 +1033,7 @@ static PyTypeObject MembersType = {
 
 static struct PyModuleDef members_module = {
     PyModuleDef_HEAD_INIT, "_members",
-    "records.GzipMembers compiled, inflating with ISA-L or zlib (optional: records.py works "
+    "records.GzipMembers compiled, inflating with ISA-L (optional: records.py works "
     "without it).", -1,
 };
 
@@ -1045,6 +1042,22 @@ PyInit__members(void)
 {
     if (PyType_Ready(&MembersType) < 0)
         return NULL;
+#ifndef WALKER_ISAL
+    if (pyisal_decompressobj == NULL) {
+        PyObject *isal_zlib = PyImport_ImportModule("isal.isal_zlib");
+        if (isal_zlib == NULL)
+            return NULL;
+        pyisal_decompressobj = PyObject_GetAttrString(isal_zlib, "decompressobj");
+        pyisal_error = PyObject_GetAttrString(isal_zlib, "error");
+        Py_DECREF(isal_zlib);
+        str_decompress = PyUnicode_InternFromString("decompress");
+        str_eof = PyUnicode_InternFromString("eof");
+        str_unused_data = PyUnicode_InternFromString("unused_data");
+        if (pyisal_decompressobj == NULL || pyisal_error == NULL || str_decompress == NULL
+                || str_eof == NULL || str_unused_data == NULL)
+            return NULL;
+    }
+#endif
     PyObject *module = PyModule_Create(&members_module);
     if (module == NULL)
         return NULL;

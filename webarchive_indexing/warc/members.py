@@ -5,10 +5,10 @@ member's start (where the header blocks are) and more after; the records an inde
 member, ``recover`` finds the next one.
 
 ``GzipMembers`` has a compiled twin, ``_members.Members`` (``CompiledMembers``, built at
-install time wherever a C extension builds, inflating with ``INFLATER``: ISA-L where its
-headers are found, e.g. Debian's ``libisal-dev``, else zlib), with the same methods and
-results; ``records`` uses it when present, and it spares the walk most of its Python work.
-This module is its specification.
+install time wherever a C extension builds, inflating as ``INFLATER`` says: linked to ISA-L
+where its headers are found, e.g. Debian's ``libisal-dev``, else through python-isal), with
+the same methods and results; ``records`` uses it when present, and it spares the walk most
+of its Python work. This module is its specification.
 """
 import re
 
@@ -57,14 +57,6 @@ TRAILER_MAX = 256
 # A line warcio's parser takes as the end of a header block: nothing but whitespace.
 BLANK_LINE = re.compile(rb"\n[ \t\r\x0b\x0c\x1c-\x1f]*\n")
 FIRST_LINE_BLANK = re.compile(rb"[ \t\r\x0b\x0c\x1c-\x1f]*\n")
-# What is wrong with a member that does not inflate, in words that do not depend on the
-# inflater (python-isal here; ISA-L or zlib in the compiled twin, which differ in how they
-# name a bad deflate block): by the ISA-L error code, and for any other code
-CORRUPT = {-4: "corrupt gzip data: its gzip header is invalid",
-           -5: "corrupt gzip data: its gzip header names a compression method other than deflate",
-           -6: "corrupt gzip data: its CRC-32 or length does not match the data inflated"}
-CORRUPT_DEFLATE = "corrupt gzip data: invalid deflate data"
-ISAL_ERROR_CODE = re.compile(r"Error (-?\d+)")
 # What follows a record in its gzip member when the member holds another record: a WARC
 # header, or an ARC header line (URL, IP address, date, MIME type, length).
 ANOTHER_RECORD = re.compile(rb"[ \t\n\r\x0b\x0c]*(?:WARC/|\S+ \S+ \d{12,} \S+ \d+\r?\n)")
@@ -138,9 +130,7 @@ class GzipMembers:
         try:
             data = self.inflater.decompress(chunk)
         except isal_zlib.error as exc:
-            code = ISAL_ERROR_CODE.match(str(exc))
-            raise ArchiveError(self.path, self.start,
-                               CORRUPT.get(code and int(code[1]), CORRUPT_DEFLATE)) from None
+            raise ArchiveError(self.path, self.start, f"corrupt gzip data: {exc}") from None
         if self.inflater.eof:
             self.rpos += len(chunk) - len(self.inflater.unused_data)
             self.end = self.raw_offset + self.rpos
