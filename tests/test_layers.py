@@ -204,6 +204,8 @@ LAZY = {
                                    "see whether it is an index",
     f"{PACKAGE}.warc.wacz": "imports zipfile: only for a WACZ",
     f"{PACKAGE}.warc.zstdwarc": "imports zstandard: only for .warc.zst files (tests/test_cdx.py)",
+    f"{PACKAGE}.warc.plain": "compiles its record-start patterns (~4 ms): only for uncompressed "
+                             "archives (tests/test_walker_builds.py)",
 }
 
 

@@ -182,3 +182,13 @@ def test_cdx_o_deflates_each_cdx_gz_with_isal_and_zcat_reads_it(crawl, tmp_path,
     assert gzip.decompress(data) == text
     assert subprocess.run(["zcat"], input=data, capture_output=True, check=True).stdout == \
         gzip.decompress(data)
+
+
+def test_cdx_of_a_gzipped_archive_leaves_the_uncompressed_walker_unimported(crawl):
+    """Its record-start patterns cost ~4 ms to compile: only an uncompressed archive needs them."""
+    script = ("import io, sys\n"
+              "from webarchive_indexing.cli import main\n"
+              "sys.stdout = io.StringIO()\n"
+              f"assert main(['cdx', {crawl!r}]) == 0\n"
+              "assert 'webarchive_indexing.warc.plain' not in sys.modules\n")
+    subprocess.run([sys.executable, "-c", script], check=True)
