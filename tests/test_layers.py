@@ -170,8 +170,9 @@ LAZY = {
     "email.parser": "cdx.postquery: only for a multipart POST body (--post-append)",
     "email.policy": "as email.parser",
     # the package: what a command that does not need it must not load
-    f"{PACKAGE}.commands.build": "loads the engines: cli (build), commands.cdx (cdx -o) and "
-                                 "commands.report (a build's report) only when they run",
+    f"{PACKAGE}.commands.build": "loads the engines: cli (build) and commands.report (a build's "
+                                 "report) only when they run",
+    f"{PACKAGE}.build.summary": "as build.tasks: cdx -o only (tests/test_walker_builds.py)",
     f"{PACKAGE}.commands.cdx": "cli loads each command's work only when that command runs",
     f"{PACKAGE}.commands.copy": "as commands.cdx",
     f"{PACKAGE}.commands.corpus": "as commands.cdx",
