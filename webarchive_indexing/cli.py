@@ -29,8 +29,8 @@ __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE", "main", "vers
 
 def version_line():
     """This package's version, and which member walker indexing runs, with which inflater (the
-    compiled one is built at install time wherever a C extension builds: with ISA-L where its
-    headers are found, else zlib), or why the pure Python one."""
+    compiled one is built at install time wherever a C extension builds: linked to ISA-L where
+    its headers are found, else through python-isal), or why the pure Python one."""
     from importlib.metadata import version
 
     from .warc.walk import CompiledMembers, describe_walker
