@@ -1,15 +1,68 @@
 import os
+import tempfile
 
 from setuptools import Extension, find_packages, setup
+from setuptools.command.build_ext import build_ext
 
-# records.GzipMembers' compiled twin, linked to ISA-L (Debian/Ubuntu: libisal-dev; Homebrew:
-# isa-l). Optional: where it cannot be built the install goes on without it, and indexing
-# runs the same in pure Python, slower. WEBARCHIVE_INDEXING_PURE=1 leaves it out on purpose,
-# for a wheel that installs anywhere (the EMR launchers build one).
-EXTENSIONS = [] if os.environ.get("WEBARCHIVE_INDEXING_PURE") == "1" else [
-    Extension("webarchive_indexing.warc._members", ["webarchive_indexing/warc/_members.c"],
-              libraries=["isal"], optional=True),
+# records.GzipMembers' compiled twin. It links to ISA-L where its headers are found
+# (Debian/Ubuntu: libisal-dev; Homebrew: isa-l), else inflates with ISA-L through python-isal
+# (a dependency: its wheels hold ISA-L), so that it needs no more than a C compiler and
+# Python's headers (zlib, which every such machine has, inflates too slowly to be worth it).
+# Optional: where it cannot be built the install goes on without it, and indexing runs the
+# same in pure Python, slower. WEBARCHIVE_INDEXING_PURE=1 leaves it out on purpose, for a
+# wheel that installs anywhere (the EMR launchers build one); WEBARCHIVE_INDEXING_INFLATER=isal
+# or python-isal chooses instead of the probe.
+PURE = os.environ.get("WEBARCHIVE_INDEXING_PURE") == "1"
+MEMBERS = "webarchive_indexing.warc._members"
+# What --version says of the pure walker when the compiled one is missing: why (written at
+# every install, so that it never tells of an earlier one)
+WHY_PURE = "webarchive_indexing/warc/_install.py"
+EXTENSIONS = [] if PURE else [
+    Extension(MEMBERS, ["webarchive_indexing/warc/_members.c"], optional=True),
 ]
+
+
+def write_why_pure(reason):
+    with open(WHY_PURE, "w", encoding="utf-8") as fh:
+        fh.write(f"# Written by setup.py at install: why the compiled walker is missing, if it is\n"
+                 f"WHY_PURE = {reason!r}\n")
+
+
+def inflater(compiler, tmp):
+    """The inflater: isal if ISA-L's inflate compiles and links here, else python-isal (or as
+    the environment says)."""
+    chosen = os.environ.get("WEBARCHIVE_INDEXING_INFLATER")
+    if chosen:
+        if chosen not in ("isal", "python-isal"):
+            raise SystemExit(f"WEBARCHIVE_INDEXING_INFLATER={chosen}: say isal or python-isal")
+        return chosen
+    probe = os.path.join(tmp, "probe.c")
+    with open(probe, "w") as fh:
+        fh.write("#include <isa-l/igzip_lib.h>\n"
+                 "int main(void) { struct inflate_state s; isal_inflate_init(&s); return 0; }\n")
+    try:
+        objects = compiler.compile([probe], output_dir=tmp)
+        compiler.link_executable(objects, "probe", output_dir=tmp, libraries=["isal"])
+    except Exception:  # (CompileError, LinkError: ISA-L's headers or library are not here)
+        return "python-isal"
+    return "isal"
+
+
+class BuildExt(build_ext):
+    """The compiled walker, linked to ISA-L where it is found here."""
+
+    def build_extension(self, ext):
+        if ext.name == MEMBERS:
+            with tempfile.TemporaryDirectory() as tmp:
+                chosen = inflater(self.compiler, tmp)
+            if chosen == "isal":
+                ext.libraries, ext.define_macros = ["isal"], [("WALKER_ISAL", "1")]
+        super().build_extension(ext)
+
+
+write_why_pure("WEBARCHIVE_INDEXING_PURE=1 at install" if PURE else
+               "no C compiler or no Python headers at install: install them (Debian/Ubuntu: "
+               "build-essential python3-dev), then reinstall, for the faster compiled one")
 
 setup(
     name="webarchive-indexing",
@@ -25,6 +78,7 @@ setup(
     + ["webarchive_indexing.jobs"],
     package_dir={"webarchive_indexing": "webarchive_indexing", "webarchive_indexing.jobs": "jobs"},
     ext_modules=EXTENSIONS,
+    cmdclass={"build_ext": BuildExt},
     install_requires=[
         "warcio>=1.7.4",
         "surt>=0.3.1",

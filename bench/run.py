@@ -121,12 +121,10 @@ def install_project(source=ROOT, install=INSTALL):
 
 
 def walker(ours_bin):
-    """Which member walker the install runs: the compiled one needs ISA-L's headers at install."""
-    compiled = subprocess.run([os.path.join(ours_bin, "python"), "-c",
-                               "from webarchive_indexing.warc import members; "
-                               "print(bool(members.CompiledMembers))"],
-                              check=True, capture_output=True, text=True).stdout.strip() == "True"
-    return "compiled (ISA-L)" if compiled else "pure Python (no ISA-L headers at install: libisal-dev)"
+    """Which member walker the install runs, and with which inflater (its --version says)."""
+    line = subprocess.run([os.path.join(ours_bin, "webarchive-index"), "--version"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    return line.partition("member walker: ")[2]
 
 
 def pinning():

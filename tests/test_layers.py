@@ -170,8 +170,9 @@ LAZY = {
     "email.parser": "cdx.postquery: only for a multipart POST body (--post-append)",
     "email.policy": "as email.parser",
     # the package: what a command that does not need it must not load
-    f"{PACKAGE}.commands.build": "loads the engines: cli (build), commands.cdx (cdx -o) and "
-                                 "commands.report (a build's report) only when they run",
+    f"{PACKAGE}.commands.build": "loads the engines: cli (build) and commands.report (a build's "
+                                 "report) only when they run",
+    f"{PACKAGE}.build.summary": "as build.tasks: cdx -o only (tests/test_walker_builds.py)",
     f"{PACKAGE}.commands.cdx": "cli loads each command's work only when that command runs",
     f"{PACKAGE}.commands.copy": "as commands.cdx",
     f"{PACKAGE}.commands.corpus": "as commands.cdx",
@@ -189,6 +190,8 @@ LAZY = {
     f"{PACKAGE}.inputs.discovery": "as commands.cdx (commands.report is loaded by every command)",
     f"{PACKAGE}.storage": "as commands.cdx (commands.report is loaded by every command)",
     f"{PACKAGE}.warc.walk": "as commands.cdx (--version)",
+    f"{PACKAGE}.warc._install": "written by setup.py (no module in a plain checkout): --version "
+                                "only, to say why the compiled walker is missing",
     f"{PACKAGE}.build.merge": "cdx of one archive to stdout loads none of build "
                               "(tests/test_cdx.py): only cdx of several, or cdx -o",
     f"{PACKAGE}.build.runs": "as build.merge",
@@ -203,6 +206,8 @@ LAZY = {
     f"{PACKAGE}.warc.wacz": "imports zipfile: only for a WACZ",
     f"{PACKAGE}.cdx.waczown": "imports zipfile: only for a WACZ with --trust-wacz-index",
     f"{PACKAGE}.warc.zstdwarc": "imports zstandard: only for .warc.zst files (tests/test_cdx.py)",
+    f"{PACKAGE}.warc.plain": "compiles its record-start patterns (~4 ms): only for uncompressed "
+                             "archives (tests/test_walker_builds.py)",
 }
 
 

@@ -22,9 +22,9 @@ from helpers import REAL
 
 if records.CompiledMembers is None:
     if os.environ.get("WEBARCHIVE_INDEXING_REQUIRE_COMPILED") == "1":
-        raise ImportError("webarchive_indexing.warc._members was not built (is ISA-L's libisal-dev "
-                          "installed? reinstall with `pip install -e .`)")
-    pytest.skip("the compiled twin was not built (no ISA-L headers at install time)",
+        raise ImportError("webarchive_indexing.warc._members was not built (is a C compiler and "
+                          "python3-dev installed? reinstall with `pip install -e .`)")
+    pytest.skip("the compiled twin was not built (no C compiler or Python headers at install)",
                 allow_module_level=True)
 
 GZ_SAMPLES = sorted(name for name in os.listdir(REAL) if name.endswith(".gz"))

@@ -35,6 +35,7 @@ MODULES = {
         "test_serve.py", "test_serve_trust.py", "test_cdxapi_trust.py", "test_storage_http.py",
         "test_access.py", "test_access_pywb.py")},
     "test_wacz_out.py": ("browser", "ReplayWeb.page in Chromium, py-wacz's commands"),
+    "test_walker_builds.py": ("slow", "compiles the C member walker twice, seconds each"),
     **{module: ("slow", "commands and builds end to end, seconds each") for module in (
         "test_bad_input.py", "test_build_parquet.py", "test_build_trust.py",
         "test_columnar.py", "test_copy.py", "test_copy_zstd.py", "test_corpus.py",

@@ -28,14 +28,13 @@ __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_PARTIAL", "EXIT_USAGE", "main", "vers
 
 
 def version_line():
-    """This package's version, and which member walker indexing runs (the compiled one is
-    built at install time only where ISA-L's headers are found)."""
+    """This package's version, and which member walker indexing runs, with which inflater (the
+    compiled one is built at install time wherever a C extension builds: linked to ISA-L where
+    its headers are found, else through python-isal), or why the pure Python one."""
     from importlib.metadata import version
 
-    from .warc.walk import CompiledMembers
-    walker = ("compiled (ISA-L)" if CompiledMembers is not None else
-              "pure Python (ISA-L's headers were missing at install: install libisal-dev or "
-              "isa-l, then reinstall, for the faster compiled one)")
+    from .warc.walk import CompiledMembers, describe_walker
+    walker = describe_walker(CompiledMembers is not None)
     return f"webarchive-index {version('webarchive-indexing')}, member walker: {walker}"
 
 
@@ -44,7 +43,8 @@ class _Version(argparse.Action):
 
     def __init__(self, option_strings, dest, **kwargs):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
-                         help="print the version and which member walker indexing runs, and exit")
+                         help="print the version and which member walker indexing runs (and "
+                         "its inflater), and exit")
 
     def __call__(self, parser, namespace, values, option_string=None):
         print(version_line())

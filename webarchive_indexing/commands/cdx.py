@@ -59,7 +59,7 @@ def index_files(found, settings, errors, zstd_dictionary):
     from ..build.tasks import Indexing, index_archive
     from ..storage.lock import hold
     from ..util.progress import Progress
-    from .build import Summary
+    from ..build.summary import Summary
     started = time.monotonic()
     summary = Summary(storage.abspath(settings.output), errors=errors,
                       warnings=list(found.warnings))

@@ -1,8 +1,11 @@
 /* The compiled twin of records.GzipMembers: the same walk over a file of gzip members,
- * inflated with ISA-L (the library python-isal wraps), with the same methods, results and
- * errors, so records.py runs unchanged on either.  What it adds is speed: no Python objects
- * per inflated chunk, and ``skim``, which passes over the records an indexer never lists
- * (requests, metadata) without returning to Python at all.
+ * inflated with ISA-L, linked to it where setup.py found its headers (WALKER_ISAL), else
+ * through python-isal's decompressobj (zlib, which every machine building C extensions has,
+ * inflates at half ISA-L's speed: slower than the pure Python twin with python-isal), with
+ * the same methods, results and errors, so records.py runs unchanged on either.  What it adds
+ * is speed: no Python objects per inflated chunk (when linked to ISA-L), and ``skim``, which
+ * passes over the records an indexer never lists (requests, metadata) without returning to
+ * Python at all.
  *
  * records.py is the specification: every method here says which Python method it follows,
  * and tests/test_members.py runs both over the same files, good and broken.
@@ -10,7 +13,16 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
+#ifdef WALKER_ISAL
 #include <isa-l/igzip_lib.h>
+#define INFLATER "ISA-L"
+#else
+/* ISA-L through python-isal's isal_zlib.decompressobj (a dependency, with ISA-L inside its
+ * wheel): no headers or library to build against, a Python call per chunk inflated */
+#define INFLATER "ISA-L via python-isal"
+/* from the module's init */
+static PyObject *pyisal_decompressobj, *pyisal_error, *str_decompress, *str_eof, *str_unused_data;
+#endif
 
 #define READ_SIZE (1 << 20)
 #define FIRST_STEP (1 << 11)
@@ -36,7 +48,11 @@ typedef struct {
     unsigned char *out;             /* inflated bytes of the member kept; out[pos] is next */
     Py_ssize_t out_len, out_cap, pos;
     long long dropped;              /* inflated and dropped before out[0] */
+#ifdef WALKER_ISAL
     struct inflate_state inflater;
+#else
+    PyObject *inflater, *decompress;  /* the member's decompressobj, its bound decompress */
+#endif
 } Members;
 
 /* -- errors ------------------------------------------------------------------------------- */
@@ -63,6 +79,7 @@ archive_error(Members *self, long long offset, PyObject *reason)
     return NULL;
 }
 
+#ifdef WALKER_ISAL
 /* The words python-isal's IsalError gives for each ISA-L inflate error. */
 static const char *
 inflate_error_text(int code)
@@ -78,6 +95,7 @@ inflate_error_text(int code)
     default: return "Unknown error";
     }
 }
+#endif
 
 /* -- buffers ------------------------------------------------------------------------------ */
 
@@ -108,13 +126,20 @@ call_with_view(PyObject *func, unsigned char *buf, Py_ssize_t len, int flags)
     if (view == NULL)
         return NULL;
     PyObject *result = PyObject_CallOneArg(func, view);
+    /* (an exception func raised waits while the view is released) */
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
     PyObject *released = PyObject_CallMethod(view, "release", NULL);
     Py_DECREF(view);
     if (released == NULL) {
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
         Py_XDECREF(result);
         return NULL;
     }
     Py_DECREF(released);
+    PyErr_Restore(type, value, traceback);
     return result;
 }
 
@@ -178,6 +203,7 @@ inflate_step(Members *self, Py_ssize_t step)
     }
     Py_ssize_t avail = self->raw_len - self->rpos;
     Py_ssize_t chunk = avail < step ? avail : step;
+#ifdef WALKER_ISAL
     struct inflate_state *st = &self->inflater;
     st->next_in = self->raw + self->rpos;
     st->avail_in = (uint32_t)chunk;
@@ -205,6 +231,46 @@ inflate_step(Members *self, Py_ssize_t step)
         self->rpos += chunk;
     }
     return 0;
+#else
+    PyObject *data = call_with_view(self->decompress, self->raw + self->rpos, chunk, PyBUF_READ);
+    if (data == NULL) {
+        if (!PyErr_ExceptionMatches(pyisal_error))
+            return -1;
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        PyErr_NormalizeException(&type, &value, &traceback);
+        PyObject *reason = PyUnicode_FromFormat("corrupt gzip data: %S", value);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
+        archive_error(self, self->start, reason);
+        return -1;
+    }
+    Py_ssize_t n = PyBytes_GET_SIZE(data);
+    if (reserve(&self->out, &self->out_cap, self->out_len + n) < 0) {
+        Py_DECREF(data);
+        return -1;
+    }
+    memcpy(self->out + self->out_len, PyBytes_AS_STRING(data), n);
+    self->out_len += n;
+    Py_DECREF(data);
+    PyObject *eof = PyObject_GetAttr(self->inflater, str_eof);
+    if (eof == NULL)
+        return -1;
+    int finished = eof == Py_True;
+    Py_DECREF(eof);
+    if (finished) {
+        PyObject *unused = PyObject_GetAttr(self->inflater, str_unused_data);
+        if (unused == NULL)
+            return -1;
+        self->rpos += chunk - PyBytes_GET_SIZE(unused);
+        Py_DECREF(unused);
+        self->end = self->raw_offset + self->rpos;
+    } else {
+        self->rpos += chunk;
+    }
+    return 0;
+#endif
 }
 
 /* GzipMembers._fill: drop what was read, inflate the next chunk.  (A read position past the
@@ -249,8 +315,17 @@ start_member(Members *self)
     self->pos = 0;
     self->out_len = 0;
     self->dropped = 0;
+#ifdef WALKER_ISAL
     isal_inflate_reset(&self->inflater);
     self->inflater.crc_flag = ISAL_GZIP;
+#else
+    Py_XSETREF(self->inflater, PyObject_CallFunction(pyisal_decompressobj, "i", 31));
+    if (self->inflater == NULL)
+        return -1;
+    Py_XSETREF(self->decompress, PyObject_GetAttr(self->inflater, str_decompress));
+    if (self->decompress == NULL)
+        return -1;
+#endif
     return inflate_step(self, FIRST_STEP) < 0 ? -1 : 1;
 }
 
@@ -889,7 +964,9 @@ Members_init(Members *self, PyObject *args, PyObject *kwds)
     self->raw_len = self->rpos = self->out_len = self->pos = 0;
     self->raw_offset = self->start = self->dropped = 0;
     self->end = -1;
+#ifdef WALKER_ISAL
     isal_inflate_init(&self->inflater);
+#endif
     return 0;
 }
 
@@ -903,6 +980,10 @@ Members_dealloc(Members *self)
     Py_XDECREF(self->readinto);
     PyMem_Free(self->raw);
     PyMem_Free(self->out);
+#ifndef WALKER_ISAL
+    Py_XDECREF(self->inflater);
+    Py_XDECREF(self->decompress);
+#endif
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -952,7 +1033,8 @@ static PyTypeObject MembersType = {
 
 static struct PyModuleDef members_module = {
     PyModuleDef_HEAD_INIT, "_members",
-    "records.GzipMembers compiled against ISA-L (optional: records.py works without it).", -1,
+    "records.GzipMembers compiled, inflating with ISA-L (optional: records.py works "
+    "without it).", -1,
 };
 
 PyMODINIT_FUNC
@@ -960,10 +1042,27 @@ PyInit__members(void)
 {
     if (PyType_Ready(&MembersType) < 0)
         return NULL;
+#ifndef WALKER_ISAL
+    if (pyisal_decompressobj == NULL) {
+        PyObject *isal_zlib = PyImport_ImportModule("isal.isal_zlib");
+        if (isal_zlib == NULL)
+            return NULL;
+        pyisal_decompressobj = PyObject_GetAttrString(isal_zlib, "decompressobj");
+        pyisal_error = PyObject_GetAttrString(isal_zlib, "error");
+        Py_DECREF(isal_zlib);
+        str_decompress = PyUnicode_InternFromString("decompress");
+        str_eof = PyUnicode_InternFromString("eof");
+        str_unused_data = PyUnicode_InternFromString("unused_data");
+        if (pyisal_decompressobj == NULL || pyisal_error == NULL || str_decompress == NULL
+                || str_eof == NULL || str_unused_data == NULL)
+            return NULL;
+    }
+#endif
     PyObject *module = PyModule_Create(&members_module);
     if (module == NULL)
         return NULL;
-    if (PyModule_AddObjectRef(module, "Members", (PyObject *)&MembersType) < 0) {
+    if (PyModule_AddObjectRef(module, "Members", (PyObject *)&MembersType) < 0
+            || PyModule_AddStringConstant(module, "INFLATER", INFLATER) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -5,9 +5,10 @@ member's start (where the header blocks are) and more after; the records an inde
 member, ``recover`` finds the next one.
 
 ``GzipMembers`` has a compiled twin, ``_members.Members`` (``CompiledMembers``, built at
-install time where ISA-L's headers are found, e.g. Debian's ``libisal-dev``), with the same
-methods and results; ``records`` uses it when present, and it spares the walk most of its
-Python work. This module is its specification.
+install time wherever a C extension builds, inflating as ``INFLATER`` says: linked to ISA-L
+where its headers are found, e.g. Debian's ``libisal-dev``, else through python-isal), with
+the same methods and results; ``records`` uses it when present, and it spares the walk most
+of its Python work. This module is its specification.
 """
 import re
 
@@ -19,9 +20,27 @@ from .base import (CHUNK, HEADER_LINE_MAX, HEADERS_MAX, READ_SIZE, TOO_LONG_LINE
                    RecordError)
 
 try:
-    from ._members import Members as CompiledMembers
-except ImportError:  # not built: no C compiler or no ISA-L headers when it was installed
-    CompiledMembers = None
+    from ._members import INFLATER, Members as CompiledMembers
+    MISSING = None
+except ImportError as exc:  # not built (--version says why), or built but does not load
+    CompiledMembers = INFLATER = None
+    MISSING = exc
+
+
+def describe_walker(compiled):
+    """Which member walker runs (``compiled``: the compiled one, where it loads) and with which
+    inflater, or why the pure Python one: what ``--version`` says."""
+    if compiled:
+        return f"compiled, {INFLATER}"
+    if MISSING is None:
+        return "pure Python (the compiled one set aside)"
+    if getattr(MISSING, "name", None) != __name__.rpartition(".")[0] + "._members":
+        return f"pure Python (the compiled one does not load: {MISSING}; reinstall)"
+    try:
+        from ._install import WHY_PURE
+    except ImportError:
+        WHY_PURE = "not installed by setup.py: pip install -e ."
+    return f"pure Python ({WHY_PURE})"
 
 # Where a gzip member may start: the magic, deflate, and flags without the reserved bits.
 MEMBER_START = re.compile(rb"\x1f\x8b\x08[\x00-\x1f]")

@@ -34,10 +34,9 @@ warcio reads it (e.g. one cut short by the end of the file).
         for item in iter_records(fh, "example.warc.gz", wants_payload):
             ...
 """
-from .members import CompiledMembers, GzipMembers
+from .members import CompiledMembers, GzipMembers, describe_walker
 from .headers import SKIM_HEADERS, HeaderBlock, hash_rest, lite_record
 from .magic import compression
-from .plain import iter_plain
 from .loader import Loader
 from .base import ArchiveError, Record, RecordError, RecordProblem, Skipped
 
@@ -164,6 +163,7 @@ def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
                              "record's zstd frame", skip_methods)
     if kind == "zip":
         return _iter_wacz(fh, path, wants_payload, skip, skip_methods)
+    from .plain import iter_plain  # (its patterns cost start-up time)
     return iter_plain(fh, path, wants_payload)
 
 
