@@ -4,8 +4,8 @@ the one client on every Hadoop node: ``$HADOOP_BIN`` if set, else ``hadoop`` on 
 
 Each call starts a JVM (a second or more), so this suits a task's few files, not many
 small reads; ``hadoop fs`` has no ranged read, so a range is read by streaming the file
-from its start. A file is published by uploading it beside its target as
-``<name>.tmp-<random>`` and renaming it into place once complete. A failed command raises
+from its start. A file is published by ``-put -f``, which uploads it beside its target as
+``<name>._COPYING_`` and renames it into place once complete. A failed command raises
 an ``OSError`` naming the URI, with what ``hadoop`` printed (``FileNotFoundError`` when it
 said "No such file or directory", ``PermissionError`` for "Permission denied").
 """
@@ -122,25 +122,19 @@ class _HadoopStream(io.RawIOBase):
 
 @contextlib.contextmanager
 def open_atomic(path):
-    """Stage the file locally, upload it beside ``path`` under a temporary name, then
-    rename it onto ``path`` (removing what was there: ``-mv`` does not replace)."""
+    """Stage the file locally, then ``-put -f`` it onto ``path``: FsShell writes it as
+    ``<path>._COPYING_`` and renames it into place once complete (removing what was
+    there), so ``path`` is never a part of the file. One JVM, where uploading under a
+    name of our own and renaming it took three."""
     fd, scratch = tempfile.mkstemp(prefix="hadoop-put-")
     try:
         with os.fdopen(fd, "wb") as fh:
             yield fh
-        staged = f"{path}.tmp-{os.urandom(4).hex()}"
         try:
-            try:
-                _hadoop_fs(path, "-put", "-f", scratch, staged)
-            except FileNotFoundError:  # -put needs the parent directory
-                _hadoop_fs(path, "-mkdir", "-p", path.rsplit("/", 1)[0])
-                _hadoop_fs(path, "-put", "-f", scratch, staged)
-            _hadoop_fs(path, "-rm", "-f", "-skipTrash", path)
-            _hadoop_fs(path, "-mv", staged, path)
-        except BaseException:
-            with contextlib.suppress(OSError):  # as much as can be: the error is what failed
-                _hadoop_run(path, "-rm", "-f", "-skipTrash", staged)
-            raise
+            _hadoop_fs(path, "-put", "-f", scratch, path)
+        except FileNotFoundError:  # -put needs the parent directory
+            _hadoop_fs(path, "-mkdir", "-p", path.rsplit("/", 1)[0])
+            _hadoop_fs(path, "-put", "-f", scratch, path)
     finally:
         os.unlink(scratch)
 
