@@ -353,13 +353,13 @@ def parse_root(data: bytes):
 
 
 def write_cluster(sorted_lines, out_dir, splits, lines_per_block=LINES_PER_BLOCK,
-                  root_slice_bytes=ROOT_SLICE_BYTES) -> dict:
+                  root_slice_bytes=ROOT_SLICE_BYTES, deflate=BLOCK_DEFLATE_OLD) -> dict:
     """Write a complete cluster of ``len(splits) + 1`` shards into ``out_dir``.
 
     Shard ``i`` gets the lines ``L`` with ``bisect_right(splits, L) == i``, i.e.
     ``splits[i-1] <= L < splits[i]`` comparing whole lines. Shards without lines are
-    written as empty files with empty part files. Returns
-    ``{"shards", "lines", "blocks", "bytes"}``.
+    written as empty files with empty part files; blocks compressed by ``deflate`` (of
+    ``DEFLATES``). Returns ``{"shards", "lines", "blocks", "bytes"}``.
     """
     splits = list(splits)
     if any(a >= b for a, b in zip(splits, splits[1:])):
@@ -370,7 +370,7 @@ def write_cluster(sorted_lines, out_dir, splits, lines_per_block=LINES_PER_BLOCK
     parts, stats = [], []
     for i, lines in _shard_groups(sorted_lines, splits):
         with open(os.path.join(out_dir, shard_name(i)), "wb") as out:
-            writer = ShardWriter(out, shard_name(i), lines_per_block)
+            writer = ShardWriter(out, shard_name(i), lines_per_block, deflate=deflate)
             for line in lines:
                 writer.add(line)
             parts.append(writer.close())
