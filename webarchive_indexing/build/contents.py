@@ -1,7 +1,8 @@
 """What a published cluster holds: the record ``contents.json`` published with its shards,
 which ``build --update`` reads back.
 
-    {"format": "cdxj", "lines_per_block": 3000, "splits": ["com,a)/ 2024...", ...],
+    {"format": "cdxj", "lines_per_block": 3000, "block_deflate": "libdeflate-5",
+     "splits": ["com,a)/ 2024...", ...],
      "archives": {"crawl/a.warc.gz": {"path": "/data/crawl/a.warc.gz", "cdx": "crawl/a.cdx.gz",
                                       "source": {"size": 1234, "mtime_ns": ...}}, ...},
      "indexes": {"/data/old.cdxj.gz": {"name": "old.cdxj.gz", "kind": "cdx"}, ...}}
