@@ -132,6 +132,7 @@ def test_an_update_keeps_the_deflate_of_the_build_it_updates(cdx_inputs, tmp_pat
     # the same one asked for, or none: the cluster's
     assert cli.main(["build", new, "-o", str(out), "--update", "--block-deflate", "isal-2",
                      "--no-progress"]) == cli.EXIT_OK
+    assert "7 lines a block, compressed by isal-2" in capsys.readouterr().err
     assert record_of(out)["block_deflate"] == "isal-2"
     assert cli.main(["build", old, new, "-o", str(rebuilt), "--splits", str(out / "splits.txt"),
                      "--lines-per-block", "7", "--block-deflate", "isal-2",

@@ -442,9 +442,9 @@ def _update(engine, record, archives, sources, cdx_dir, options, summary, progre
         # the cluster would be published again as it is, as a new build under its readers
         update.published = False
         return None
-    progress.step(f"[2/3] the cluster's split points, lines per block and deflate: "
+    progress.step(f"[2/3] the cluster's split points and lines per block: "
                   f"{counted(shards, 'shard')}, {lines_per_block} lines a block, "
-                  f"{options.block_deflate}")
+                  f"compressed by {options.block_deflate}")
     progress.done()
     kept = contents.make(record["format"], lines_per_block, split_lines, archives,
                          {**record["indexes"], **{s.path: contents.index_entry(s) for s in sources}},
