@@ -166,7 +166,7 @@ BUILD_LINES_PER_BLOCK = LINES_PER_BLOCK.but(default=None)
 BLOCK_DEFLATE = Option(
     "--block-deflate", choices=BLOCK_DEFLATES, default=BLOCK_DEFLATE_DEFAULT, metavar="NAME-LEVEL",
     help=f"the deflate that compresses each block: libdeflate-1..12, zlib-1..9 or isal-0..3 "
-         f"(default {BLOCK_DEFLATE_DEFAULT}: ~3x faster than zlib-6 and its shards no larger; "
+         f"(default {BLOCK_DEFLATE_DEFAULT}: a third of zlib-6's time, its shards no larger; "
          f"{BLOCK_DEFLATE_OLD}: the bytes of earlier versions and of the original jobs); "
          "every one writes standard gzip members, read by every ZipNum reader")
 # build's: None until known (an update keeps its cluster's)
