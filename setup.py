@@ -83,6 +83,8 @@ setup(
         "warcio>=1.7.4",
         "surt>=0.3.1",
         "isal>=1.6",
+        # libdeflate: ZipNum blocks (build --block-deflate), a third of zlib-6's time
+        "deflate>=0.9",
         # .warc.zst (reading, recompress, zstd-dict)
         "zstandard>=0.22",
         # CDX API filters' regular expressions: Python's re, with a time limit on a match

@@ -29,7 +29,12 @@ What it does, in one run, at each scale (lines and files times the scale):
    - `rebuild/update +5% new sites`: the same with the new sites' files.
    The updated clusters must equal the rebuilt ones byte for byte, and the engine's
    cluster the baseline's lines, or the run exits with status 1.
-3. **Report**: lines/s, ratios against the targets (build on all cores at most 0.75x
+3. **Deflates** (at 1x): `build all cores` with each `--block-deflate` of `--deflates`,
+   and its `rebuild +5%` and `update +5%`, alternated with the baseline round after
+   round (`--rounds`): the median and range of wall and CPU time of each, its shards'
+   bytes against zlib-6's, its build against the baseline and its update against its
+   rebuild (what chose the default of `--block-deflate`).
+4. **Report**: lines/s, ratios against the targets (build on all cores at most 0.75x
    the baseline's time; update at most 0.5x a rebuild's; peak memory under 1 GB) and the
    slope from one scale to the next (time per line; 1.00 is linear), and
    bench/out/build-results.json.
@@ -45,6 +50,7 @@ import platform
 import random
 import re
 import shutil
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -52,6 +58,10 @@ import run  # noqa: E402  (bench/run.py: installing, pinning, timing whole comma
 
 OUT = os.path.join(run.OUT, "build")
 TARGETS = {"build_vs_baseline": 0.75, "update_vs_rebuild": 0.5, "peak_mb": 1024}
+# issue 26's targets for a deflate of the blocks: build (all cores) against the baseline,
+# shards against zlib-6's
+DEFLATE_TARGETS = {"build_vs_baseline": 0.35, "bytes_vs_zlib6": 1.05}
+DEFLATES = "zlib-6,libdeflate-4,libdeflate-5,libdeflate-6,isal-2"
 
 # The hand-written single-core baseline: merge the sorted gzipped files, zlib blocks.
 BASELINE_SCRIPT = """import gzip, heapq, sys, zlib
@@ -258,6 +268,110 @@ def scale_run(scale, args, ours_bin, pin):
                        / rows["rebuild +5% new sites"]["best"]}}
 
 
+def shard_bytes(cluster_dir):
+    return sum(os.path.getsize(path) for name, path in published(cluster_dir).items()
+               if name.startswith("cdx-"))
+
+
+def deflate_run(args, ours_bin, pin):
+    """Each deflate of ``args.deflates``: build, rebuild +5% and update +5%, every command
+    once a round, the baseline too, in an order that turns round by round (the machine
+    may be shared: alternated runs meet the same load); medians and ranges."""
+    old = generate(args.files, args.lines, 1, "old")
+    new = generate(max(1, round(args.files * args.new)), round(args.lines * args.new), 2, "new")
+    tmp = os.path.join(OUT, "tmp", "deflates")
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(os.path.join(tmp, "baseline"))
+    commands = {("baseline", "build"): (pin + [os.path.join(ours_bin, "python"), "-c",
+                                               BASELINE_SCRIPT, os.path.join(tmp, "baseline"),
+                                               *old], None)}
+    deflates = args.deflates.split(",")
+
+    def build(out, *argv):
+        return [os.path.join(ours_bin, "webarchive-index"), "build", *argv, "-o", out,
+                "--no-progress"]
+
+    def fresh(out):
+        return lambda: shutil.rmtree(out, ignore_errors=True)
+
+    def copy_of(built, out):
+        def copy():
+            shutil.rmtree(out, ignore_errors=True)
+            shutil.copytree(built, out, symlinks=True)
+        return copy
+
+    for deflate in deflates:
+        built = os.path.join(tmp, deflate, "build")
+        option = ["--block-deflate", deflate]
+        commands[deflate, "build"] = (build(built, *old, "--shards", str(args.shards), *option),
+                                      fresh(built))
+        commands[deflate, "rebuild +5%"] = (
+            build(os.path.join(tmp, deflate, "rebuild"), *old, *new, "--splits",
+                  os.path.join(built, "splits.txt"), *option),
+            fresh(os.path.join(tmp, deflate, "rebuild")))
+        commands[deflate, "update +5%"] = (build(os.path.join(tmp, deflate, "update"), *new,
+                                                 "--update"),
+                                           copy_of(built, os.path.join(tmp, deflate, "update")))
+    timed = {key: [] for key in commands}
+    keys = list(commands)
+    for number in range(args.rounds):
+        print(f"deflates: round {number + 1} of {args.rounds} ...", flush=True)
+        turn = number * len(keys) // max(1, args.rounds)
+        for key in keys[turn:] + keys[:turn]:
+            argv, before = commands[key]
+            if before:  # (round 1 runs each build before its update and rebuild)
+                before()
+            timed[key].append(run.time_command(argv))
+
+    def stats(key):
+        walls, cpus = [t.wall for t in timed[key]], [t.cpu for t in timed[key]]
+        return {"wall": statistics.median(walls), "wall_range": [min(walls), max(walls)],
+                "cpu": statistics.median(cpus), "cpu_range": [min(cpus), max(cpus)]}
+
+    baseline = stats(("baseline", "build"))
+    zlib6 = shard_bytes(os.path.join(tmp, "zlib-6", "build", "cluster")) \
+        if "zlib-6" in deflates else None
+    rows = {}
+    for deflate in deflates:
+        size = shard_bytes(os.path.join(tmp, deflate, "build", "cluster"))
+        row = rows[deflate] = {name: stats((deflate, name))
+                               for name in ("build", "rebuild +5%", "update +5%")}
+        row["shard_bytes"] = size
+        row["bytes_vs_zlib6"] = size / zlib6 if zlib6 else None
+        row["build_vs_baseline"] = row["build"]["wall"] / baseline["wall"]
+        row["update_vs_rebuild"] = row["update +5%"]["wall"] / row["rebuild +5%"]["wall"]
+        row["update == rebuild (bytes)"] = same_cluster(
+            os.path.join(tmp, deflate, "update", "cluster"),
+            os.path.join(tmp, deflate, "rebuild", "cluster"))
+    return {"lines": args.lines, "files": args.files, "rounds": args.rounds,
+            "baseline": baseline, "rows": rows}
+
+
+def report_deflates(found):
+    print()
+    print(f"deflates: build of {found['lines']} lines in {found['files']} files on all cores "
+          f"(--block-deflate), medians of {found['rounds']} alternated rounds [range]; the "
+          f"baseline (one core, zlib-6): {found['baseline']['wall']:.2f} s wall, "
+          f"{found['baseline']['cpu']:.2f} s CPU")
+    fmt = "{:<14} {:>20} {:>8} {:>12} {:>13} {:>11} {:>10} {:>10} {:>17}"
+    print(fmt.format("deflate", "build s", "cpu s", "x baseline", "shard MB", "x zlib-6",
+                     "rebuild s", "update s", "update / rebuild"))
+    target = DEFLATE_TARGETS
+    for deflate, row in found["rows"].items():
+        build = row["build"]
+        print(fmt.format(
+            deflate, f"{build['wall']:.2f} [{build['wall_range'][0]:.2f}-{build['wall_range'][1]:.2f}]",
+            f"{build['cpu']:.2f}", f"{row['build_vs_baseline']:.2f} (<= {target['build_vs_baseline']})",
+            f"{row['shard_bytes'] / 1e6:.1f}",
+            "" if row["bytes_vs_zlib6"] is None else f"{row['bytes_vs_zlib6']:.3f}",
+            f"{row['rebuild +5%']['wall']:.2f}", f"{row['update +5%']['wall']:.2f}",
+            f"{row['update_vs_rebuild']:.2f} (<= {TARGETS['update_vs_rebuild']})"))
+    print()
+    for deflate, row in found["rows"].items():
+        ok = row["update == rebuild (bytes)"]
+        print(f"{'ok  ' if ok else 'FAILED'} {deflate} update == rebuild (bytes)")
+
+
 def report(results, meta):
     print()
     print(f"machine  {meta['cpu']}, {meta['cores']} cores, Python {meta['python']}, {meta['date']}")
@@ -307,6 +421,11 @@ def main(argv=None):
     parser.add_argument("--new", type=float, default=0.05, help="the update's share of new lines")
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=1, help="runs per command (the best is kept)")
+    parser.add_argument("--deflates", default=DEFLATES,
+                        help=f"the --block-deflate settings compared at 1x (default {DEFLATES}; "
+                             "none: '')")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="alternated runs of each deflate's commands (medians are reported)")
     parser.add_argument("--quick", action=argparse.BooleanOptionalAction, default=False,
                         help="smoke run: 100,000 lines in 8 files at 1x and 2x (--no-quick: "
                              "the sizes above, the default)")
@@ -318,21 +437,27 @@ def main(argv=None):
     except ValueError:
         parser.error(f"--scales takes whole numbers separated by commas, not {args.scales!r}")
     if args.lines < 1 or args.files < 1 or args.shards < 1 or args.repeat < 1 or min(scales) < 1 \
+            or args.rounds < 1 \
             or not 0 < args.new < 1:
-        parser.error("--lines, --files, --shards, --repeat and scales must be at least 1, "
+        parser.error("--lines, --files, --shards, --repeat, --rounds and scales must be at least 1, "
                      "--new between 0 and 1")
     ours_bin = run.install_project()
     pin, load_start = run.pinning(), os.getloadavg()
     results = [scale_run(scale, args, ours_bin, pin) for scale in scales]
+    deflates = deflate_run(args, ours_bin, pin) if args.deflates else None
     meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "python": platform.python_version(), "cpu": run.cpu_model(), "cores": os.cpu_count(),
             "pinning": pin, "repeat": args.repeat, "shards": args.shards, "targets": TARGETS,
             "loadavg_1_5_15min": {"start": load_start, "end": os.getloadavg()}}
     report(results, meta)
+    if deflates:
+        report_deflates(deflates)
     with open(os.path.join(run.OUT, "build-results.json"), "w") as fh:
-        json.dump({"meta": meta, "results": results}, fh, indent=1)
+        json.dump({"meta": meta, "results": results, "deflates": deflates}, fh, indent=1)
     print(f"wrote {os.path.relpath(os.path.join(run.OUT, 'build-results.json'))}")
-    return 0 if all(ok for result in results for ok in result["checks"].values()) else 1
+    return 0 if all(ok for result in results for ok in result["checks"].values()) and all(
+        row["update == rebuild (bytes)"] for row in (deflates or {"rows": {}})["rows"].values()) \
+        else 1
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ def parser():
                     "their lines into OUTDIR/cluster, as Spark jobs.",
         epilog="Exit status: 0 done, 1 failed (nothing published), 2 bad usage, "
                "3 done but some input could not be indexed.")
-    o.add(p, o.BUILD_INPUTS, o.OUTDIR, o.BUILD_SHARDS, o.BUILD_LINES_PER_BLOCK, o.SPLITS_FROM,
+    o.add(p, o.BUILD_INPUTS, o.OUTDIR, o.BUILD_SHARDS, o.BUILD_LINES_PER_BLOCK, o.BUILD_BLOCK_DEFLATE,
+          o.SPLITS_FROM,
           o.ON_ERROR, o.ROOT_INDEX,
           o.ARCHIVES_PER_TASK, o.CDX_BYTES_PER_TASK,
           o.VERBOSE.but(help="Spark's INFO log", off_help="Spark's errors only (default)"),

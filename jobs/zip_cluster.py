@@ -68,7 +68,8 @@ class ZipClusterJob(options.AbsolutePaths, MRJob):
                     options.SHARDS.but(required=True, default=None,
                                        help="shards of the cluster: one more than the split "
                                             "points"),
-                    options.LINES_PER_BLOCK, options.CLUSTER_DIR, options.PARTITIONS,
+                    options.LINES_PER_BLOCK, options.BLOCK_DEFLATE,
+                    options.CLUSTER_DIR, options.PARTITIONS,
                     options.TABLE_DIR, *options.TABLE)
 
     def partitioner(self):
@@ -108,7 +109,8 @@ class ZipClusterJob(options.AbsolutePaths, MRJob):
         # hands the reducer "shard<TAB>line<TAB>"; CDX lines never end in a TAB themselves
         lines = (line[:-1] if line.endswith("\t") else line for line in lines)
         yield None, write_shard(int(shard), lines, self.options.cluster_dir,
-                                self.options.lines_per_block, self.table)
+                                self.options.lines_per_block, self.table,
+                                self.options.block_deflate)
 
     def reducer_final(self):
         # With TotalOrderPartitioner reducer i is shard i: one that got no lines writes

@@ -1,7 +1,8 @@
 """What a published cluster holds: the record ``contents.json`` published with its shards,
 which ``build --update`` reads back.
 
-    {"format": "cdxj", "lines_per_block": 3000, "splits": ["com,a)/ 2024...", ...],
+    {"format": "cdxj", "lines_per_block": 3000, "block_deflate": "libdeflate-5",
+     "splits": ["com,a)/ 2024...", ...],
      "archives": {"crawl/a.warc.gz": {"path": "/data/crawl/a.warc.gz", "cdx": "crawl/a.cdx.gz",
                                       "source": {"size": 1234, "mtime_ns": ...}}, ...},
      "indexes": {"/data/old.cdxj.gz": {"name": "old.cdxj.gz", "kind": "cdx"}, ...}}
@@ -21,10 +22,14 @@ lines; the others are new. ``indexes`` are the index inputs (existing CDX files,
 clusters, legacy indexes) whose lines it holds: an update does not read them again.
 ``post_append``: whether its archives' captures have POST keys (``--post-append``; a
 record without it, of a cluster built before the option, has none); an update keeps it.
+``block_deflate``: the deflate of its blocks (``--block-deflate``; a record without it,
+of a cluster built before the option, zlib-6: ``block_deflate``); an update keeps it, so
+that an updated shard is the bytes a rebuild with the same setting writes.
 """
 import json
 
 from .. import storage
+from ..options.table import BLOCK_DEFLATE_OLD, BLOCK_DEFLATES
 from ..zipnum.places import first_shard
 
 RECORD = "contents.json"
@@ -38,9 +43,16 @@ class NoCluster(NoRecord):
     """No cluster at all where an update was asked for."""
 
 
-def make(fmt, lines_per_block, split_lines, archives, indexes, post_append=False):
+def make(fmt, lines_per_block, split_lines, archives, indexes, post_append=False,
+         block_deflate=BLOCK_DEFLATE_OLD):
     return {"format": fmt, "lines_per_block": lines_per_block, "splits": list(split_lines),
-            "archives": archives, "indexes": indexes, "post_append": post_append}
+            "archives": archives, "indexes": indexes, "post_append": post_append,
+            "block_deflate": block_deflate}
+
+
+def block_deflate(record):
+    """The deflate the blocks of the cluster of ``record`` were written with."""
+    return record.get("block_deflate", BLOCK_DEFLATE_OLD)
 
 
 def entry(status, cdx_dir):
@@ -92,6 +104,10 @@ def read(cluster_dir):
             and isinstance(record.get("indexes"), dict)
             and isinstance(record.get("lines_per_block"), int)):
         raise NoRecord(f"{path} is not a record of a cluster: build the cluster anew")
+    if block_deflate(record) not in BLOCK_DEFLATES:
+        raise NoRecord(f"{path} says that the cluster's blocks were compressed by "
+                       f"{block_deflate(record)!r}, which this version does not write: update "
+                       "it with the version that built it, or build the cluster anew")
     return record
 
 

@@ -19,7 +19,7 @@ most of the time and runs on every core.
   holds its lines ``j*B .. j*B+B-1``), merges the runs from there and writes those
   blocks. A shard of one piece is written in place; the pieces of a larger one are
   joined by :func:`join_shard`. The result is the bytes ``tasks.write_shard`` writes
-  for the whole shard: the same lines, blocks and zlib settings.
+  for the whole shard: the same lines, blocks and deflate.
 
 Usage (``pool`` is a ``concurrent.futures`` executor, ``workers`` its processes)::
 
@@ -46,6 +46,7 @@ from . import runs
 from ..cdx import cdxfile, splits
 from ..cdx.cdxfile import IndexInputError
 from .. import storage
+from ..options.table import BLOCK_DEFLATE_OLD
 from ..zipnum import layout
 from ..util.progress import counted
 from ..util.workers import watching
@@ -297,6 +298,7 @@ class PieceTask(NamedTuple):
     path: str              # where its blocks go (a shard of one piece: the shard itself)
     part_path: str = None  # the shard's part file, for a shard of one piece
     memory: int = MEMORY
+    deflate: str = BLOCK_DEFLATE_OLD  # of layout.DEFLATES
 
 
 class PieceResult(NamedTuple):
@@ -335,7 +337,7 @@ def write_piece(task):
             merged = runs.merge([run.chunks(place, size)
                                  for run, (_, place) in zip(task.runs, where(piece.low))])
             for lines in _blocks(merged, first - low, end - first, block):
-                member = layout.gzip_block([b"\n".join(lines) + b"\n"])
+                member = layout.gzip_block([b"\n".join(lines) + b"\n"], task.deflate)
                 out.write(member)
                 blocks.append((layout.block_key(lines[0]), len(member)))
     if task.part_path:
@@ -453,10 +455,12 @@ def merge_rounds(merging, run_list):
 
 
 def write_shards(merging, run_list, split_lines, sample_lines, cluster_dir,
-                 lines_per_block=layout.LINES_PER_BLOCK, old=None, skip=()):
+                 lines_per_block=layout.LINES_PER_BLOCK, old=None, skip=(),
+                 deflate=BLOCK_DEFLATE_OLD):
     """Phase B: every shard of the cluster (``cdx-NNNNN.gz`` and ``part-NNNNN`` in
-    ``cluster_dir``) from the merged runs; ``{shard: stats}`` as ``tasks.write_shard``
-    gives them, empty shards included.
+    ``cluster_dir``) from the merged runs, its blocks compressed by ``deflate`` (of
+    ``layout.DEFLATES``); ``{shard: stats}`` as ``tasks.write_shard`` gives them, empty
+    shards included.
 
     ``old`` maps shard numbers to a run of that shard alone (an update's
     ``shardrun.ShardRun``), merged in with the others; shards in ``skip`` are not
@@ -480,7 +484,7 @@ def write_shards(merging, run_list, split_lines, sample_lines, cluster_dir,
             part = None
         own = (old[piece.shard],) if piece.shard in old else ()
         tasks.append(PieceTask(piece, tuple(run_list) + own, lines_per_block, path, part,
-                               merging.memory))
+                               merging.memory, deflate))
     by_shard = {}
     label = f"compressing {counted(len(counts), 'shard')} in {counted(len(tasks), 'piece')}"
     for result in run_tasks(pool, write_piece, [(task,) for task in tasks], progress, label):

@@ -164,8 +164,10 @@ def read_splits(splits_path):
     return splits.parse_splits(storage.read_bytes(splits_path).decode("utf-8"))
 
 
-def write_shard(shard, lines, cluster_dir, lines_per_block=layout.LINES_PER_BLOCK, table=None):
-    """Write one shard from its sorted lines (str, no newline); return its stats.
+def write_shard(shard, lines, cluster_dir, lines_per_block=layout.LINES_PER_BLOCK, table=None,
+                deflate=options.BLOCK_DEFLATE_OLD):
+    """Write one shard from its sorted lines (str, no newline), its blocks compressed by
+    ``deflate`` (of ``layout.DEFLATES``); return its stats.
 
     The shard file is published before its part file, so an index line never
     points at a shard that is not there. With ``table`` (a ``table.Table``) the
@@ -174,7 +176,7 @@ def write_shard(shard, lines, cluster_dir, lines_per_block=layout.LINES_PER_BLOC
     name = layout.shard_name(shard)
     with contextlib.ExitStack() as stack:
         fh = stack.enter_context(storage.open_atomic(storage.join(cluster_dir, name)))
-        writer = layout.ShardWriter(fh, name, lines_per_block)
+        writer = layout.ShardWriter(fh, name, lines_per_block, deflate=deflate)
         rows = None if table is None else stack.enter_context(table.shard(shard))
         for line in lines:
             writer.add(line.encode("utf-8") + b"\n")

@@ -1,5 +1,5 @@
 """An update's shards: a published cluster merged with the runs of new lines, lines of
-removed archives left out, by the split points and lines per block it was built with.
+removed archives left out, by the split points, lines per block and deflate it was built with.
 
     written = update_shards(merge.Merging(pool, work_dir), new_runs, new_sample, "out/cluster",
                             split_lines, Removal(["crawl-1/*"]), "out/.cluster-build-x", 3000)
@@ -76,9 +76,10 @@ def copy_shard(run, cluster_dir):
 
 
 def update_shards(merging, new_runs, new_sample, old_cluster, split_lines, removal, cluster_dir,
-                  lines_per_block):
+                  lines_per_block, deflate=merge.BLOCK_DEFLATE_OLD):
     """Every shard of the updated cluster, written into ``cluster_dir`` as ``merging`` (a
-    ``merge.Merging``) says: ``{shard: stats}`` as ``merge.write_shards`` gives them, the
+    ``merge.Merging``) says, the blocks of those it writes compressed by ``deflate`` (that
+    of the cluster: a copied shard keeps its bytes): ``{shard: stats}`` as ``merge.write_shards`` gives them, the
     number of shards copied, and the cluster's lines removed, ``{glob: lines}`` by the
     glob of ``removal`` that removed them (None: the old lines of the archives it names)."""
     pool, progress = merging.pool, merging.progress
@@ -107,7 +108,8 @@ def update_shards(merging, new_runs, new_sample, old_cluster, split_lines, remov
         for block in run.blocks[::max(1, len(run.blocks) // CUTS_PER_SHARD)]]
     written = merge.write_shards(
         merging, new_runs, split_lines, sample, cluster_dir, lines_per_block,
-        old={run.shard: run for run in surveyed if run.shard not in unchanged}, skip=unchanged)
+        old={run.shard: run for run in surveyed if run.shard not in unchanged}, skip=unchanged,
+        deflate=deflate)
     written.update({stats["shard"]: stats for stats in copies})
     removed = {}
     for run in surveyed:

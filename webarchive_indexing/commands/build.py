@@ -36,8 +36,8 @@ from .. import storage
 from ..engines import StepFailed, open_engine
 from ..build.indexprep import INDEXES_DIR, check_work, open_sources
 from ..inputs.discovery import cdx_name, dictionary_file, expand, expand_named
-from ..options import (LINES_PER_BLOCK_DEFAULT, BuildOptions, UsageError, check_build,
-                       check_indexing, check_table)
+from ..options import (BLOCK_DEFLATE_DEFAULT, LINES_PER_BLOCK_DEFAULT, BuildOptions, UsageError,
+                       check_build, check_indexing, check_table)
 from ..util.progress import Progress, counted
 from ..build.publish import check_table_place, publish_cluster, remove_leftovers, staged_table
 from ..zipnum.shardrun import Removal
@@ -145,7 +145,14 @@ def build(inputs, out_dir, options=None):
                                  f"cluster in {out_dir} was built with"
                                  f"{'' if held else 'out'} it: an update keeps the cluster's "
                                  "keys (leave the option out)")
-            options = type(options)(**{**vars(options), "post_append": held})
+            deflate = contents.block_deflate(record)
+            if options.block_deflate not in (None, deflate):
+                raise UsageError(f"--block-deflate {options.block_deflate}, but the cluster in "
+                                 f"{out_dir} was built with --block-deflate {deflate}: an update "
+                                 "keeps the cluster's blocks (leave the option out, or build "
+                                 "anew)")
+            options = type(options)(**{**vars(options), "post_append": held,
+                                       "block_deflate": deflate})
         sources, open_errors, cdx_format = open_sources(found.indexes, requested,
                                                         options.legacy_prefix.encode("utf-8"),
                                                         options.rekey)
@@ -321,6 +328,7 @@ def _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, split_li
                           "published cluster is left as it was)", summary)
     cdx_files = [s.cdx for s in statuses] + index_files
     lines_per_block = options.lines_per_block or LINES_PER_BLOCK_DEFAULT
+    deflate = options.block_deflate or BLOCK_DEFLATE_DEFAULT
     if split_lines is not None:
         tasks.write_splits(split_lines, summary.out_dir)
         progress.step(f"[2/3] split points from {options.splits}: "
@@ -334,11 +342,12 @@ def _write(engine, statuses, index_files, sources, cdx_dir, cdx_format, split_li
     record = contents.make(cdx_format, lines_per_block, split_lines,
                            {s.name: contents.entry(s, cdx_dir) for s in statuses},
                            {s.path: contents.index_entry(s) for s in sources},
-                           bool(options.post_append))
+                           bool(options.post_append), deflate)
 
     def write(directory):
         engine.table = table
-        stats = engine.write_cluster(cdx_files, split_lines, shards, lines_per_block, directory)
+        stats = engine.write_cluster(cdx_files, split_lines, shards, lines_per_block, directory,
+                                     deflate)
         contents.write(directory, record)
         return stats
 
@@ -393,16 +402,18 @@ def _update(engine, record, archives, sources, cdx_dir, options, summary, progre
         update.published = False
         return None
     progress.step(f"[2/3] the cluster's split points and lines per block: "
-                  f"{counted(shards, 'shard')}, {lines_per_block} lines a block")
+                  f"{counted(shards, 'shard')}, {lines_per_block} lines a block, "
+                  f"compressed by {options.block_deflate}")
     progress.done()
     kept = contents.make(record["format"], lines_per_block, split_lines, archives,
                          {**record["indexes"], **{s.path: contents.index_entry(s) for s in sources}},
-                         bool(options.post_append))
+                         bool(options.post_append), options.block_deflate)
     cdx_files = [s.cdx for s in new + replaced] + index_files
 
     def write(directory):
         stats, update.shards_copied, lines_by = engine.update_cluster(
-            cdx_files, summary.cluster_dir, split_lines, removal, lines_per_block, directory)
+            cdx_files, summary.cluster_dir, split_lines, removal, lines_per_block, directory,
+            options.block_deflate)
         _check_removal(options, removed_by, lines_by)
         update.removed_by = {glob: (names, lines_by.get(glob, 0))
                              for glob, names in removed_by.items()}

@@ -133,20 +133,22 @@ class Engine:
         (``tasks.write_splits``); the split lines."""
         raise NotImplementedError
 
-    def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
+    def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir,
+                      deflate=options.BLOCK_DEFLATE_OLD):
         """Write the ``shards`` shards of every line of ``cdx_files`` into ``cluster_dir``
-        (``tasks.write_shard``); the stats of each shard written, by shard number. With
+        (``tasks.write_shard``), their blocks compressed by ``deflate`` (of
+        ``layout.DEFLATES``; the same bytes on every engine); the stats of each shard written, by shard number. With
         ``self.table``, an engine may have the task writing a shard write the shard's files
         of that table from the same lines (their stats under ``"table"``); the driver has
         ``write_tables`` write those of the shards whose stats lack them."""
         raise NotImplementedError
 
     def update_cluster(self, cdx_files, old_cluster, split_lines, removal, lines_per_block,
-                       cluster_dir):
+                       cluster_dir, deflate=options.BLOCK_DEFLATE_OLD):
         """Write into ``cluster_dir`` the shards of the published cluster in ``old_cluster``
         (a ``cluster/`` directory) with every line of ``cdx_files`` merged in and the lines
-        that ``removal`` (a ``shardrun.Removal``) removes left out, by its split points and
-        lines per block: the bytes ``write_cluster`` writes for the same lines.
+        that ``removal`` (a ``shardrun.Removal``) removes left out, by its split points,
+        lines per block and deflate: the bytes ``write_cluster`` writes for the same lines.
         ``(stats of each shard, shards copied unchanged, lines removed)``. Only engines
         that merge sorted runs do this (``options.check_build`` says which)."""
         raise NotImplementedError(f"the {self.name} engine does not update clusters")

@@ -240,21 +240,22 @@ class LocalEngine(Engine):
         run_list, pairs = self._with_indexes(made.runs, made.sample)
         return run_list, splits.merge(pairs, shards * SCALER)
 
-    def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
+    def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir,
+                      deflate=options.BLOCK_DEFLATE_OLD):
         run_list, sample_lines = self._runs_of(cdx_files, shards)
         try:
             return merge.write_shards(self.merging, run_list, split_lines, sample_lines,
-                                      cluster_dir, lines_per_block)
+                                      cluster_dir, lines_per_block, deflate=deflate)
         except merge.InputFailed as exc:
             raise StepFailed(f"cannot read {exc}") from None
 
     def update_cluster(self, cdx_files, old_cluster, split_lines, removal, lines_per_block,
-                       cluster_dir):
+                       cluster_dir, deflate=options.BLOCK_DEFLATE_OLD):
         run_list, sample_lines = self._runs_of(cdx_files, len(split_lines) + 1,
                                                removal.of_globs())
         try:
             return update_shards(self.merging, run_list, sample_lines, old_cluster, split_lines,
-                                 removal, cluster_dir, lines_per_block)
+                                 removal, cluster_dir, lines_per_block, deflate)
         except ClusterChanged as exc:
             raise StepFailed(str(exc)) from None
 

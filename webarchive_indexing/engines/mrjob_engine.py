@@ -137,12 +137,14 @@ class MrjobEngine(Engine):
         return self._run(SampleSplitsJob, ["--shards", str(shards), "--splits-dir", splits_dir,
                                            *self._local(cdx_files)])
 
-    def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
+    def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir,
+                      deflate=options.BLOCK_DEFLATE_OLD):
         splits_file = os.path.join(self.work, "splits.txt")
         with open(splits_file, "w", encoding="utf-8") as fh:
             fh.write(format_splits(split_lines))
         args = ["--splits", splits_file, "--shards", str(shards),
-                "--lines-per-block", str(lines_per_block), "--cluster-dir", cluster_dir]
+                "--lines-per-block", str(lines_per_block), "--block-deflate", deflate,
+                "--cluster-dir", cluster_dir]
         table = self.table
         if table is not None:  # the reducers write it
             args += ["--table-dir", table.dir, "--crawl", table.crawl,

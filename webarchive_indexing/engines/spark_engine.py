@@ -174,9 +174,9 @@ def _line_of_key(key):
 
 def write_cluster(sc, cdx_files, split_lines, shards, cluster_dir,
                   lines_per_block=LINES_PER_BLOCK, cdx_bytes_per_task=CDX_BYTES_PER_TASK,
-                  sizes=None, table=None):
+                  sizes=None, table=None, deflate=options.BLOCK_DEFLATE_OLD):
     """Step 3: write the ``shards`` shards (``cdx-NNNNN.gz`` + ``part-NNNNN``) of every
-    line of ``cdx_files`` into ``cluster_dir`` (and, with ``table``, each shard's files of
+    line of ``cdx_files`` into ``cluster_dir``, their blocks compressed by ``deflate`` (and, with ``table``, each shard's files of
     that ``table.Table`` in the same task); the stats of each, by shard number."""
     points = list(split_lines)
     if len(points) + 1 != shards:
@@ -192,7 +192,7 @@ def write_cluster(sc, cdx_files, split_lines, shards, cluster_dir,
                 if line_shard != shard:
                     raise RuntimeError(f"a line of shard {line_shard} reached partition {shard}")
                 yield line
-        yield tasks.write_shard(shard, lines(), cluster_dir, lines_per_block, table)
+        yield tasks.write_shard(shard, lines(), cluster_dir, lines_per_block, table, deflate)
 
     written = (cdx_lines_rdd(sc, cdx_files, cdx_bytes_per_task, sizes)
                .map(keyed)
@@ -308,10 +308,11 @@ class SparkEngine(Engine):
         return self._run("sample", sample_splits, cdx_files, shards, splits_dir,
                          cdx_bytes_per_task=self.cdx_bytes_per_task, sizes=self._sizes(cdx_files))
 
-    def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir):
+    def write_cluster(self, cdx_files, split_lines, shards, lines_per_block, cluster_dir,
+                      deflate=options.BLOCK_DEFLATE_OLD):
         return self._run("cluster", write_cluster, cdx_files, split_lines, shards, cluster_dir,
                          lines_per_block, self.cdx_bytes_per_task, self._sizes(cdx_files),
-                         self.table)
+                         self.table, deflate)
 
 
 def _not_from_py4j(record):

@@ -50,7 +50,7 @@ def _build_parser(sub, help_line):
                     "(docs/local-engine.md).",
         epilog="output:\n" + o.BUILD_OUTPUT)
     o.add(build, o.BUILD_INPUTS.but(nargs="*"), o.OUTDIR, o.BUILD_SHARDS,
-          o.BUILD_LINES_PER_BLOCK, o.SPLITS_FROM, o.UPDATE, o.REMOVE, o.ALLOW_EMPTY_REMOVE,
+          o.BUILD_LINES_PER_BLOCK, o.BUILD_BLOCK_DEFLATE, o.SPLITS_FROM, o.UPDATE, o.REMOVE, o.ALLOW_EMPTY_REMOVE,
           o.RUNNER, o.WORKERS,
           o.FAN_IN, o.WORK_DIR, o.SPARK_MASTER, o.ON_ERROR, o.ROOT_INDEX, o.MRJOB_CONF,
           o.VERBOSE, o.PROGRESS, *o.BUILD_INDEXING, o.PARQUET, *o.TABLE)

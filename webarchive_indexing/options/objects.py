@@ -4,8 +4,9 @@ cannot go together; ``AbsolutePaths``, the MRJob jobs' mixin."""
 import os
 
 from .base import UsageError
-from .table import (ACCESS_CONTROL, ALLOW_EMPTY_REMOVE, ARCHIVES_PER_TASK, BUILD_INDEXING,
-                    BUILD_LINES_PER_BLOCK, BUILD_SHARDS, CDX_BYTES_PER_TASK, CDX_FORMAT, CLUSTER,
+from .table import (ACCESS_CONTROL, ALLOW_EMPTY_REMOVE, ARCHIVES_PER_TASK, BUILD_BLOCK_DEFLATE,
+                    BUILD_INDEXING, BUILD_LINES_PER_BLOCK, BUILD_SHARDS, CDX_BYTES_PER_TASK,
+                    CDX_FORMAT, CLUSTER,
                     DEFAULT_LEVELS, FAN_IN, INPUT_ROOT, LEVELS, MRJOB_CONF, ON_ERROR, PARQUET,
                     PROGRESS, REMOVE, ROOT_INDEX, RUNNER, SERVE, SPARK_MASTER, SPLITS_FROM, TABLE,
                     UPDATE, VERBOSE, WORKERS, WORK_DIR, ZSTD_DICTIONARY)
@@ -170,7 +171,7 @@ def check_indexing(cdx_fields, cdx_format, post_append=False):
 
 class BuildOptions(Options):
     """What ``build.build(inputs, out_dir, options)`` does, and with which engine."""
-    OPTIONS = (BUILD_SHARDS, BUILD_LINES_PER_BLOCK, SPLITS_FROM, UPDATE, REMOVE,
+    OPTIONS = (BUILD_SHARDS, BUILD_LINES_PER_BLOCK, BUILD_BLOCK_DEFLATE, SPLITS_FROM, UPDATE, REMOVE,
                ALLOW_EMPTY_REMOVE, ON_ERROR,
                ROOT_INDEX, PROGRESS, PARQUET, *TABLE, *BUILD_INDEXING, *ENGINE)
     EXTRA = {"spark_context": None}

@@ -21,6 +21,13 @@ ERROR_MODES = ("fail", "skip")
 # As zipnum.LINES_PER_BLOCK and query.MATCH_TYPES (the command line starts without
 # importing those modules; a test checks that they agree)
 LINES_PER_BLOCK_DEFAULT = 3000
+# The deflates of a ZipNum block (zipnum.layout compresses with each): NAME-LEVEL. By
+# bench/build.py, libdeflate-5 writes shards ~1% smaller than zlib-6 in a third of its time
+# (isal-1/2 in a twelfth, but ~8% larger). A cluster built before the choice is zlib-6.
+BLOCK_DEFLATES = (*(f"libdeflate-{n}" for n in range(1, 13)), *(f"zlib-{n}" for n in range(1, 10)),
+                  *(f"isal-{n}" for n in range(4)))
+BLOCK_DEFLATE_DEFAULT = "libdeflate-5"
+BLOCK_DEFLATE_OLD = "zlib-6"
 # As mergebuild.FAN_IN
 FAN_IN_DEFAULT = 256
 MATCH_TYPES = ("exact", "prefix", "host", "domain")
@@ -164,6 +171,14 @@ LINES_PER_BLOCK = Option(
     help=f"CDX lines per gzip block (default {LINES_PER_BLOCK_DEFAULT}, as Common Crawl and the "
          "Internet Archive)")
 BUILD_LINES_PER_BLOCK = LINES_PER_BLOCK.but(default=None)
+BLOCK_DEFLATE = Option(
+    "--block-deflate", choices=BLOCK_DEFLATES, default=BLOCK_DEFLATE_DEFAULT, metavar="NAME-LEVEL",
+    help=f"the deflate that compresses each block: libdeflate-1..12, zlib-1..9 or isal-0..3 "
+         f"(default {BLOCK_DEFLATE_DEFAULT}: a third of zlib-6's time, its shards no larger; "
+         f"{BLOCK_DEFLATE_OLD}: the bytes of earlier versions and of the original jobs); "
+         "every one writes standard gzip members, read by every ZipNum reader")
+# build's: None until known (an update keeps its cluster's)
+BUILD_BLOCK_DEFLATE = BLOCK_DEFLATE.but(default=None)
 SPLITS_FROM = Option(
     "--splits", metavar="FILE",
     help="take the split points from FILE instead of sampling: a splits.txt or splits.seq "

@@ -37,17 +37,24 @@ Usage::
 """
 
 import bisect
+import functools
 import itertools
 import os
 import re
 import zlib
 from typing import NamedTuple
 
+import deflate
+from isal import isal_zlib
+
+from ..options.table import BLOCK_DEFLATE_OLD, BLOCK_DEFLATES
+
 __all__ = [
     "LINES_PER_BLOCK",
     "shard_name",
     "part_name",
     "block_key",
+    "DEFLATES",
     "gzip_block",
     "idx_line",
     "IdxLine",
@@ -75,8 +82,26 @@ LINES_PER_BLOCK = 3000
 ROOT_SLICE_BYTES = 64 * 1024
 ROOT_MAGIC = b"#webarchive-indexing cluster.root 1"
 
-_GZIP_LEVEL = 6
 _GZIP_WBITS = 31  # zlib's gzip wrapper writes mtime 0 and no file name: reproducible
+
+
+def _zlib_like(module, level, data):
+    compressor = module.compressobj(level, module.DEFLATED, _GZIP_WBITS)
+    return compressor.compress(data) + compressor.flush()
+
+
+def _deflate_of(name):
+    """The function that makes one gzip member of its bytes as ``name`` (``NAME-LEVEL``,
+    of ``options.BLOCK_DEFLATES``) says. Each writes mtime 0 and no file name, so the
+    same bytes for the same input wherever it runs with the same library version."""
+    library, level = name.rsplit("-", 1)
+    if library == "libdeflate":
+        return functools.partial(deflate.gzip_compress, compresslevel=int(level))
+    return functools.partial(_zlib_like, {"zlib": zlib, "isal": isal_zlib}[library], int(level))
+
+
+# The deflate of a block by its name (build --block-deflate; what contents.json records)
+DEFLATES = {name: _deflate_of(name) for name in BLOCK_DEFLATES}
 
 
 # The file names of a shard and of its part file, as this tool writes them (5 digits, more
@@ -132,10 +157,10 @@ def block_key(line: bytes) -> bytes:
     return b" ".join(line.split(b" ", 2)[:2]).rstrip(b"\r\n")
 
 
-def gzip_block(lines) -> bytes:
-    """One gzip member holding the concatenated ``lines``; same input, same bytes."""
-    compressor = zlib.compressobj(_GZIP_LEVEL, zlib.DEFLATED, _GZIP_WBITS)
-    return compressor.compress(b"".join(lines)) + compressor.flush()
+def gzip_block(lines, deflate=BLOCK_DEFLATE_OLD) -> bytes:
+    """One gzip member holding the concatenated ``lines``, compressed by the deflate named
+    ``deflate`` (of ``DEFLATES``); same input, same bytes."""
+    return DEFLATES[deflate](b"".join(lines))
 
 
 def idx_line(key: bytes, shard: str, offset: int, length: int, lineno: int | None = None) -> bytes:
@@ -206,12 +231,16 @@ class ShardWriter:
     unterminated lines is silently unreadable by binary-searching readers.
     """
 
-    def __init__(self, fileobj, shard: str, lines_per_block=LINES_PER_BLOCK, index_line=None):
+    def __init__(self, fileobj, shard: str, lines_per_block=LINES_PER_BLOCK, index_line=None,
+                 deflate=BLOCK_DEFLATE_OLD):
         if lines_per_block < 1:
             raise ValueError(f"lines_per_block must be >= 1, got {lines_per_block}")
         self.fileobj = fileobj
         self.shard = shard
         self.lines_per_block = lines_per_block
+        if deflate not in DEFLATES:
+            raise ValueError(f"no deflate {deflate!r}: expected one of {', '.join(DEFLATES)}")
+        self.deflate = deflate
         self.lines = 0
         self.blocks = 0
         self.bytes_written = 0
@@ -244,7 +273,7 @@ class ShardWriter:
         return shard_stats(shard, self.lines, self.blocks, self.bytes_written)
 
     def _flush(self):
-        member = gzip_block(self._block)
+        member = gzip_block(self._block, self.deflate)
         self.fileobj.write(member)
         self._part.append(self._index_line(block_key(self._block[0]), member, self.bytes_written))
         self.bytes_written += len(member)
@@ -324,13 +353,13 @@ def parse_root(data: bytes):
 
 
 def write_cluster(sorted_lines, out_dir, splits, lines_per_block=LINES_PER_BLOCK,
-                  root_slice_bytes=ROOT_SLICE_BYTES) -> dict:
+                  root_slice_bytes=ROOT_SLICE_BYTES, deflate=BLOCK_DEFLATE_OLD) -> dict:
     """Write a complete cluster of ``len(splits) + 1`` shards into ``out_dir``.
 
     Shard ``i`` gets the lines ``L`` with ``bisect_right(splits, L) == i``, i.e.
     ``splits[i-1] <= L < splits[i]`` comparing whole lines. Shards without lines are
-    written as empty files with empty part files. Returns
-    ``{"shards", "lines", "blocks", "bytes"}``.
+    written as empty files with empty part files; blocks compressed by ``deflate`` (of
+    ``DEFLATES``). Returns ``{"shards", "lines", "blocks", "bytes"}``.
     """
     splits = list(splits)
     if any(a >= b for a, b in zip(splits, splits[1:])):
@@ -341,7 +370,7 @@ def write_cluster(sorted_lines, out_dir, splits, lines_per_block=LINES_PER_BLOCK
     parts, stats = [], []
     for i, lines in _shard_groups(sorted_lines, splits):
         with open(os.path.join(out_dir, shard_name(i)), "wb") as out:
-            writer = ShardWriter(out, shard_name(i), lines_per_block)
+            writer = ShardWriter(out, shard_name(i), lines_per_block, deflate=deflate)
             for line in lines:
                 writer.add(line)
             parts.append(writer.close())
