@@ -1,5 +1,5 @@
 # make demo: a fresh machine to a queried cluster, from the sample archives in samples/
-# make test: the whole test suite, in the same virtual environment
+# make test: the whole test suite, in the same virtual environment, on every core
 # make test-quick: the suite without the tests that start real Hadoop or a Spark cluster
 # make test-fast: the unit tests, in under a minute: no Java, Spark, Hadoop, browser or server
 PYTHON ?= python3
@@ -29,10 +29,10 @@ demo: $(BIN)/webarchive-index
 	@$(BIN)/webarchive-index copy check demo-out --domains 'wikipedia.org,archive.org/images/*'
 
 test: $(BIN)/webarchive-index
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadgroup
 
 test-quick: $(BIN)/webarchive-index
-	$(BIN)/python -m pytest -q -m "not cluster"
+	$(BIN)/python -m pytest -q -n auto --dist loadgroup -m "not cluster"
 
 test-fast: $(BIN)/webarchive-index
 	$(BIN)/python -m pytest -q --fast

@@ -101,7 +101,9 @@ setup(
         "setuptools>=70.1",
     ],
     extras_require={
-        "test": ["pytest>=7", "pywb==2.10.0", "cdxj-indexer==1.5.0", "pyspark>=3.5",
+        "test": ["pytest>=7",
+                 # make test runs on every core, the modules sharing a Hadoop on one
+                 "pytest-xdist>=3.5", "pywb==2.10.0", "cdxj-indexer==1.5.0", "pyspark>=3.5",
                  # reads the columnar index back, as its users do
                  "duckdb",
                  # serve's real clients, and its search page driven in Chromium (Debian's

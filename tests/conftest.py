@@ -57,6 +57,26 @@ def pytest_collection_modifyitems(config, items):
             kept = set(fast)
             config.hook.pytest_deselected(items=[item for item in items if item not in kept])
             items[:] = fast
+    if getattr(config.option, "dist", "no") != "no":
+        _in_groups(items)
+
+
+# The session fixtures too dear to start in two processes: under pytest-xdist (make test:
+# -n auto --dist loadgroup) the modules using one go to the same worker, first
+SHARED = ("hadoop_cluster",)
+
+
+def _in_groups(items):
+    """Each test in the group of its module (its module fixtures start once), or of the
+    session fixture of SHARED its module uses, those groups first: the longest start first."""
+    modules = {}
+    for item in items:
+        shared = [name for name in SHARED if name in item.fixturenames]
+        modules.setdefault(item.module.__name__, set()).update(shared)
+    for item in items:
+        shared = sorted(modules[item.module.__name__])
+        item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.module.__name__))
+    items.sort(key=lambda item: not modules[item.module.__name__])
 
 
 @pytest.fixture(autouse=True)
