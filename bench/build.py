@@ -5,6 +5,8 @@ Usage (from the project root; plain `python` re-runs itself with .venv/bin/pytho
     python bench/build.py                  # 2,000,000 lines in 80 files, at 1x, 2x and 4x
     python bench/build.py --quick          # smoke run: 100,000 lines in 8 files, 1x and 2x
     python bench/build.py --lines 500000 --files 40 --scales 1,2 --shards 8 --repeat 2
+    python bench/build.py --slope --scales 1,10,50   # the slope: up to 100 M lines (~9 GB)
+    python bench/build.py --warcs 2        # a ~2 GB WARC corpus built end to end
 
 What it does, in one run, at each scale (lines and files times the scale):
 
@@ -13,7 +15,12 @@ What it does, in one run, at each scale (lines and files times the scale):
    space, as one WARC's CDX is), gzipped, generated once and cached in
    bench/out/cdx/<parameters>/; 5% more lines in 5% more files spread over the whole key
    space (new captures of the same sites: the worst case of an update), and as many
-   under a new top-level domain (new sites: they fall in the last shard).
+   under a new top-level domain (new sites: they fall in the last shard). One process a
+   core writes them a file at a time (each file written aside and renamed: an
+   interrupted generation resumes). Before each scale, the disk it needs (inputs not
+   yet there, the sorted runs at their peak and the clusters, per line as measured at
+   the scale before) is printed and checked against the free disk: short, the run stops
+   saying how much is missing.
 2. **Timings**, whole `webarchive-index build` commands (from a regular install, as in
    bench/run.py) run with subprocess, each with the peak resident memory of the largest
    of its processes (`wait4`: the command and every process it waited for) and its CPU
@@ -21,7 +28,10 @@ What it does, in one run, at each scale (lines and files times the scale):
    - `baseline`: a hand-written single-core script, `heapq.merge` of the gzipped
      files and zlib blocks of 3000 lines (what the issue measured at 9.6 s for 2.4 M
      lines), pinned to one core;
-   - `build all cores`: `build CDX... -o OUT --shards N` (the local engine, every core);
+   - `floor`: inflate every input (ISA-L) and deflate zlib-6 blocks of 3000 lines, one
+     core: what any builder pays for a line, with no merge;
+   - `build all cores`: `build CDX... -o OUT --shards N` (the local engine, every core),
+     its work directory's disk use (the sorted runs) sampled every 0.2 s for its peak;
    - `build one core`: the same with `--workers 1`, pinned to one core (`taskset -c 0`);
    - `rebuild +5%`: `build` of the old and the new files with `--splits` of the first
      build (what an update must equal);
@@ -31,8 +41,17 @@ What it does, in one run, at each scale (lines and files times the scale):
    cluster the baseline's lines, or the run exits with status 1.
 3. **Report**: lines/s, ratios against the targets (build on all cores at most 0.75x
    the baseline's time; update at most 0.5x a rebuild's; peak memory under 1 GB) and the
-   slope from one scale to the next (time per line; 1.00 is linear), and
+   slope from one scale to the next (time per line; 1.00 is linear): per scale, wall and
+   CPU time per line, peak memory (target < 512 MB), the runs' peak disk, the cluster's
+   size, and lines/s per core (CPU time of all its processes) against the floor's; and
    bench/out/build-results.json.
+4. `--slope`: only the floor and `build all cores` at each scale (for 10x and 50x, where
+   the other commands would take hours and 8 clusters' disk).
+5. `--warcs GB`: instead, WARC files of ~70 MB (`webarchive-index corpus`'s generator,
+   5000 captures of 20 KB mean, a seed a file; cached in bench/out/build/warcs/) to about
+   GB gigabytes, `build` of them on all cores (index, sample, cluster) against the floor
+   of inflating them with ISA-L on one core, in MB/s per core (CPU time);
+   bench/out/build-warcs-results.json.
 
 The machine may be shared: the report gives the load average at the start and end.
 """

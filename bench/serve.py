@@ -5,6 +5,7 @@ Usage (from the project root; plain `python` re-runs itself with .venv/bin/pytho
 
     python bench/serve.py              # 300,000 lines, 5 s per measurement
     python bench/serve.py --quick      # smoke run: 60,000 lines, 2 s per measurement
+    python bench/serve.py --repeat 5   # 5 rounds of the exact-lookup rows (default 3)
 
 1. **Cluster**: `--lines` synthetic CDXJ lines (Common-Crawl-shaped keys and fields over
    `--hosts` hosts; seeded, cached in bench/out/serve-cluster/), written as a ZipNum cluster
@@ -28,7 +29,17 @@ Usage (from the project root; plain `python` re-runs itself with .venv/bin/pytho
    delayed-ACK wait of small writes with Nagle's algorithm on.)
 5. **One process**: exact lookups per second through `Cluster.lookup` (no cache, and with
    a 64 MiB BlockCache) against pywb's `ZipNumIndexSource.load_index`, same URLs.
-6. **Report**: the table, the ratios (ours / pywb), the servers' peak memory (VmHWM of
+6. **Exact lookups** (the issue's targets: >= 25x pywb, p99 < 20 ms): the exact lookups of
+   the mix at 8 kept-alive clients, on servers all started at once and measured in turn,
+   `--repeat` rounds (medians and ranges, each against pywb's median): `serve`; `serve
+   --acl` with 3,000 rules (bench/access.py's rules drawn from the cluster's URLs); `serve`
+   while idle kept-alive connections (each has had one answer) are held open: 400 (the
+   default bounds hold 2 workers x 256), 4,000 (`--max-connections 4096`; a worker holds
+   at most ulimit -n less 64) and 1,000 (twice the default bounds: the server closes those
+   idle longest, the busy clients keep being answered); pywb with neither. Each idle row
+   says how many the server closed. The idle ones must open within the idle timeout
+   (30 s) less a measurement, or the server closes them as it should.
+7. **Report**: the table, the ratios (ours / pywb), the servers' peak memory (VmHWM of
    each process, the workers summed), bench/out/serve-results.json.
 
 The machine is shared and has 2 cores: the client, the servers and the range server
