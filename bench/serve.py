@@ -37,7 +37,9 @@ Usage (from the project root; plain `python` re-runs itself with .venv/bin/pytho
    default bounds hold 2 workers x 256), 4,000 (`--max-connections 4096`; a worker holds
    at most ulimit -n less 64) and 1,000 (twice the default bounds: the server closes those
    idle longest, the busy clients keep being answered); pywb with neither. Each idle row
-   says how many the server closed. The idle ones must open within the idle timeout
+   says how many the server closed, and every row the server's CPU time a request (its
+   processes summed, from /proc: steadier than requests/s where other work shares the
+   cores, and pywb's server, latency-bound, loses less to such work than ours). The idle ones must open within the idle timeout
    (30 s) less a measurement, or the server closes them as it should.
 7. **Report**: the table, the ratios (ours / pywb), the servers' peak memory (VmHWM of
    each process, the workers summed), bench/out/serve-results.json.
@@ -190,16 +192,34 @@ def stop(process):
         process.wait()
 
 
-def peak_kb(process):
-    """VmHWM of a process and its children (a server's workers), in KiB."""
-    total = 0
+def family(process):
+    """The pids of a process and its children (a server's workers)."""
     pids = [process.pid]
     try:
         with open(f"/proc/{process.pid}/task/{process.pid}/children") as fh:
             pids += [int(p) for p in fh.read().split()]
     except OSError:
         pass
-    for pid in pids:
+    return pids
+
+
+def cpu_seconds(process):
+    """CPU time (user and system) of a process and its children so far."""
+    total = 0
+    for pid in family(process):
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def peak_kb(process):
+    """VmHWM of a process and its children (a server's workers), in KiB."""
+    total = 0
+    for pid in family(process):
         try:
             with open(f"/proc/{pid}/status") as fh:
                 total += next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
@@ -258,29 +278,33 @@ async def hold_idle(base, target, count):
     return held, len(lost)
 
 
-async def load_while_idle(base, targets, clients, seconds, idle):
+async def load_while_idle(base, targets, clients, seconds, idle, server):
     """``load`` (kept-alive) while ``idle`` other connections are held open: (requests/s,
-    latencies, errors, idle connections the server closed or refused)."""
+    latencies, errors, idle connections the server closed or refused, the server's CPU
+    seconds a request)."""
     held, lost = await hold_idle(base, targets[0], idle)
     try:
+        cpu = cpu_seconds(server)
         rate, latencies, errors = await load(base, targets, clients, seconds, True)
-        return rate, latencies, errors, lost + sum(reader.at_eof() for reader, _ in held)
+        cpu = (cpu_seconds(server) - cpu) / max(1, len(latencies))
+        return rate, latencies, errors, lost + sum(reader.at_eof() for reader, _ in held), cpu
     finally:
         for _, writer in held:
             writer.close()
 
 
-def exact_once(base, targets, seconds, idle):
+def exact_once(base, targets, seconds, idle, server):
     """One measurement of exact lookups at EXACT_CLIENTS kept-alive clients while ``idle``
     connections are held open (after a short warm-up)."""
     asyncio.run(load(base, targets, 4, 1, True))
-    rate, latencies, errors, closed = asyncio.run(load_while_idle(base, targets, EXACT_CLIENTS, seconds, idle))
+    rate, latencies, errors, closed, cpu = asyncio.run(
+        load_while_idle(base, targets, EXACT_CLIENTS, seconds, idle, server))
     if errors:
         raise RuntimeError(f"{base}: {len(errors)} answers were not 200, e.g. {errors[0]}")
     latencies.sort()
     return {"requests_per_s": rate, "p50_ms": 1000 * latencies[len(latencies) // 2],
             "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
-            "idle_closed": closed}
+            "idle_closed": closed, "server_cpu_ms": 1000 * cpu}
 
 
 def exact_section(cluster_dir, config, mix, rules, args, serving, memory):
@@ -308,12 +332,12 @@ def exact_section(cluster_dir, config, mix, rules, args, serving, memory):
               flush=True)
         for n in range(args.repeat):
             for row in rows:
-                port = servers[row["server"]][0]
+                port, process = servers[row["server"]]
                 got = exact_once(f"http://127.0.0.1:{port}", pywb_targets if row["server"] == "pywb" else ours_targets,
-                                 args.seconds, row["idle"])
+                                 args.seconds, row["idle"], process)
                 row.setdefault("runs", []).append(got)
                 print(f"  round {n + 1}  {row['name']:<56} {got['requests_per_s']:8.1f} req/s  p50 "
-                      f"{got['p50_ms']:6.2f} ms  p99 {got['p99_ms']:7.2f} ms"
+                      f"{got['p50_ms']:6.2f} ms  p99 {got['p99_ms']:7.2f} ms  {got['server_cpu_ms']:.2f} CPU ms/req"
                       + (f"  ({got['idle_closed']} of {row['idle']} idle closed by the server)" if row["idle"] else ""),
                       flush=True)
         names = {row["server"]: row["name"] for row in reversed(rows)}
@@ -323,20 +347,23 @@ def exact_section(cluster_dir, config, mix, rules, args, serving, memory):
         for _, process in servers.values():
             stop(process)
     pywb = statistics.median(r["requests_per_s"] for r in rows[-1]["runs"])
+    pywb_cpu = statistics.median(r["server_cpu_ms"] for r in rows[-1]["runs"])
     print(f"\nexact lookups, {EXACT_CLIENTS} clients kept-alive: medians of {args.repeat} rounds [range], "
           f"against pywb's median (no rules, no idle connections); targets >= {EXACT_TARGETS['ratio']}x, "
           f"p99 < {EXACT_TARGETS['p99_ms']} ms:")
     for row in rows:
-        for field in ("requests_per_s", "p50_ms", "p99_ms", "idle_closed"):
+        for field in ("requests_per_s", "p50_ms", "p99_ms", "idle_closed", "server_cpu_ms"):
             values = [r[field] for r in row["runs"]]
             row[field] = statistics.median(values)
             row[field + "_range"] = [min(values), max(values)]
         row["vs_pywb"] = row["requests_per_s"] / pywb
+        row["cpu_vs_pywb"] = pywb_cpu / row["server_cpu_ms"]
         row["meets_targets"] = row["vs_pywb"] >= EXACT_TARGETS["ratio"] and row["p99_ms"] < EXACT_TARGETS["p99_ms"]
         lo, hi = row["requests_per_s_range"]
         print(f"  {row['name']:<56} {row['requests_per_s']:7.0f} req/s [{lo:.0f}-{hi:.0f}] "
               f"{row['vs_pywb']:5.1f}x [{lo / pywb:.1f}-{hi / pywb:.1f}]  p50 {row['p50_ms']:5.2f} ms  "
               f"p99 {row['p99_ms']:6.2f} ms [{row['p99_ms_range'][0]:.1f}-{row['p99_ms_range'][1]:.1f}]"
+              + f"  CPU/req {row['server_cpu_ms']:.2f} ms ({row['cpu_vs_pywb']:.1f}x less than pywb's)"
               + ("" if row["server"] == "pywb" else "  ok" if row["meets_targets"] else "  BELOW TARGET")
               + (f"  idle closed {row['idle_closed']:.0f} of {row['idle']}" if row["idle"] else ""))
         row["server"] = " ".join(row["server"])
