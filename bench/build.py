@@ -608,6 +608,9 @@ def main(argv=None):
     for scale in scales:
         results.append(scale_run(scale, args, ours_bin, pin, per_line))
         done = results[-1]
+        print(f"{scale}x done: build {done['slope']['us_per_line']:.2f} us a line (wall), "
+              f"{done['slope']['cpu_us_per_line']:.2f} (CPU), peak {done['slope']['peak_mb']:.0f} MB, "
+              f"runs {done['slope']['work_peak_mb'] / 1e3:.2f} GB", flush=True)
         per_line = (done["slope"]["work_peak_mb"] * 1e6 / done["lines"], done["slope"]["cluster_mb"] * 1e6 / done["lines"])
     meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "python": platform.python_version(), "cpu": run.cpu_model(), "cores": os.cpu_count(),
