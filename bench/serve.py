@@ -5,6 +5,7 @@ Usage (from the project root; plain `python` re-runs itself with .venv/bin/pytho
 
     python bench/serve.py              # 300,000 lines, 5 s per measurement
     python bench/serve.py --quick      # smoke run: 60,000 lines, 2 s per measurement
+    python bench/serve.py --repeat 5   # 5 rounds of the exact-lookup rows (default 3)
 
 1. **Cluster**: `--lines` synthetic CDXJ lines (Common-Crawl-shaped keys and fields over
    `--hosts` hosts; seeded, cached in bench/out/serve-cluster/), written as a ZipNum cluster
@@ -28,7 +29,19 @@ Usage (from the project root; plain `python` re-runs itself with .venv/bin/pytho
    delayed-ACK wait of small writes with Nagle's algorithm on.)
 5. **One process**: exact lookups per second through `Cluster.lookup` (no cache, and with
    a 64 MiB BlockCache) against pywb's `ZipNumIndexSource.load_index`, same URLs.
-6. **Report**: the table, the ratios (ours / pywb), the servers' peak memory (VmHWM of
+6. **Exact lookups** (the issue's targets: >= 25x pywb, p99 < 20 ms): the exact lookups of
+   the mix at 8 kept-alive clients, on servers all started at once and measured in turn,
+   `--repeat` rounds (medians and ranges, each against pywb's median): `serve`; `serve
+   --acl` with 3,000 rules (bench/access.py's rules drawn from the cluster's URLs); `serve`
+   while idle kept-alive connections (each has had one answer) are held open: 400 (the
+   default bounds hold 2 workers x 256), 4,000 (`--max-connections 4096`; a worker holds
+   at most ulimit -n less 64) and 1,000 (twice the default bounds: the server closes those
+   idle longest, the busy clients keep being answered); pywb with neither. Each idle row
+   says how many the server closed, and every row the server's CPU time a request (its
+   processes summed, from /proc: steadier than requests/s where other work shares the
+   cores, and pywb's server, latency-bound, loses less to such work than ours). The idle ones must open within the idle timeout
+   (30 s) less a measurement, or the server closes them as it should.
+7. **Report**: the table, the ratios (ours / pywb), the servers' peak memory (VmHWM of
    each process, the workers summed), bench/out/serve-results.json.
 
 The machine is shared and has 2 cores: the client, the servers and the range server
@@ -42,8 +55,10 @@ import json
 import os
 import platform
 import random
+import resource
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -55,6 +70,16 @@ BIN = os.path.join(VENV, "bin")
 PYTHON = os.path.join(BIN, "python")
 OUT = os.path.join(ROOT, "bench", "out")
 CONCURRENCY = (1, 8, 64)
+# The exact-lookup rows: clients, the targets (ours / pywb), the access rules in force,
+# and the idle kept-alive connections held open: as many as the default bounds hold
+# (2 workers x DEFAULT_MAX_CONNECTIONS 256, less a margin for the uneven share of the
+# workers' race to accept), thousands within a raised --max-connections, and twice the
+# default bounds (beyond them: the longest idle are closed, the busy clients answered)
+EXACT_CLIENTS = 8
+EXACT_TARGETS = {"ratio": 25, "p99_ms": 20}
+RULES = 3000
+IDLE = ((400, (), "default bounds"), (4000, ("--max-connections", "4096"), "--max-connections 4096"),
+        (1000, (), "2x default bounds"))
 
 RANGE_SERVER = """import sys, time
 sys.path.insert(0, {tests!r})
@@ -167,16 +192,34 @@ def stop(process):
         process.wait()
 
 
-def peak_kb(process):
-    """VmHWM of a process and its children (a server's workers), in KiB."""
-    total = 0
+def family(process):
+    """The pids of a process and its children (a server's workers)."""
     pids = [process.pid]
     try:
         with open(f"/proc/{process.pid}/task/{process.pid}/children") as fh:
             pids += [int(p) for p in fh.read().split()]
     except OSError:
         pass
-    for pid in pids:
+    return pids
+
+
+def cpu_seconds(process):
+    """CPU time (user and system) of a process and its children so far."""
+    total = 0
+    for pid in family(process):
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def peak_kb(process):
+    """VmHWM of a process and its children (a server's workers), in KiB."""
+    total = 0
+    for pid in family(process):
         try:
             with open(f"/proc/{pid}/status") as fh:
                 total += next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
@@ -214,6 +257,137 @@ async def request(reader, writer, host, target, close=False):
                 break
         body = b"".join(pieces)
     return status, body
+
+
+async def hold_idle(base, target, count):
+    """``count`` kept-alive connections, each having had one answer, then idle:
+    [(reader, writer)], and how many the server closed or refused while they opened."""
+    parts = urllib.parse.urlsplit(base)
+    held, lost = [], []
+
+    async def one():
+        try:
+            connection = await asyncio.open_connection(parts.hostname, parts.port)
+            status, _ = await request(*connection, parts.hostname, target)
+            held.append(connection) if status == 200 else lost.append(status)
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            lost.append(exc)
+
+    for first in range(0, count, 200):  # within the listening socket's backlog (1024)
+        await asyncio.gather(*(one() for _ in range(min(200, count - first))))
+    return held, len(lost)
+
+
+async def load_while_idle(base, targets, clients, seconds, idle, server):
+    """``load`` (kept-alive) while ``idle`` other connections are held open: (requests/s,
+    latencies, errors, idle connections the server closed or refused, the server's CPU
+    seconds a request)."""
+    held, lost = await hold_idle(base, targets[0], idle)
+    try:
+        cpu = cpu_seconds(server)
+        rate, latencies, errors = await load(base, targets, clients, seconds, True)
+        cpu = (cpu_seconds(server) - cpu) / max(1, len(latencies))
+        return rate, latencies, errors, lost + sum(reader.at_eof() for reader, _ in held), cpu
+    finally:
+        for _, writer in held:
+            writer.close()
+
+
+def exact_once(base, targets, seconds, idle, server):
+    """One measurement of exact lookups at EXACT_CLIENTS kept-alive clients while ``idle``
+    connections are held open (after a short warm-up)."""
+    asyncio.run(load(base, targets, 4, 1, True))
+    rate, latencies, errors, closed, cpu = asyncio.run(
+        load_while_idle(base, targets, EXACT_CLIENTS, seconds, idle, server))
+    if errors:
+        raise RuntimeError(f"{base}: {len(errors)} answers were not 200, e.g. {errors[0]}")
+    latencies.sort()
+    return {"requests_per_s": rate, "p50_ms": 1000 * latencies[len(latencies) // 2],
+            "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+            "idle_closed": closed, "server_cpu_ms": 1000 * cpu}
+
+
+def exact_section(cluster_dir, config, mix, rules, args, serving, memory):
+    """Exact lookups at EXACT_CLIENTS kept-alive clients: serve plainly, with the rules,
+    with idle connections held open (IDLE), and pywb; every server up at once and the rows
+    measured in turn, ``--repeat`` rounds; medians and ranges, each against pywb's median."""
+    spec = f"c={cluster_dir}"
+    exact_mix = [q for q in mix if "limit" not in q]
+    ours_targets, pywb_targets = targets_for("/c/cdx", exact_mix, False), targets_for("/local/cdx", exact_mix, True)
+    servers, rows = {}, []
+    try:
+        for extra in ((), ("--acl", f"c={rules}"), *(bound for _, bound, _ in IDLE if bound)):
+            servers[extra] = serving(spec, *extra)
+        port = free_port()
+        servers["pywb"] = port, start([os.path.join(BIN, "wayback"), "-p", str(port), "-b", "127.0.0.1"], cwd=config,
+                                      ready=f"http://127.0.0.1:{port}/local/cdx?url=example.com&allowFuzzy=false")
+        rows = [{"name": "serve", "server": (), "idle": 0},
+                {"name": f"serve --acl ({RULES} rules)", "server": ("--acl", f"c={rules}"), "idle": 0},
+                *({"name": f"serve, {idle} idle connections open ({label})", "server": bound, "idle": idle}
+                  for idle, bound, label in IDLE),
+                {"name": "pywb wayback", "server": "pywb", "idle": 0}]
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)
+        print(f"exact lookups, {EXACT_CLIENTS} clients kept-alive, local cluster, {args.repeat} rounds "
+              f"(ulimit -n {limit[0]} soft, {limit[1]} hard; threads-max {read_number('/proc/sys/kernel/threads-max')}):",
+              flush=True)
+        for n in range(args.repeat):
+            for row in rows:
+                port, process = servers[row["server"]]
+                got = exact_once(f"http://127.0.0.1:{port}", pywb_targets if row["server"] == "pywb" else ours_targets,
+                                 args.seconds, row["idle"], process)
+                row.setdefault("runs", []).append(got)
+                print(f"  round {n + 1}  {row['name']:<56} {got['requests_per_s']:8.1f} req/s  p50 "
+                      f"{got['p50_ms']:6.2f} ms  p99 {got['p99_ms']:7.2f} ms  {got['server_cpu_ms']:.2f} CPU ms/req"
+                      + (f"  ({got['idle_closed']} of {row['idle']} idle closed by the server)" if row["idle"] else ""),
+                      flush=True)
+        names = {row["server"]: row["name"] for row in reversed(rows)}
+        for server, (_, process) in servers.items():
+            memory[f"{names[server]} (exact rows)"] = peak_kb(process)
+    finally:
+        for _, process in servers.values():
+            stop(process)
+    pywb = statistics.median(r["requests_per_s"] for r in rows[-1]["runs"])
+    pywb_cpu = statistics.median(r["server_cpu_ms"] for r in rows[-1]["runs"])
+    print(f"\nexact lookups, {EXACT_CLIENTS} clients kept-alive: medians of {args.repeat} rounds [range], "
+          f"against pywb's median (no rules, no idle connections); targets >= {EXACT_TARGETS['ratio']}x, "
+          f"p99 < {EXACT_TARGETS['p99_ms']} ms:")
+    for row in rows:
+        for field in ("requests_per_s", "p50_ms", "p99_ms", "idle_closed", "server_cpu_ms"):
+            values = [r[field] for r in row["runs"]]
+            row[field] = statistics.median(values)
+            row[field + "_range"] = [min(values), max(values)]
+        row["vs_pywb"] = row["requests_per_s"] / pywb
+        row["cpu_vs_pywb"] = pywb_cpu / row["server_cpu_ms"]
+        row["meets_targets"] = row["vs_pywb"] >= EXACT_TARGETS["ratio"] and row["p99_ms"] < EXACT_TARGETS["p99_ms"]
+        lo, hi = row["requests_per_s_range"]
+        print(f"  {row['name']:<56} {row['requests_per_s']:7.0f} req/s [{lo:.0f}-{hi:.0f}] "
+              f"{row['vs_pywb']:5.1f}x [{lo / pywb:.1f}-{hi / pywb:.1f}]  p50 {row['p50_ms']:5.2f} ms  "
+              f"p99 {row['p99_ms']:6.2f} ms [{row['p99_ms_range'][0]:.1f}-{row['p99_ms_range'][1]:.1f}]"
+              + f"  CPU/req {row['server_cpu_ms']:.2f} ms ({row['cpu_vs_pywb']:.1f}x less than pywb's)"
+              + ("" if row["server"] == "pywb" else "  ok" if row["meets_targets"] else "  BELOW TARGET")
+              + (f"  idle closed {row['idle_closed']:.0f} of {row['idle']}" if row["idle"] else ""))
+        row["server"] = " ".join(row["server"])
+    return rows
+
+
+def read_number(path):
+    try:
+        with open(path) as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return "unknown"
+
+
+def rules_file(out, count, hosts, rules):
+    """An .aclj file of ``rules`` rules drawn from the cluster's URLs (bench/access.py's
+    mix of hosts, path prefixes and exact URLs; allow, block, exclude), made once."""
+    path = os.path.join(out, f"rules-{rules}.aclj")
+    if not os.path.exists(path):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from access import make_rules
+        make_rules(random.Random(3), make_lines(count, hosts)[1], rules, path + ".part")
+        os.replace(path + ".part", path)
+    return path
 
 
 async def load(base, targets, clients, seconds, keep_alive):
@@ -308,6 +482,7 @@ def main(argv=None):
     parser.add_argument("--lines", type=int, default=300_000, help="CDXJ lines in the cluster")
     parser.add_argument("--hosts", type=int, default=2000)
     parser.add_argument("--seconds", type=float, default=5, help="per measurement")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of the exact-lookup rows (medians, ranges)")
     parser.add_argument("--quick", action=argparse.BooleanOptionalAction, default=False,
                         help="smoke run: 60,000 lines, 2 s per measurement")
     args = parser.parse_args(argv)
@@ -336,13 +511,17 @@ def main(argv=None):
         fh.write(f"collections:\n  local: {os.path.join(cluster_dir, 'cluster.idx')}\n"
                  f"  remote: {os.path.join(pywb_remote, 'cluster.idx')}\n")
     memory = {}
+
+    def serving(spec, *extra):
+        port = free_port()
+        return port, start([os.path.join(BIN, "webarchive-index"), "serve", spec, "--port", str(port),
+                            "--workers", "2", "--no-log", *extra], ready=f"http://127.0.0.1:{port}/collinfo.json")
+
     try:
         for where, ours_spec, pywb_coll in (("local", f"c={cluster_dir}", "local"),
                                             ("remote", f"c={remote}/cluster", "remote")):
             print(f"servers, {where} cluster:", flush=True)
-            port = free_port()
-            ours = start([os.path.join(BIN, "webarchive-index"), "serve", ours_spec, "--port", str(port),
-                          "--workers", "2", "--no-log"], ready=f"http://127.0.0.1:{port}/collinfo.json")
+            port, ours = serving(ours_spec)
             try:
                 rows += [dict(r, cluster=where) for r in measure_server(
                     "serve", f"http://127.0.0.1:{port}", targets_for("/c/cdx", mix, False), args.seconds)]
@@ -362,6 +541,8 @@ def main(argv=None):
     finally:
         range_server.terminate()
         range_server.wait()
+    exact = exact_section(cluster_dir, config, mix, rules_file(out, args.lines, args.hosts, RULES),
+                          args, serving, memory)
 
     ratios = {}
     for where in ("local", "remote"):
@@ -384,7 +565,7 @@ def main(argv=None):
                        "python": platform.python_version(), "cores": os.cpu_count(),
                        "lines": args.lines, "blocks": meta["stats"]["blocks"], "seconds": args.seconds,
                        "loadavg_1_5_15min": {"start": load_start, "end": os.getloadavg()}},
-              "servers": rows, "one_process": lookups, "ratios": ratios, "peak_memory_kib": memory}
+              "servers": rows, "exact": exact, "one_process": lookups, "ratios": ratios, "peak_memory_kib": memory}
     with open(os.path.join(OUT, "serve-results.json"), "w") as fh:
         json.dump(result, fh, indent=1)
     print(f"wrote {os.path.relpath(os.path.join(OUT, 'serve-results.json'))}")

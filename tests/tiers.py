@@ -33,7 +33,7 @@ MODULES = {
         "test_spark.py", "test_spark_trust.py")},
     **{module: ("server", "servers of their own (serve, HTTP), started by name") for module in (
         "test_serve.py", "test_serve_trust.py", "test_cdxapi_trust.py", "test_storage_http.py",
-        "test_access.py", "test_access_pywb.py")},
+        "test_access.py", "test_access_pywb.py", "test_serve_idle.py")},
     "test_wacz_out.py": ("browser", "ReplayWeb.page in Chromium, py-wacz's commands"),
     "test_walker_builds.py": ("slow", "compiles the C member walker twice, seconds each"),
     **{module: ("slow", "commands and builds end to end, seconds each") for module in (

@@ -34,7 +34,6 @@ BUSY_ANSWER = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/j
 
 
 class BoundedServer(ThreadingHTTPServer):
-    daemon_threads = False  # server_close waits for the requests in flight
     request_queue_size = 1024
     bounds = DEFAULT_BOUNDS  # set by make_server
 
@@ -44,11 +43,19 @@ class BoundedServer(ThreadingHTTPServer):
         self._lock = threading.Lock()
         self._stopping = False
         self._next_sweep = 0
+        # the threads answering, each taking itself out as it ends (socketserver's own list
+        # is swept of ended threads at every connection: thousands of idle connections
+        # made each new one cost milliseconds of the accepting thread)
+        self._answering = set()
         super().__init__(*args, **kwargs)
 
     def process_request(self, request, client_address):
         if self._admit(request):
-            super().process_request(request, client_address)  # a thread answers it
+            # not a daemon: the interpreter waits for answers in flight
+            thread = threading.Thread(target=self._answer, args=(request, client_address), daemon=False)
+            with self._lock:
+                self._answering.add(thread)
+            thread.start()
             return
         try:
             # sent without waiting, and the request read if it came: closing with it unread
@@ -59,6 +66,21 @@ class BoundedServer(ThreadingHTTPServer):
         except OSError:
             pass
         self.shutdown_request(request)
+
+    def _answer(self, request, client_address):
+        try:
+            self.process_request_thread(request, client_address)
+        finally:
+            with self._lock:
+                self._answering.discard(threading.current_thread())
+
+    def server_close(self):
+        """Close the socket and wait for the requests in flight."""
+        super().server_close()
+        with self._lock:
+            answering = list(self._answering)
+        for thread in answering:
+            thread.join()
 
     def _admit(self, connection):
         """Whether to answer ``connection``: below the bound, or after closing the
@@ -114,7 +136,7 @@ class BoundedServer(ThreadingHTTPServer):
             idle = [c for c, (state, _) in self._connections.items() if state != BUSY]
         for connection in idle:
             close(connection)
-        self.server_close()  # waits for the request threads
+        self.server_close()
 
     def handle_error(self, request, client_address):
         if not isinstance(sys.exc_info()[1], ConnectionError):
