@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -44,6 +45,30 @@ def test_hadoop_command_runs_hadoops_main_classes(hadoop_lib, tmp_path):
     assert absent.returncode == 1 and "No such file or directory" in absent.stderr
     unknown = subprocess.run(["hadoop", "frobnicate"], env=env, capture_output=True, text=True)
     assert unknown.returncode == 1 and "unknown subcommand 'frobnicate'" in unknown.stderr
+
+
+def test_fs_starts_from_its_archive_of_classes(hadoop_lib, tmp_path):
+    """`hadoop fs` made its class-data archive on a call (of this test or before it), and
+    later calls load FsShell's classes from it, whatever HADOOP_CONF_DIR they name."""
+    env = hadoop_local.hadoop_env(os.environ)
+    for _ in range(5):  # another call may be making it: it is there within seconds
+        subprocess.run(["hadoop", "fs", "-ls", f"file://{tmp_path}"], env=env, check=True,
+                       capture_output=True)
+        if (hadoop_lib / "fs.jsa").exists():
+            break
+        time.sleep(2)
+    assert (hadoop_lib / "fs.jsa").stat().st_size > 0
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    shutil.copy(hadoop_local.HADOOP_LOCAL / "conf" / "core-site.xml", conf)
+    traced = subprocess.run(["hadoop", "fs", "-ls", f"file://{tmp_path}"], capture_output=True,
+                            text=True, env={**env, "HADOOP_CONF_DIR": str(conf),
+                                            "HADOOP_CLIENT_OPTS": "-Xlog:class+load=info"})
+    assert traced.returncode == 0 and f"file://{tmp_path}/conf" in traced.stdout
+    loaded = [line for line in traced.stdout.splitlines() if "source: " in line]
+    shared = [line for line in loaded if "shared objects file" in line]
+    assert "org.apache.hadoop.fs.FsShell source: shared objects file (top)" in traced.stdout
+    assert len(shared) > 10 * (len(loaded) - len(shared))
 
 
 @pytest.fixture(scope="module")

@@ -257,8 +257,15 @@ def replayed(site, page, profile):
         browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
         try:
             browser.get(f"{server.url}/{page}")
-            text, deadline = "", time.monotonic() + 90
-            while time.monotonic() < deadline:
+            # on a loaded machine the viewer's service worker can miss its first start and
+            # leave the frame blank: a reader reloads, and so does this (twice at most)
+            text, start = "", time.monotonic()
+            reloads = [start + 40, start + 80]
+            while time.monotonic() < start + 120:
+                if reloads and time.monotonic() > reloads[0]:
+                    reloads.pop(0)
+                    browser.switch_to.default_content()
+                    browser.refresh()
                 browser.switch_to.default_content()
                 frames = browser.execute_script(FIND_FRAMES)
                 while frames:  # the innermost frame: the archived page
