@@ -47,6 +47,8 @@ def pytest_unconfigure(config):
         shutil.rmtree(config.fast_tier_dir, ignore_errors=True)
 
 
+# first: pytest-xdist reads the groups in its own hook, after this one
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         for marker in sorted(tiers.markers_of(item)):
