@@ -29,10 +29,10 @@ demo: $(BIN)/webarchive-index
 	@$(BIN)/webarchive-index copy check demo-out --domains 'wikipedia.org,archive.org/images/*'
 
 test: $(BIN)/webarchive-index
-	$(BIN)/python -m pytest -q -n auto --dist loadgroup
+	$(BIN)/python -m pytest -q -n auto
 
 test-quick: $(BIN)/webarchive-index
-	$(BIN)/python -m pytest -q -n auto --dist loadgroup -m "not cluster"
+	$(BIN)/python -m pytest -q -n auto -m "not cluster"
 
 test-fast: $(BIN)/webarchive-index
 	$(BIN)/python -m pytest -q --fast

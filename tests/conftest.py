@@ -1,6 +1,7 @@
 """Shared fixtures: a Spark context (Hadoop's own SequenceFile reader, the Spark build) for the
 whole session; the test tiers (``--fast``: tests/tiers.py)."""
 import os
+import pathlib
 import shutil
 import sys
 import tempfile
@@ -47,8 +48,6 @@ def pytest_unconfigure(config):
         shutil.rmtree(config.fast_tier_dir, ignore_errors=True)
 
 
-# first: pytest-xdist reads the groups in its own hook, after this one
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         for marker in sorted(tiers.markers_of(item)):
@@ -59,26 +58,29 @@ def pytest_collection_modifyitems(config, items):
             kept = set(fast)
             config.hook.pytest_deselected(items=[item for item in items if item not in kept])
             items[:] = fast
-    if getattr(config.option, "dist", "no") != "no":
-        _in_groups(items)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # units of work in the order they are sent
+        items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in SHARING)
 
 
-# The session fixtures too dear to start in two processes: under pytest-xdist (make test:
-# -n auto --dist loadgroup) the modules using one go to the same worker, first
-SHARED = ("hadoop_cluster",)
+# The session fixture too dear to start in two processes (a minute of both cores): under
+# pytest-xdist (make test: -n auto) the modules that use it are one unit of work, sent
+# first, so that one worker starts it once and its long tests do not come last; every other
+# module is a unit of its own (its module fixtures start once)
+SHARED = "hadoop_cluster"
+SHARING = sorted(f"tests/{path.name}" for path in pathlib.Path(__file__).parent.glob("test_*.py")
+                 if SHARED in path.read_text(encoding="utf-8"))
 
 
-def _in_groups(items):
-    """Each test in the group of its module (its module fixtures start once), or of the
-    session fixture of SHARED its module uses, those groups first: the longest start first."""
-    modules = {}
-    for item in items:
-        shared = [name for name in SHARED if name in item.fixturenames]
-        modules.setdefault(item.module.__name__, set()).update(shared)
-    for item in items:
-        shared = sorted(modules[item.module.__name__])
-        item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.module.__name__))
-    items.sort(key=lambda item: not modules[item.module.__name__])
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            module = nodeid.split("::", 1)[0]
+            return SHARED if module in SHARING else module
+
+    return ByModule(config, log)
 
 
 @pytest.fixture(autouse=True)
