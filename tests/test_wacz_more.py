@@ -190,6 +190,18 @@ def test_no_page_titles_lists_the_same_pages_untitled(samples, tmp_path):
     assert pages(untitled) == [{k: v for k, v in page.items() if k != "title"} for page in titled]
 
 
+def test_titles_read_in_many_tasks_come_in_order(samples, tmp_path, monkeypatch):
+    """The titles are read by a pool, a batch of pages a task: with batches of 3 (many
+    tasks, many waiting), the pages and titles of the package are the same, in order."""
+    from webarchive_indexing.commands import wacz as wacz_command
+    monkeypatch.setattr(wacz_command._Titles, "BATCH", 3)
+    small = tmp_path / "small-batches.wacz"
+    assert run("wacz", samples / "warcs", "-o", small, "--workers", "2") == cli.EXIT_OK
+    with zipfile.ZipFile(small) as ours, zipfile.ZipFile(samples / "warcs.wacz") as whole:
+        pages = ours.read("pages/pages.jsonl")
+        assert pages == whole.read("pages/pages.jsonl") and pages.count(b'"title"') > 10
+
+
 def record(payload, headers=(), compress=True):
     """A response record of ``payload`` (bytes) with the HTTP ``headers``, as a WARC file's
     bytes."""

@@ -95,3 +95,8 @@ def title(path, offset, length):
     """The title of the HTML page whose record is ``length`` bytes at ``offset`` of the
     archive ``path``, or None (read once, at most ``READ_BYTES``)."""
     return title_of_record(storage.read_range(path, offset, min(length, READ_BYTES)))
+
+
+def titles(records):
+    """``title`` of each ``(path, offset, length)`` of ``records`` (a pool's task)."""
+    return [title(*record) for record in records]
