@@ -5,33 +5,19 @@ import socket
 import threading
 import time
 
+from test_serve_trust import _Blocking
 from webarchive_indexing.api.serve import Bounds, make_server
 
 
-class _Small:
-    """A collection of one line, whose answers wait for ``release`` once ``hold`` is set."""
-    name = "s"
-    clusters = []
-
-    def __init__(self):
-        self.hold = False
-        self.release = threading.Event()
-        self.started = threading.Semaphore(0)
-
-    def current(self, recheck=False):
-        return self
-
-    def answer(self, request, deadline=None):
-        def body():
-            if self.hold:
-                self.started.release()
-                self.release.wait(20)
-            yield b"line\n"
-        return "text/plain", body()
+def _answering():
+    """A collection of one line, answered at once until its ``hold`` is set."""
+    collection = _Blocking()
+    collection.hold = False
+    return collection
 
 
 def _serving(collection, connections):
-    server = make_server({"s": collection}, port=0, access_log=None,
+    server = make_server({"b": collection}, port=0, access_log=None,
                          bounds=Bounds(connections=connections, header_seconds=30, idle_seconds=30))
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
@@ -41,9 +27,9 @@ def _serving(collection, connections):
 def _ask(port):
     """A kept-alive connection that has had one whole answer."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-    sock.sendall(b"GET /s/cdx?url=example.com HTTP/1.1\r\nHost: x\r\n\r\n")
+    sock.sendall(b"GET /b/cdx?url=example.com HTTP/1.1\r\nHost: x\r\n\r\n")
     answer = b""
-    while not answer.endswith(b"\r\n\r\nline\n"):
+    while not answer.endswith(b"\r\n\r\ndone\n"):
         chunk = sock.recv(10000)
         assert chunk, f"the connection ended after {answer!r}"
         answer += chunk
@@ -54,7 +40,7 @@ def _ask(port):
 def test_a_new_connection_does_not_look_at_every_thread_open(monkeypatch):
     """Each connection has a thread; socketserver swept its list of them for ended ones at
     every new connection: with thousands idle, milliseconds of the accepting thread each."""
-    server, thread = _serving(_Small(), 1000)
+    server, thread = _serving(_answering(), 1000)
     port = server.server_address[1]
     idle = []
     try:
@@ -73,12 +59,12 @@ def test_a_new_connection_does_not_look_at_every_thread_open(monkeypatch):
 
 
 def test_a_stop_waits_for_the_answers_in_flight():
-    small = _Small()
+    small = _answering()
     server, thread = _serving(small, 8)
     small.hold = True
     sock = socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=10)
     try:
-        sock.sendall(b"GET /s/cdx?url=example.com HTTP/1.1\r\nHost: x\r\n\r\n")
+        sock.sendall(b"GET /b/cdx?url=example.com HTTP/1.1\r\nHost: x\r\n\r\n")
         assert small.started.acquire(timeout=10)
         stopping = threading.Thread(target=server.stop)
         stopping.start()
@@ -90,7 +76,7 @@ def test_a_stop_waits_for_the_answers_in_flight():
         answer = b""
         while chunk := sock.recv(10000):
             answer += chunk
-        assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"\r\n\r\nline\n")
+        assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"\r\n\r\ndone\n")
     finally:
         small.release.set()
         sock.close()

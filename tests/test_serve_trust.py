@@ -300,9 +300,10 @@ def test_slow_clients_do_not_starve_serve(crawls, tmp_path):
 
 
 class _Blocking:
-    """A collection whose answers wait for ``release``."""
+    """A collection whose answers wait for ``release`` (while ``hold``)."""
     name = "b"
     clusters = []
+    hold = True
 
     def __init__(self):
         self.release = threading.Event()
@@ -313,8 +314,9 @@ class _Blocking:
 
     def answer(self, request, deadline=None):
         def body():
-            self.started.release()
-            self.release.wait(20)
+            if self.hold:
+                self.started.release()
+                self.release.wait(20)
             yield b"done\n"
         return "text/plain", body()
 
