@@ -128,8 +128,10 @@ def redact(text):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "webarchive-index"
-    # headers and body go out in separate writes: without this a keep-alive client waits
-    # for the delayed ACK (40 ms) before the body
+    # an answer goes out in one write (its headers and body buffered), a longer one in
+    # 64 KiB writes: without this a keep-alive client waits for the delayed ACK (40 ms)
+    # before the write after the first
+    wbufsize = 1 << 16
     disable_nagle_algorithm = True
     # set on the subclass make_server makes: collections ({name: Collection or
     # Reloading}), and the socket's timeout (``Bounds.idle_seconds``) as ``timeout``
@@ -361,16 +363,17 @@ class Handler(BaseHTTPRequestHandler):
         return [{"id": name, "name": name, "cdx-api": f"{base}/{name}-index"} for name in self.collections]
 
     def _log_access(self):
+        if self.access_log is None:
+            return
         status = getattr(self, "status", "-")
         took = (time.monotonic() - self.started) * 1000
         failed = getattr(self, "failed", None)
         line = (f'{self.client_address[0]} - - [{time.strftime("%d/%b/%Y:%H:%M:%S %z")}] '
                 f'"{printable(redact(self.requestline), quoted=True)}" {status} {self.sent} {took:.1f}ms'
                 + (f" ended early: {failed}" if failed else "") + "\n")
-        if self.access_log is not None:
-            with self.log_lock:
-                self.access_log.write(line)
-                self.access_log.flush()
+        with self.log_lock:
+            self.access_log.write(line)
+            self.access_log.flush()
 
     def log_message(self, format, *args):
         # http.server's own messages (malformed requests): into the access log too

@@ -95,13 +95,9 @@ class Option:
     def __init__(self, *flags, param=None, **kwargs):
         self.flags, self.kwargs = flags, kwargs
         self.params = (param,) if isinstance(param, str) else tuple(param or ())
-
-    @property
-    def dest(self):
-        if "dest" in self.kwargs:
-            return self.kwargs["dest"]
-        name = next((flag for flag in self.flags if flag.startswith("--")), self.flags[0])
-        return name.lstrip("-").replace("-", "_")
+        # (read for every option of every request ``serve`` answers)
+        self.dest = kwargs.get("dest") or next(
+            (flag for flag in flags if flag.startswith("--")), flags[0]).lstrip("-").replace("-", "_")
 
     @property
     def default(self):
