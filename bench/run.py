@@ -65,6 +65,17 @@ for path in sys.argv[1:]:
             pass
 """
 FLOORS = {"floor isal": "isal.igzip", "floor zlib-ng": "zlib_ng.gzip_ng", "floor zlib": "gzip"}
+# The floor of a build on every core: FLOOR_SCRIPT with isal (argv[1]) in one process a core
+# (argv[2]), the files dealt out largest first to the process with the fewest bytes so far
+PARALLEL_FLOOR_SCRIPT = """import os, subprocess, sys
+script, shares = sys.argv[1], [[0, []] for _ in range(int(sys.argv[2]))]
+for path in sorted(sys.argv[3:], key=os.path.getsize, reverse=True):
+    share = min(shares, key=lambda s: s[0])
+    share[0] += os.path.getsize(path)
+    share[1].append(path)
+procs = [subprocess.Popen([sys.executable, "-c", script, *paths]) for _, paths in shares if paths]
+sys.exit(max(p.wait() for p in procs))
+"""
 PYWB = "pywb cdx-indexer (1 run)"
 ORDER = (*FLOORS, "cdxj-indexer", PYWB, "ours")
 
@@ -248,19 +259,25 @@ def build(paths, repeat, ours_bin):
     out_dir, table = os.path.join(TMP, "build"), os.path.join(TMP, "build-table")
     argv = [os.path.join(ours_bin, "webarchive-index"), "build", os.path.dirname(paths[0]), "-o", out_dir,
             "--shards", "4", "--no-skip-existing", "--no-progress"]
+    floor = [PYTHON, "-c", PARALLEL_FLOOR_SCRIPT, FLOOR_SCRIPT.format(module=FLOORS["floor isal"]),
+             str(os.cpu_count()), *paths]
     commands = {f"build --shards 4 ({os.cpu_count()} cores)": argv,
-                "build --shards 4 --parquet": argv + ["--parquet", table]}
+                "build --shards 4 --parquet": argv + ["--parquet", table],
+                f"floor isal, {os.cpu_count()} processes": floor}
     wall = {name: [] for name in commands}
     cpu = {name: [] for name in commands}
+    lines = {}
     for _ in range(repeat):
         for name, command in commands.items():
-            shutil.rmtree(out_dir, ignore_errors=True)
+            if command is not floor:
+                shutil.rmtree(out_dir, ignore_errors=True)
             w, c, stderr, _ = time_command(command)
             wall[name].append(w)
             cpu[name].append(c)
-    lines = re.search(r"(\d+) CDX lines", stderr)
-    return [row("whole corpus", name, command, paths, wall[name], cpu[name],
-                int(lines.group(1)) if lines else None) for name, command in commands.items()]
+            found = re.search(r"(\d+) CDX lines", stderr)
+            lines[name] = int(found.group(1)) if found else None
+    return [row("whole corpus", name, command, paths, wall[name], cpu[name], lines[name])
+            for name, command in commands.items()]
 
 
 def same_tables(ours, theirs):
@@ -384,12 +401,35 @@ def cpu_model():
 
 
 def ratios(rows, groups):
-    """Per group, from best times: cdxj-indexer / ours (speed-up) and ours / isal floor."""
+    """Per group: cdxj-indexer / ours (speed-up) and ours / isal floor, of best times and of
+    medians (with the range of the ratios of the runs of one round); and the whole corpus'
+    build against the floor on as many processes."""
     result = {}
-    for group in groups:
-        ours, base, isal = (rows[group, n]["best"] for n in ("ours", "cdxj-indexer", "floor isal"))
-        result[group] = {"speedup_vs_cdxj_indexer": base / ours, "ours_vs_floor": ours / isal}
+    pairs = {group: ((group, "cdxj-indexer"), (group, "ours"), (group, "floor isal")) for group in groups}
+    build_rows = [key for key in rows if key[0] == "whole corpus"]
+    if build_rows:
+        build_name = next(n for g, n in build_rows if n.startswith("build") and "--parquet" not in n)
+        floor_name = next(n for g, n in build_rows if n.startswith("floor"))
+        pairs["whole corpus"] = (None, ("whole corpus", build_name), ("whole corpus", floor_name))
+    for group, (base, ours, floor) in pairs.items():
+        ours, floor = rows[ours], rows[floor]
+        r = {"ours_vs_floor": ours["best"] / floor["best"],
+             "ours_vs_floor_median": ours["median"] / floor["median"],
+             "ours_vs_floor_range": _range(floor["wall"], ours["wall"]),
+             "floor_share_median": floor["median"] / ours["median"]}
+        if base is not None:
+            base = rows[base]
+            r.update(speedup_vs_cdxj_indexer=base["best"] / ours["best"],
+                     speedup_vs_cdxj_indexer_median=base["median"] / ours["median"],
+                     speedup_vs_cdxj_indexer_range=_range(ours["wall"], base["wall"]))
+        result[group] = r
     return result
+
+
+def _range(denominators, numerators):
+    """The lowest and highest ratio of the runs of one round (numerator / denominator)."""
+    quotients = [n / d for n, d in zip(numerators, denominators)]
+    return [min(quotients), max(quotients)]
 
 
 def report(rows, ratio, verdicts, meta):
@@ -417,10 +457,19 @@ def report(rows, ratio, verdicts, meta):
                          f"{r['median']:.2f}", f"{r['mb_s']:.1f}", f"{r['records_s']:.0f}", r["lines"] or "-",
                          f"{r['lines_s']:.0f}" if r["lines_s"] else "-"))
     print()
-    print("{:<22} {:>22} {:>26}".format("ratios (best times)", "ours vs cdxj-indexer", "ours vs isal floor"))
+    print("ratios of medians [range of the rounds' ratios] (best times); the floor: ISA-L inflate only,"
+          " on as many processes as the command")
+    print("{:<22} {:>36} {:>38} {:>14}".format("", "ours vs cdxj-indexer", "ours vs isal floor",
+                                              "floor's share"))
     for group, r in ratio.items():
-        print("{:<22} {:>22} {:>26}".format(group, f"{r['speedup_vs_cdxj_indexer']:.2f}x faster",
-                                           f"{r['ours_vs_floor']:.2f}x the floor's time"))
+        speedup = (f"{r['speedup_vs_cdxj_indexer_median']:.2f}x faster "
+                   f"[{r['speedup_vs_cdxj_indexer_range'][0]:.2f}-{r['speedup_vs_cdxj_indexer_range'][1]:.2f}]"
+                   f" ({r['speedup_vs_cdxj_indexer']:.2f}x)" if "speedup_vs_cdxj_indexer" in r else "-")
+        print("{:<22} {:>36} {:>38} {:>14}".format(
+            group, speedup,
+            f"{r['ours_vs_floor_median']:.2f}x the floor's time [{r['ours_vs_floor_range'][0]:.2f}-"
+            f"{r['ours_vs_floor_range'][1]:.2f}] ({r['ours_vs_floor']:.2f}x)",
+            f"{100 * r['floor_share_median']:.0f}%"))
     print()
     for group, note in verdicts.items():
         if note:
@@ -495,11 +544,12 @@ def main(argv=None):
     if len(files) > 1:
         add_sums(rows, files)
     print("timing build and build --parquet ...", flush=True)
-    build_row, parquet_row = build(paths, args.repeat, ours_bin)
+    build_row, parquet_row, build_floor_row = build(paths, args.repeat, ours_bin)
     order = [*files, *(["sum of files"] if len(files) > 1 else []), *(g for g in groups if g not in files)]
     rows = {(g, n): rows[g, n] for g in order for n in ORDER if (g, n) in rows}
-    rows["whole corpus", "build"] = build_row
+    rows["whole corpus", build_row["command"]] = build_row
     rows["whole corpus", "build --parquet"] = parquet_row
+    rows["whole corpus", build_floor_row["command"]] = build_floor_row
     print("timing export --format parquet ...", flush=True)
     cluster_dir = os.path.join(TMP, "build")
     export_row, whole_table = export(cluster_dir, "whole corpus", build_row["lines"], args.repeat,
