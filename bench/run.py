@@ -413,15 +413,20 @@ def ratios(rows, groups):
         pairs["whole corpus"] = (None, ("whole corpus", build_name), ("whole corpus", floor_name))
     for group, (base, ours, floor) in pairs.items():
         ours, floor = rows[ours], rows[floor]
+        cpu = statistics.median(ours["cpu"]), statistics.median(floor["cpu"])
         r = {"ours_vs_floor": ours["best"] / floor["best"],
              "ours_vs_floor_median": ours["median"] / floor["median"],
              "ours_vs_floor_range": _range(floor["wall"], ours["wall"]),
-             "floor_share_median": floor["median"] / ours["median"]}
+             "floor_share_median": floor["median"] / ours["median"],
+             "ours_vs_floor_cpu_median": cpu[0] / cpu[1],
+             "ours_vs_floor_cpu_range": _range(floor["cpu"], ours["cpu"])}
         if base is not None:
             base = rows[base]
             r.update(speedup_vs_cdxj_indexer=base["best"] / ours["best"],
                      speedup_vs_cdxj_indexer_median=base["median"] / ours["median"],
-                     speedup_vs_cdxj_indexer_range=_range(ours["wall"], base["wall"]))
+                     speedup_vs_cdxj_indexer_range=_range(ours["wall"], base["wall"]),
+                     speedup_vs_cdxj_indexer_cpu_median=statistics.median(base["cpu"]) / cpu[0],
+                     speedup_vs_cdxj_indexer_cpu_range=_range(ours["cpu"], base["cpu"]))
         result[group] = r
     return result
 
@@ -470,6 +475,16 @@ def report(rows, ratio, verdicts, meta):
             f"{r['ours_vs_floor_median']:.2f}x the floor's time [{r['ours_vs_floor_range'][0]:.2f}-"
             f"{r['ours_vs_floor_range'][1]:.2f}] ({r['ours_vs_floor']:.2f}x)",
             f"{100 * r['floor_share_median']:.0f}%"))
+    print("the same, of CPU times (of each command and its children: steadier than wall time where other "
+          "work shares the cores)")
+    for group, r in ratio.items():
+        speedup = (f"{r['speedup_vs_cdxj_indexer_cpu_median']:.2f}x less CPU "
+                   f"[{r['speedup_vs_cdxj_indexer_cpu_range'][0]:.2f}-{r['speedup_vs_cdxj_indexer_cpu_range'][1]:.2f}]"
+                   if "speedup_vs_cdxj_indexer" in r else "-")
+        print("{:<22} {:>36} {:>38} {:>14}".format(
+            group, speedup,
+            f"{r['ours_vs_floor_cpu_median']:.2f}x the floor's CPU [{r['ours_vs_floor_cpu_range'][0]:.2f}-"
+            f"{r['ours_vs_floor_cpu_range'][1]:.2f}]", f"{100 / r['ours_vs_floor_cpu_median']:.0f}%"))
     print()
     for group, note in verdicts.items():
         if note:
