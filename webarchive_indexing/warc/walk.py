@@ -159,7 +159,8 @@ def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
         return _iter_members(members, path, wants_payload, skip, "gzip member", skip_methods)
     if kind == "zst":
         from .zstdwarc import ZstdFrames
-        return _iter_members(ZstdFrames(fh, path, zstd_dictionary), path, wants_payload, skip,
+        return _iter_members(ZstdFrames(fh, path, zstd_dictionary, verify=False), path,
+                             wants_payload, skip,
                              "record's zstd frame", skip_methods)
     if kind == "zip":
         return _iter_wacz(fh, path, wants_payload, skip, skip_methods)
