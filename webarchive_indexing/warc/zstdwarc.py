@@ -28,6 +28,11 @@ from .. import storage
 from .members import FIRST_STEP, TRAILER_MAX, GzipMembers
 from .magic import DICT_FRAME_MAGIC, SKIPPABLE_MAGICS, ZSTD_MAGIC
 from .base import CHUNK, READ_SIZE, ArchiveError
+
+try:
+    from ._members import skim_block
+except ImportError:  # not built (or built before it): GzipMembers.skim_block, in Python
+    skim_block = None
 # A skippable frame's header: its magic (``SKIPPABLE_MAGICS``), then its content's size.
 SKIPPABLE_HEADER = 8
 # Dictionaries (compressed or not) accepted: the format asks decoders for 8 MiB at least.
@@ -586,6 +591,16 @@ class ZstdFrames(GzipMembers):
             return (f"corrupt zstd frame: {exc} (if the file was compressed with a dictionary "
                     "it does not hold, give it with --zstd-dictionary FILE)")
         return f"corrupt zstd frame: {exc}"
+
+    def skim_block(self, skip_types, skip_content_types):
+        """``GzipMembers.skim_block``, by the compiled walker's ``skim_block`` where it is
+        built and the block's blank line is decompressed already: most records skimmed are
+        passed over without their headers read in Python."""
+        if skim_block is not None:
+            judged = skim_block(self.out, self.pos, skip_types, skip_content_types)
+            if judged is not None:
+                return judged
+        return super().skim_block(skip_types, skip_content_types)
 
     def finish(self, unread):
         """Read the rest of the record's frames, where ``unread`` bytes of the record are
