@@ -13,7 +13,7 @@ import zstandard
 from helpers import fields_but_place, warcs
 from webarchive_indexing import cli
 from webarchive_indexing.cdx.indexer import index_file
-from webarchive_indexing.warc import zstdwarc
+from webarchive_indexing.warc import members, zstdwarc
 from webarchive_indexing.warc.raw import OWN_BLOCKS_MIN, headers_end, open_records, record_writer
 from webarchive_indexing.warc.walk import ArchiveError, iter_records
 
@@ -202,7 +202,7 @@ def walk(path):
 
 @pytest.mark.parametrize("rest", [
     block_header(0, 100_000, 1) + b"a" * 10,
-    b"".join(block_header(0, 1000, 0) + b"b" * 1000 for _ in range(24_000)),  # 24 MB, no end
+    b"".join(block_header(0, 1000, 0) + b"b" * 1000 for _ in range(12_000)),  # 12 MB, no end
 ], ids=["a block past the end", "no last block"])
 def test_a_frame_the_file_ends_in(crawl, tmp_path, rest):
     path, at = hostile(crawl, tmp_path, rest, at_end=True)
@@ -237,3 +237,51 @@ def test_an_impossible_block_and_the_walk_goes_on(crawl, tmp_path, rest, reason)
     assert len(result.lines) == len(index_file(crawl["zst"]).lines) - 1
     verified = index_file(path, zstd_verify=True)  # zstd says it, as before
     assert [e.offset for e in verified.errors] == [at]
+
+
+# -- the compiled skim_block and its Python twin ---------------------------------------------------
+
+BLOCKS = [
+    b"WARC/1.0\r\nWARC-Type: request\r\nContent-Length: 12\r\n\r\nGET / HTTP/1.1\r\n",
+    b"WARC/1.0\r\nWARC-Type: response\r\nContent-Type: application/http\r\nContent-Length: 7\r\n\r\n",
+    b"WARC/1.0\r\nwarc-type :  metadata \r\ncontent-type:application/warc-fields\r\n"
+    b"Content-Length: 3\r\n\r\nabc",
+    b"WARC/1.0\r\nContent-Length: 3\r\n\r\n",                                   # no WARC-Type
+    b"WARC/1.0\r\nWARC-Type: request\r\nContent-Length: 123456789012345678\r\n\r\n",  # 18 digits
+    b"WARC/1.0\r\nWARC-Type: request\r\nContent-Length: 1x\r\n\r\n",
+    b"WARC/1.0\r\nWARC-Type: request\r\nContent-Length:\r\n\r\n",
+    b"WARC/1.0\r\nWARC-Type: request\r\n folded\r\nContent-Length: 1\r\n\r\n",     # continuation
+    b"WARC/1.0\r\nWARC-Type: r\xe9quest\r\nContent-Length: 1\r\n\r\n",             # not ASCII
+    b"HTTP/1.1 200 OK\r\n\r\n",
+    b"WARC/1.0\r\nWARC-Type: request\r\nWARC-Type: response\r\nContent-Length: 1\r\n \t\r\n",
+    b"\r\n\r\n",
+    b"WARC/1.0\r\nWARC-Type: request\r\nContent-Length: 1\r\n",                   # no blank line
+]
+
+
+@pytest.mark.parametrize("skip", [(("request", "warcinfo"), ("application/warc-fields",)),
+                                  (("",), ())])
+def test_skim_block_is_skim_values_compiled(skip):
+    compiled = pytest.importorskip("webarchive_indexing.warc._members").skim_block
+    for block in BLOCKS:
+        for at in (0, 3):
+            out = b"xyz"[:at] + block
+            judged = compiled(out, at, *skip)
+            found = members.FIRST_LINE_BLANK.match(out, at) or members.BLANK_LINE.search(out, at)
+            if found is None:
+                assert judged is None, block
+            else:
+                size = found.end() - at
+                assert judged == (size, *members.skim_values(out[at:at + size], *skip)), block
+    with pytest.raises(TypeError):
+        compiled(bytearray(b"WARC/1.0\r\n\r\n"), 0, *skip)
+    with pytest.raises(TypeError):
+        compiled(b"WARC/1.0\r\n\r\n", 0, (1,), ())
+    with pytest.raises(ValueError):
+        compiled(b"WARC/1.0\r\n\r\n", 20, *skip)
+
+
+def test_the_walk_is_the_same_without_the_compiled_skim_block(crawl, monkeypatch):
+    compiled = index_file(crawl["zst"])
+    monkeypatch.setattr(zstdwarc, "skim_block", None)
+    assert index_file(crawl["zst"]).lines == compiled.lines and compiled.errors == []
