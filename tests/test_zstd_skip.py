@@ -285,3 +285,31 @@ def test_the_walk_is_the_same_without_the_compiled_skim_block(crawl, monkeypatch
     compiled = index_file(crawl["zst"])
     monkeypatch.setattr(zstdwarc, "skim_block", None)
     assert index_file(crawl["zst"]).lines == compiled.lines and compiled.errors == []
+
+
+def test_recompress_reads_its_output_back_whole(crawl, tmp_path, monkeypatch):
+    """What recompress wrote is checked to its payloads' last byte: an output whose frame does
+    not decompress is reported and removed, though indexing alone passes over it."""
+    from webarchive_indexing.commands import recompress
+
+    def damaging(fh, fmt, level, zdict=None):
+        write = record_writer(fh, fmt, level, zdict)
+        count = []
+
+        def damaged(pieces):
+            count.append(1)
+            if len(count) != 12:
+                return write(pieces)
+            record = b"".join(pieces)
+            frame = zstdwarc.split_frame(zstdwarc.compressor(level, zdict), record,
+                                         headers_end(record))
+            fh.write(frame[:-1] + bytes([frame[-1] ^ 0xFF]))  # its checksum wrong
+        return damaged
+
+    monkeypatch.setattr(recompress, "record_writer", damaging)
+    target = str(tmp_path / "out.warc.zst")
+    status = recompress.recompress_file(crawl["gz"], target, target + ".cdxj", "out", "zst", 3)
+    assert [e["reason"].split(":")[0] for e in status["errors"]] == [
+        "the output does not read back right (removed)"]
+    assert "corrupt zstd frame" in status["errors"][0]["reason"]
+    assert not (tmp_path / "out.warc.zst").exists()
