@@ -313,3 +313,26 @@ def test_recompress_reads_its_output_back_whole(crawl, tmp_path, monkeypatch):
         "the output does not read back right (removed)"]
     assert "corrupt zstd frame" in status["errors"][0]["reason"]
     assert not (tmp_path / "out.warc.zst").exists()
+
+
+@pytest.mark.parametrize("lie,passed_over", [(1, True), (-1, True), (252, True), (253, False),
+                                             (-4, False), (1 << 40, False)])
+def test_a_split_frame_whose_content_size_lies(crawl, tmp_path, lie, passed_over):
+    """A content size that says the record and at most 256 bytes of newlines end with the frame
+    is believed unless --zstd-verify (nothing after the headers is decompressed to tell);
+    any other lie is found as before, the frame decompressed."""
+    from test_zstd_damaged import with_content_size
+    data = open(crawl["zst"], "rb").read()
+    (at, _, _, end), record = response_frames(data, crawl["records"])[5]
+    lying = with_content_size(data[at:end], len(record) + lie)
+    path = tmp_path / "lying.warc.zst"
+    path.write_bytes(data[:at] + lying + data[end:])
+    good = index_file(crawl["zst"], "lying.warc.zst")
+    for verify in (False, True):
+        result = index_file(str(path), zstd_verify=verify)
+        if passed_over and not verify:
+            assert result.errors == [] and len(result.lines) == len(good.lines)
+        else:
+            assert [e.offset for e in result.errors] == [at], (verify, result.errors)
+            assert result.errors[0].reason.startswith("corrupt zstd frame")
+            assert len(result.lines) == len(good.lines) - 1
