@@ -51,6 +51,8 @@ class Indexing(Wire):
     on_error: str = option_field(options.ON_ERROR)
     # the dictionary file (absolute) of .warc.zst archives without their own
     zstd_dictionary: str = option_field(options.ZSTD_DICTIONARY)
+    # every zstd frame decompressed and checked, payloads too
+    zstd_verify: bool = option_field(options.ZSTD_VERIFY)
     # POST and PUT captures keyed with their method and body, as pywb keys them
     post_append: bool = option_field(options.POST_APPEND)
     # a WACZ's own index taken where its hashes check out
@@ -111,6 +113,7 @@ def index_archive(path, name, cdx_dir, settings=Indexing(), sample_size=0):
             return status
     result = indexer.index_file(path, name, fmt, cdx_fields=cdx_fields,
                                 zstd_dictionary=settings.zstd_dictionary,
+                                zstd_verify=settings.zstd_verify,
                                 post_append=settings.post_append,
                                 trust_wacz_index=settings.trust_wacz_index)
     if result.errors and settings.on_error == "fail":

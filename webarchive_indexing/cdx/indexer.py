@@ -307,22 +307,25 @@ def _cc_fields(record, fields):
 
 
 def iter_fields(fh, path, filename, result, cdx_fields="pywb", zstd_dictionary=None,
-                post_append=False):
+                post_append=False, zstd_verify=False):
     """Yield the fields of every indexable record; problems are appended to ``result``.
-    ``zstd_dictionary``: a dictionary file for a .warc.zst without its own.
+    ``zstd_dictionary``: a dictionary file for a .warc.zst without its own; ``zstd_verify``:
+    every frame of it decompressed and checked (``iter_records``).
 
     With Common Crawl's fields (``cdx_fields="cc"``) a response's fields wait for the
     metadata record after it, whose charset and languages they take. With ``post_append``
     each capture waits for the record after it, which may be its request (``_paired``)."""
     if post_append:
-        yield from _post_append_fields(fh, path, filename, result, zstd_dictionary)
+        yield from _post_append_fields(fh, path, filename, result, zstd_dictionary,
+                                       zstd_verify)
         return
     cc = cdx_fields == "cc"
     metadata = _MetadataReader() if cc else None
     pending = pending_id = None
     skip = (SKIPPED_WARC_TYPES, () if cc else SKIPPED_CONTENT_TYPES)
     try:
-        for item in iter_records(fh, path, metadata or wants_payload, skip, zstd_dictionary):
+        for item in iter_records(fh, path, metadata or wants_payload, skip, zstd_dictionary,
+                                 zstd_verify=zstd_verify):
             if type(item) is Skipped:
                 result.records += item.count
                 continue
@@ -373,7 +376,7 @@ def _fields(item, path, result):
     return fields
 
 
-def _post_append_fields(fh, path, filename, result, zstd_dictionary):
+def _post_append_fields(fh, path, filename, result, zstd_dictionary, zstd_verify):
     """``iter_fields`` with ``post_append``: request records read too (their bodies by
     ``_RequestReader``; those of GET passed over unparsed), each capture given the key of
     the request next to it, as pywb's indexer pairs them (``_paired``, ``_post_key``)."""
@@ -381,7 +384,7 @@ def _post_append_fields(fh, path, filename, result, zstd_dictionary):
     held = None  # the entry before: (record, its fields, its request's method and query)
     try:
         for item in iter_records(fh, path, requests, (POST_SKIPPED_WARC_TYPES, SKIPPED_CONTENT_TYPES),
-                                 zstd_dictionary, PLAIN_METHODS):
+                                 zstd_dictionary, PLAIN_METHODS, zstd_verify):
             if type(item) is Skipped:
                 result.records += item.count
                 if not item.request:
@@ -442,13 +445,15 @@ def _trusted(fh, path, result, fmt, keys, cdx_fields, post_append):
 
 
 def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read, cdx_fields="pywb",
-               zstd_dictionary=None, post_append=False, trust_wacz_index=False):
+               zstd_dictionary=None, post_append=False, trust_wacz_index=False,
+               zstd_verify=False):
     """Index one WARC/ARC file: an ``IndexResult`` whose lines are sorted as pywb sorts them.
 
     Indexing goes on past a bad record, at the next gzip member, zstd frame or record
     found (see ``records``); records read before a problem that ends it are kept.
     ``cdx_fields="cc"`` adds Common Crawl's fields to CDXJ lines (``cdxline.CDX_FIELDS``).
-    ``zstd_dictionary``: a dictionary file for a .warc.zst without a dictionary frame.
+    ``zstd_dictionary``: a dictionary file for a .warc.zst without a dictionary frame;
+    ``zstd_verify``: each of its frames decompressed and checked, payloads too.
     ``post_append``: a POST or PUT capture keyed with its request's method and body, as
     pywb's ``cdx-indexer -p`` keys it (``postquery``). ``trust_wacz_index``: of a WACZ, the
     lines of its own index where its hashes check out (``waczown``); else a warning says
@@ -479,7 +484,7 @@ def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read, cdx_fi
             return result
         lines = [format_line(f, fmt, keys)
                  for f in iter_fields(fh, path, result.filename, result, cdx_fields,
-                                      zstd_dictionary, post_append)]
+                                      zstd_dictionary, post_append, zstd_verify)]
     lines.sort()
     result.lines = lines
     return result

@@ -27,6 +27,7 @@ def _indexed(archives, settings, errors, warnings, zstd_dictionary):
             return
         result = index_file(archive.path, archive.name, settings.cdx_format,
                             cdx_fields=settings.cdx_fields, zstd_dictionary=zstd_dictionary,
+                            zstd_verify=settings.zstd_verify,
                             post_append=settings.post_append,
                             trust_wacz_index=settings.trust_wacz_index)
         errors += [e.as_dict() for e in result.errors]

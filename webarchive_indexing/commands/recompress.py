@@ -152,7 +152,8 @@ def recompress_file(source, target, cdx_path, name, fmt, level, dictionary=None,
                 status["records"] += 1
         published = True
         status["output_bytes"] = storage.size(target)
-        result = indexer.index_file(target, name, cdx_format)
+        # every frame decompressed and checked: the read back is the output's check
+        result = indexer.index_file(target, name, cdx_format, zstd_verify=True)
         if result.errors or result.records != status["records"]:
             problem = result.errors[0].reason if result.errors else (
                 f"{result.records} records read back, {status['records']} written")

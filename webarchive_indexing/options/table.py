@@ -126,14 +126,20 @@ ZSTD_DICTIONARY = Option("--zstd-dictionary", metavar="FILE",
                          help="the zstd dictionary of .warc.zst inputs that do not hold their "
                               "own (a dictionary frame at the start of a file is used where "
                               "there is one); local, s3:// or http(s)://")
+ZSTD_VERIFY = Flag(
+    "zstd-verify", False,
+    "decompress every zstd frame of .warc.zst inputs whole and check it (its checksum, and "
+    "the newlines after each record), as the zstd tool does: slower",
+    "pass over the payloads the index does not read (as recompress writes them, a block "
+    "apart from the record's headers) without decompressing them, so unchecked (default)")
 INDEXING = (CDX_FORMAT, CDX_FIELDS, POST_APPEND, INPUT_ROOT, SKIP_EXISTING, ZSTD_DICTIONARY,
-            TRUST_WACZ_INDEX)
+            ZSTD_VERIFY, TRUST_WACZ_INDEX)
 # what build takes of them, with index inputs (an update keeps the cluster's POST keys)
 BUILD_INDEXING = (BUILD_CDX_FORMAT, CDX_FIELDS,
                   POST_APPEND.but(default=None, off_help=POST_APPEND.off_help[:-len("(default)")]
                                   + "(default; an update: as the cluster was built)"),
                   INPUT_ROOT, SKIP_EXISTING, LEGACY_PREFIX, REKEY, ZSTD_DICTIONARY,
-                  TRUST_WACZ_INDEX)
+                  ZSTD_VERIFY, TRUST_WACZ_INDEX)
 
 # What a build writes (build --help, the README)
 BUILD_OUTPUT = """\

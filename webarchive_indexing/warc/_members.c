@@ -1037,6 +1037,8 @@ static struct PyModuleDef members_module = {
     "without it).", -1,
 };
 
+static int add_functions(PyObject *module);
+
 PyMODINIT_FUNC
 PyInit__members(void)
 {
@@ -1062,9 +1064,89 @@ PyInit__members(void)
     if (module == NULL)
         return NULL;
     if (PyModule_AddObjectRef(module, "Members", (PyObject *)&MembersType) < 0
-            || PyModule_AddStringConstant(module, "INFLATER", INFLATER) < 0) {
+            || PyModule_AddStringConstant(module, "INFLATER", INFLATER) < 0
+            || add_functions(module) < 0) {
         Py_DECREF(module);
         return NULL;
     }
     return module;
+}
+
+/* -- a header block judged as members.skim_values judges it (zstdwarc.ZstdFrames) --------- */
+
+/* skim_block(out, at, warc_types, content_types): of the header block at ``at`` in the bytes
+ * ``out``, ended by a blank line there (as peek_headers finds it), (its size, then what
+ * members.skim_values gives of it); None where no blank line ends it within ``out``. */
+static PyObject *
+skim_block(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    const char *usage = "skim_block(out, at, warc_types, content_types): bytes, an offset in "
+                        "them, two tuples of str";
+    if (nargs != 4 || !PyBytes_Check(args[0]) || !PyLong_Check(args[1])
+            || !PyTuple_Check(args[2]) || !PyTuple_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
+    for (Py_ssize_t i = 2; i < 4; i++)
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(args[i]); j++)
+            if (!PyUnicode_Check(PyTuple_GET_ITEM(args[i], j))
+                    || PyUnicode_AsUTF8(PyTuple_GET_ITEM(args[i], j)) == NULL) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, usage);
+                return NULL;
+            }
+    const unsigned char *out = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t out_len = PyBytes_GET_SIZE(args[0]), at = PyLong_AsSsize_t(args[1]);
+    if (at == -1 && PyErr_Occurred())
+        return NULL;
+    if (at < 0 || at > out_len) {
+        PyErr_SetString(PyExc_ValueError, usage);
+        return NULL;
+    }
+    Py_ssize_t stop = blank_line_end(out, at, out_len);
+    if (stop < 0)
+        Py_RETURN_NONE;
+    const unsigned char *block = out + at;
+    Py_ssize_t len = stop - at;
+    if (len > HEADERS_MAX || len < 5 || memcmp(block, "WARC/", 5) != 0 || !plain(block, len))
+        return Py_BuildValue("nOO", len, Py_None, Py_None);
+    const unsigned char *type, *content_type, *length;
+    Py_ssize_t type_len, content_type_len, length_len;
+    int has_type = header_value(block, len, "warc-type", &type, &type_len);
+    int has_content_type = header_value(block, len, "content-type", &content_type,
+                                        &content_type_len);
+    int has_length = header_value(block, len, "content-length", &length, &length_len);
+    int skip = (has_type ? equals_any(type, type_len, args[2])
+                         : equals_any((const unsigned char *)"", 0, args[2]))
+        || (has_content_type && equals_any(content_type, content_type_len, args[3]));
+    long long unread = 0;
+    if (!has_length || length_len == 0 || length_len > 17)
+        skip = 0;
+    for (Py_ssize_t i = 0; skip && i < length_len; i++) {
+        if (length[i] < '0' || length[i] > '9')
+            skip = 0;
+        unread = unread * 10 + (length[i] - '0');
+    }
+    if (skip)
+        return Py_BuildValue("nOL", len, Py_None, unread);
+    return Py_BuildValue(
+        "n(NNN)O", len,
+        has_type ? PyUnicode_DecodeASCII((const char *)type, type_len, NULL) : Py_NewRef(Py_None),
+        has_content_type ? PyUnicode_DecodeASCII((const char *)content_type, content_type_len, NULL)
+                         : Py_NewRef(Py_None),
+        has_length ? PyUnicode_DecodeASCII((const char *)length, length_len, NULL) : Py_NewRef(Py_None),
+        Py_None);
+}
+
+static PyMethodDef functions[] = {
+    {"skim_block", (PyCFunction)(void (*)(void))skim_block, METH_FASTCALL,
+     "skim_block(out, at, warc_types, content_types): (size, values, unread) of the header "
+     "block at out[at:], as members.skim_values judges it; None if no blank line ends it."},
+    {NULL}
+};
+
+static int
+add_functions(PyObject *module)
+{
+    return PyModule_AddFunctions(module, functions);
 }

@@ -288,22 +288,37 @@ class GzipMembers:
                 offset = self.next_member()
                 if offset is None:
                     return skipped, problems, None, None
-                block = self.peek_headers()
-                # (a block longer than HEADERS_MAX is cut short: warcio's loader reads it)
-                if len(block) > HEADERS_MAX or not block.startswith(b"WARC/") or not is_plain(block):
-                    return skipped, problems, offset, None
-                text = block.decode("ascii")
-                lower = text.lower()
-                values = warc_type, content_type, length = tuple(
-                    header_value(text, pattern.search(lower)) for pattern in SKIM_PATTERNS)
-                if not ((warc_type or "") in skip_types or content_type in skip_content_types) \
-                        or not length or not length.isdigit() or len(length) > 17:
+                size, values, unread = self.skim_block(skip_types, skip_content_types)
+                if unread is None:
                     return skipped, problems, offset, values
-                self.skip(len(block))
-                problem = self.finish(int(length))
+                self.skip(size)
+                problem = self.finish(unread)
                 if problem is None:
                     skipped += 1
                 else:
                     problems.append(problem)
         except ArchiveError as exc:
             return skipped, problems + [exc], None, None
+
+    def skim_block(self, skip_types, skip_content_types):
+        """(size, values, unread) of the header block at the read position (``peek_headers``),
+        as ``skim_values`` judges it."""
+        block = self.peek_headers()
+        return (len(block), *skim_values(block, skip_types, skip_content_types))
+
+
+def skim_values(block, skip_types, skip_content_types):
+    """Of a header block, as ``GzipMembers.skim`` judges it: (its (WARC-Type, Content-Type,
+    Content-Length) values if it is a plain WARC header block (``is_plain``) whose record
+    ``skim`` stops at, else None; the Content-Length of a record it passes over, else None)."""
+    # (a block longer than HEADERS_MAX is cut short: warcio's loader reads it)
+    if len(block) > HEADERS_MAX or not block.startswith(b"WARC/") or not is_plain(block):
+        return None, None
+    text = block.decode("ascii")
+    lower = text.lower()
+    values = warc_type, content_type, length = tuple(
+        header_value(text, pattern.search(lower)) for pattern in SKIM_PATTERNS)
+    if not ((warc_type or "") in skip_types or content_type in skip_content_types) \
+            or not length or not length.isdigit() or len(length) > 17:
+        return values, None
+    return None, int(length)

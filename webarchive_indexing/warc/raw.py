@@ -27,7 +27,7 @@ import zlib
 from isal.isal_zlib import error as IsalError
 
 from .. import storage
-from .members import TRAILER_MAX
+from .members import BLANK_LINE, FIRST_LINE_BLANK, TRAILER_MAX
 from .magic import ZSTD_MAGIC, compression
 from .base import HEADERS_MAX, READ_SIZE, ArchiveError
 
@@ -40,6 +40,12 @@ PIECE = (8 << 20) - TRAILER_MAX
 # Where a record starts
 RECORD_START = b"WARC/"
 CONTENT_LENGTH = re.compile(rb"^content-length[ \t]*:[ \t]*(\d{1,18})[ \t]*\r?$", re.I | re.M)
+# Records whose HTTP header block an indexer reads too (after the WARC header block)
+HTTP_RECORD = re.compile(rb"^warc-type[ \t]*:[ \t]*(?:response|revisit|request)[ \t]*\r?$",
+                         re.I | re.M)
+# The least of a record after its header blocks that goes into zstd blocks of its own: less
+# decompresses in less time than the walker takes to pass over blocks
+OWN_BLOCKS_MIN = 1 << 10
 
 
 class _Reader:
@@ -204,10 +210,29 @@ def record_starts(records, budget):
             return
 
 
+def headers_end(record):
+    """Where the header blocks at the start of ``record`` (bytes) end, as the walkers find
+    them: after the WARC header block, and of a response, revisit or request after the HTTP
+    header block too (the blank line after it); 0 where the WARC header block does not end."""
+    found = BLANK_LINE.search(record, 0, HEADERS_MAX)
+    if found is None:
+        return 0
+    end = found.end()
+    if HTTP_RECORD.search(record, 0, end):
+        found = FIRST_LINE_BLANK.match(record, end) or BLANK_LINE.search(record, end,
+                                                                          end + HEADERS_MAX)
+        if found is not None:
+            return found.end()
+    return end
+
+
 def record_writer(fh, fmt, level, zdict=None):
     """``write(pieces)``: one record's pieces (its bytes, as ``RawRecord.pieces``) compressed
     alone into ``fh``: into a gzip member ("gz"), or into a zstd frame a piece ("zst"; a
-    dictionary frame that embeds ``zdict``, if given, is written first, now)."""
+    dictionary frame that embeds ``zdict``, if given, is written first, now). The first zstd
+    block of a record's first frame ends with its header blocks (``headers_end``), unless
+    little follows them: a walker decompresses that block alone, and passes over the rest
+    of the frame by its block headers where it does not read the payload."""
     if fmt == "gz":
         def write(pieces):
             member = zlib.compressobj(level, zlib.DEFLATED, 31)
@@ -215,12 +240,21 @@ def record_writer(fh, fmt, level, zdict=None):
                 fh.write(member.compress(piece))
             fh.write(member.flush())
         return write
-    from .zstdwarc import compressor, dictionary_frame
+    from .zstdwarc import compressor, dictionary_frame, split_frame
     if zdict is not None:
         fh.write(dictionary_frame(zdict))
-    frame = compressor(level, zdict).compress
+    zstd = compressor(level, zdict)
+    frame = zstd.compress
 
     def write(pieces):
+        pieces = iter(pieces)
+        for piece in pieces:
+            split = headers_end(piece)
+            if len(piece) - split < OWN_BLOCKS_MIN:
+                fh.write(frame(piece))
+            else:
+                fh.write(split_frame(zstd, piece, split))
+            break
         for piece in pieces:
             fh.write(frame(piece))
     return write

@@ -132,7 +132,7 @@ def _member_record(members, offset, values, wants_payload, loader):
 
 
 def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
-                 zstd_dictionary=None, skip_methods=()):
+                 zstd_dictionary=None, skip_methods=(), zstd_verify=False):
     """Yield a ``Record`` per record (``RecordError`` for a record that can be skipped).
 
     ``wants_payload(record)`` decides whether the sha1 of the rest of the record
@@ -140,6 +140,9 @@ def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
     Content-Types), names WARC records the caller ignores: those of a gzipped or
     zstd file may be passed over unparsed, and counted in a ``Skipped`` instead.
     ``zstd_dictionary`` (a file) decompresses a .warc.zst without a dictionary frame.
+    ``zstd_verify``: each frame of a .warc.zst decompressed whole and checked; else the part
+    of a record's frame after its first block that the caller leaves unread (a payload not
+    hashed) is passed over undecompressed (``zstdwarc.ZstdFrames``).
     ``skip_methods``: HTTP methods (``"GET"``) whose request records (when requests are not
     in ``skip``) are passed over in the same way, each a ``Skipped`` of its own (``request``).
     Raises ``ArchiveError`` when the file cannot be read further.
@@ -159,8 +162,8 @@ def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
         return _iter_members(members, path, wants_payload, skip, "gzip member", skip_methods)
     if kind == "zst":
         from .zstdwarc import ZstdFrames
-        return _iter_members(ZstdFrames(fh, path, zstd_dictionary), path, wants_payload, skip,
-                             "record's zstd frame", skip_methods)
+        return _iter_members(ZstdFrames(fh, path, zstd_dictionary, verify=zstd_verify), path,
+                             wants_payload, skip, "record's zstd frame", skip_methods)
     if kind == "zip":
         return _iter_wacz(fh, path, wants_payload, skip, skip_methods)
     from .plain import iter_plain  # (its patterns cost start-up time)

@@ -28,6 +28,11 @@ from .. import storage
 from .members import FIRST_STEP, TRAILER_MAX, GzipMembers
 from .magic import DICT_FRAME_MAGIC, SKIPPABLE_MAGICS, ZSTD_MAGIC
 from .base import CHUNK, READ_SIZE, ArchiveError
+
+try:
+    from ._members import skim_block
+except ImportError:  # not built (or built before it): GzipMembers.skim_block, in Python
+    skim_block = None
 # A skippable frame's header: its magic (``SKIPPABLE_MAGICS``), then its content's size.
 SKIPPABLE_HEADER = 8
 # Dictionaries (compressed or not) accepted: the format asks decoders for 8 MiB at least.
@@ -177,6 +182,14 @@ def compressor(level, zdict=None):
                                     write_content_size=True, write_dict_id=True)
 
 
+def split_frame(zstd, data, split):
+    """The frame of ``data`` the ``compressor`` ``zstd`` makes, its first block ending at
+    ``split`` (one frame still: its content size and checksum are the whole's)."""
+    obj = zstd.compressobj(size=len(data))
+    return (obj.compress(data[:split]) + obj.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+            + obj.compress(data[split:]) + obj.flush())
+
+
 def _dictionary_id(zdict):
     return zdict.dict_id() if zdict is not None else 0
 
@@ -197,7 +210,10 @@ class ZstdFrames(GzipMembers):
     used for every frame, else ``dictionary`` or the one in the file ``dictionary_file``,
     if given. ``offset``: where ``fh`` starts in the file (a record read alone). A frame
     is decompressed in one call where its header gives its content size and its blocks are
-    read (``_whole_frame``: most records), else fed a little at a time.
+    read (``_whole_frame``: most records), else fed a little at a time. Unless ``verify``,
+    a frame of several blocks is decompressed a block at a time from its first, and what of
+    it a record's reader leaves unread passed over by its block headers, undecompressed
+    and so unchecked (``finish``: most records' payloads, as ``recompress`` writes them).
     """
 
     START = re.compile(re.escape(ZSTD_MAGIC))
@@ -209,12 +225,16 @@ class ZstdFrames(GzipMembers):
     LONGER = ("record is longer than its Content-Length says: {} more bytes follow it in its "
               "zstd frames")
 
-    def __init__(self, fh, path, dictionary_file=None, dictionary=None, offset=0):
+    def __init__(self, fh, path, dictionary_file=None, dictionary=None, offset=0, verify=True):
         super().__init__(fh, path)
         self.dictionary_file, self.dictionary, self.decompressor = dictionary_file, dictionary, None
         self.raw_offset = offset
+        self.verify = verify
         self.frame_start, self.frame_head = 0, b""
         self.frame_end = None  # end offset of the current frame, once decompressed to it
+        # of a frame decompressed a block at a time: its content not yet decompressed (None
+        # for any other frame), and whether it ends with a checksum (see ``finish``)
+        self.frame_left, self.frame_checksum = None, False
         self.whole = None  # the output of a frame decompressed whole, not yet given
         self.started = None  # output of a frame that starts the next record, read ahead
         self.ahead_error = None  # the problem met reading ahead, for the next record
@@ -362,22 +382,24 @@ class ZstdFrames(GzipMembers):
             raise ArchiveError(self.path, offset, f"corrupt zstd frame header: {exc}") from None
         # zstd gives no more than a frame's content size says: only a frame that does not
         # say, or says more than one call may give, is fed block by block
-        self.block = None
+        self.block, self.frame_left = None, None
         if params.content_size <= OUTPUT_MAX:
             self.block_at = None
-            if self._whole_frame(header_size, params.has_checksum):
+            if self._whole_frame(header_size, params.has_checksum, params.content_size):
                 return offset
         else:
             self.block_at = offset + header_size
         self.inflater = self.decompressor.decompressobj()
         return offset
 
-    def _whole_frame(self, header_size, checksum):
-        """Decompress the frame at ``rpos`` (whose header is ``header_size`` bytes) in one
-        call, its end found from its block headers, for ``_decompress`` to give: whether it
-        did. It does not where the frame is longer than a read or cut by the end of the
-        file, or does not decompress: the frame is then fed bit by bit, and its problem
-        reported so (most records are one short frame: this is their path)."""
+    def _whole_frame(self, header_size, checksum, size):
+        """Decompress the frame at ``rpos`` (whose header is ``header_size`` bytes, its
+        content ``size``) in one call, its end found from its block headers, for
+        ``_decompress`` to give: whether it did; unless ``verify``, of a frame of several
+        blocks its first block only (``_first_block``). It does not where the frame is longer
+        than a read or cut by the end of the file, or does not decompress: the frame is then
+        fed bit by bit, and its problem reported so (most records are one short frame: this
+        is their path)."""
         raw, i = self.raw, self.rpos + header_size
         while True:
             if i + BLOCK_HEADER > len(raw):  # read on: the frame then starts raw
@@ -389,6 +411,8 @@ class ZstdFrames(GzipMembers):
             i += BLOCK_HEADER + (1 if header >> 1 & 3 == 1 else header >> 3)  # RLE: 1 byte
             if header & 1:
                 break
+            if not self.verify:
+                return self._first_block(i, checksum, size)
         at = i - self.rpos + (4 if checksum else 0)
         if at > READ_SIZE or (len(raw) - self.rpos < at and not self._need(at)):
             return False
@@ -400,6 +424,59 @@ class ZstdFrames(GzipMembers):
         self.rpos += at
         self.frame_end = self.raw_offset + self.rpos
         return True
+
+    def _first_block(self, end, checksum, size):
+        """Decompress the first block (ending at ``end`` in ``raw``) of the frame at ``rpos``
+        (of content ``size``), for ``_decompress`` to give; the rest is fed bit by bit when
+        read, or passed over (``finish``). Whether it did (not where the block is cut by the
+        end of what is read, or does not decompress: the frame is then fed bit by bit)."""
+        if end > len(self.raw):  # read on: the frame then starts raw
+            end -= self.rpos
+            if not self._need(end):
+                return False
+        inflater = self.decompressor.decompressobj()
+        try:
+            self.whole = inflater.decompress(self.raw[self.rpos:end])
+        except zstandard.ZstdError:
+            return False
+        self.decompressed, self.inflater = True, inflater
+        self.frame_left, self.frame_checksum = size - len(self.whole), checksum
+        self.block_at, self.rpos = self.raw_offset + end, end
+        return True
+
+    def _pass_frame(self):
+        """Move past the rest of the current frame without decompressing it: to its end, found
+        from its block headers (each bounded as the format bounds it), reading on as needed
+        and keeping none of what is passed; an ArchiveError where the file ends first or a
+        block header is impossible."""
+        block, at = self.block, self.block_at
+        last = block is not None and at is None
+        at = block[0] if block is not None else at
+        base = self.raw_offset
+        while not last:
+            while at - base + BLOCK_HEADER > len(self.raw):
+                self.rpos = min(at - base, len(self.raw))
+                if not self._read_raw():
+                    raise ArchiveError(self.path, self.frame_start,
+                                       "zstd frame is truncated: the file ends inside it")
+                base = self.raw_offset
+            i = at - base
+            header = self.raw[i] | self.raw[i + 1] << 8 | self.raw[i + 2] << 16
+            kind, size = header >> 1 & 3, header >> 3
+            if kind == 3 or size > BLOCK_MAX:
+                raise ArchiveError(self.path, self.frame_start, "corrupt zstd frame: a block "
+                                   f"at offset {at} " + ("of the reserved type" if kind == 3 else
+                                   f"of {size} bytes, more than {BLOCK_MAX}"))
+            at += BLOCK_HEADER + (1 if kind == 1 else size)  # RLE: 1 byte
+            last = header & 1
+        end = at + (4 if self.frame_checksum else 0)
+        while end - self.raw_offset > len(self.raw):
+            self.rpos = len(self.raw)
+            if not self._read_raw():
+                raise ArchiveError(self.path, self.frame_start,
+                                   "zstd frame is truncated: the file ends inside it")
+        self.rpos = end - self.raw_offset
+        self.frame_end, self.frame_left, self.block, self.block_at = end, None, None, None
 
     def _skip_frame(self, offset, load):
         """Pass over the skippable frame at ``offset``; ``load``: read its content as the
@@ -450,8 +527,11 @@ class ZstdFrames(GzipMembers):
         if self.inflater.eof:
             self.rpos += len(chunk) - len(self.inflater.unused_data)
             self.frame_end = self.raw_offset + self.rpos
+            self.frame_left = None
         else:
             self.rpos += len(chunk)
+            if self.frame_left is not None:
+                self.frame_left -= len(data)
         return data
 
     def _bounded(self, end):
@@ -512,11 +592,30 @@ class ZstdFrames(GzipMembers):
                     "it does not hold, give it with --zstd-dictionary FILE)")
         return f"corrupt zstd frame: {exc}"
 
+    def skim_block(self, skip_types, skip_content_types):
+        """``GzipMembers.skim_block``, by the compiled walker's ``skim_block`` where it is
+        built and the block's blank line is decompressed already: most records skimmed are
+        passed over without their headers read in Python."""
+        if skim_block is not None:
+            judged = skim_block(self.out, self.pos, skip_types, skip_content_types)
+            if judged is not None:
+                return judged
+        return super().skim_block(skip_types, skip_content_types)
+
     def finish(self, unread):
         """Read the rest of the record's frames, where ``unread`` bytes of the record are
         left: None if nothing but the newlines that may end a record follow them, else a
-        RecordError (as ``GzipMembers.finish``)."""
+        RecordError (as ``GzipMembers.finish``). A frame decompressed a block at a time whose
+        content size says that the record and at most TRAILER_MAX bytes after it (its
+        newlines) end with it is passed over undecompressed: neither those bytes nor the
+        frame's checksum are checked then (``verify`` does)."""
         rest = len(self.out) - self.pos - unread
+        if self.frame_left is not None and 0 < rest + self.frame_left <= TRAILER_MAX \
+                and self.end is None and (self.block or self.block_at) is not None:
+            self._pass_frame()
+            self.dropped += len(self.out)
+            self.out, self.pos, self.end = b"", 0, self.frame_end
+            return None
         if rest > 0 and self.frame_end is not None and rest <= TRAILER_MAX \
                 and not self.out[len(self.out) - rest:].strip():
             # the common case: the record, its newlines and its last frame end together; so
