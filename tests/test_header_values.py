@@ -4,6 +4,7 @@ block in one pass, compiled (``_members.header_values``) and in pure Python
 so pywb) reads them: crafted and random blocks, and whole records indexed like pywb's
 ``cdx-indexer`` with either twin.
 """
+import collections
 import gzip
 import io
 import random
@@ -130,3 +131,32 @@ def test_odd_headers_indexed_like_pywb(twin, tmp_path, monkeypatch):
     assert not result.errors
     assert "".join(result.lines) == pywb_cdx(str(path))
     assert len(result.lines) == len(ODD_RECORDS)
+
+
+def test_fields_of_a_common_record_look_no_header_up_twice(tmp_path, monkeypatch):
+    """A record's fields are made of the values its header blocks were read for at once: no
+    header of a block is looked up by name a second time (nor are those read at once)."""
+    path = tmp_path / "odd.warc.gz"
+    path.write_bytes(b"".join(ODD_RECORDS))
+    looked_up = collections.Counter()
+    get_header = headers.HeaderBlock.get_header
+
+    def counted(block, name, default_value=None):
+        looked_up[block, name] += 1  # (the block kept: no id of it reused)
+        return get_header(block, name, default_value)
+    monkeypatch.setattr(headers.HeaderBlock, "get_header", counted)
+    result = index_file(str(path), "odd.warc.gz")
+    assert "".join(result.lines) == pywb_cdx(str(path))
+    assert looked_up and max(looked_up.values()) == 1
+
+
+def test_header_getter_reads_as_get_header():
+    """``header_getter`` gives of a block read at once what warcio's headers give by name."""
+    block = (b"WARC/1.0\r\nwarc-date : 2024-01-02T03:04:05Z\r\nWARC-Target-URI: http://a/\r\n"
+             b"WARC-Date: 2025-01-01T00:00:00Z\r\n\r\n")
+    names = ("WARC-Date", "WARC-Target-URI", "WARC-Payload-Digest")
+    ours = headers.HeaderBlock(block, headers.WARC_POSITIONS,
+                               headers.header_values(block, headers.WARC_NAMES))
+    theirs = StatusAndHeadersParser([], verify=False).parse(io.BytesIO(block))
+    getter = headers.header_getter(names)
+    assert getter(ours) == getter(theirs) == ("2024-01-02T03:04:05Z", "http://a/", None)

@@ -26,6 +26,7 @@ from .. import storage
 from .cdxline import CDX_FIELDS, FORMATS, POST_KEYS, format_line, name_problem
 from .postquery import append_query, method_query
 from .urlkey import url_key
+from ..warc.headers import header_getter
 from ..warc.magic import compression
 from ..warc.walk import ArchiveError, Record, RecordError, Skipped, iter_records
 
@@ -160,19 +161,21 @@ def cc_metadata(payload):
     return found
 
 
+# The WARC headers a record's fields are made of
+_field_headers = header_getter(("WARC-Target-URI", "WARC-Date", "WARC-Json-Metadata",
+                                "WARC-Identified-Payload-Type", "WARC-Payload-Digest"))
+
+
 def _warc_fields(record):
-    headers = record.rec_headers
-    date = headers.get_header("WARC-Date") or ""
-    fields = {"url": headers.get_header("WARC-Target-URI"),
-              "timestamp": warc_timestamp(date),
-              "metadata": headers.get_header("WARC-Json-Metadata")}
+    url, date, metadata, payload_type, digest = _field_headers(record.rec_headers)
+    fields = {"url": url, "timestamp": warc_timestamp(date or ""), "metadata": metadata}
     if record.rec_type == "revisit":
         fields["mime"] = "warc/revisit"
     else:
         fields["mime"] = _mime(record.http_headers.get_header("Content-Type"))
-        fields["mime-detected"] = headers.get_header("WARC-Identified-Payload-Type")
+        fields["mime-detected"] = payload_type
     fields["status"] = _status(record.http_headers) if record.rec_type == "response" else "-"
-    digest = headers.get_header("WARC-Payload-Digest") or "-"
+    digest = digest or "-"
     fields["digest"] = digest[5:] if digest.startswith("sha1:") else digest
     return fields
 

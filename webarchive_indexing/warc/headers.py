@@ -6,6 +6,7 @@ is, else ``pure_header_values``), any other when asked for (``HeaderBlock``); an
 (``_Limit``) and hashed if need be (``hash_rest``). Anything else goes through warcio's
 loader (``loader``).
 """
+import operator
 import re
 
 from .base import CHUNK
@@ -125,6 +126,19 @@ def positions(names):
 
 
 WARC_POSITIONS, HTTP_POSITIONS = positions(WARC_NAMES), positions(HTTP_NAMES)
+
+
+def header_getter(names):
+    """A function that gives the values of ``names`` (two or more of ``WARC_NAMES``) of a
+    record's WARC headers (``rec_headers``) as ``get_header`` gives them (None where
+    missing): those read at once by ``lite_record``, else one by one."""
+    read = operator.itemgetter(*(WARC_POSITIONS[name] for name in names))
+
+    def values(headers):
+        if type(headers) is HeaderBlock and headers.names is WARC_POSITIONS:
+            return read(headers.values)
+        return tuple(map(headers.get_header, names))
+    return values
 
 
 def is_plain(block):
