@@ -8,11 +8,12 @@ import collections
 import gzip
 import io
 import random
+import re
 
 import pytest
 from warcio.statusandheaders import StatusAndHeadersParser
 
-from webarchive_indexing.cdx.indexer import index_file
+from webarchive_indexing.cdx.indexer import _mime, index_file
 from webarchive_indexing.warc import headers
 from webarchive_indexing.warc.headers import pure_header_values
 from helpers import pywb_cdx
@@ -160,3 +161,11 @@ def test_header_getter_reads_as_get_header():
     theirs = StatusAndHeadersParser([], verify=False).parse(io.BytesIO(block))
     getter = headers.header_getter(names)
     assert getter(ours) == getter(theirs) == ("2024-01-02T03:04:05Z", "http://a/", None)
+
+
+def test_mime_is_what_precedes_the_first_semicolon_or_space():
+    """``_mime`` cuts a Content-Type as pywb's indexer does (``re.split('[; ]', ..., 1)``)."""
+    for content_type in ["text/html", "text/html; charset=utf-8", "text/html ;x", " text/html",
+                         ";text", "a b;c", "a;b c", "text/html\t;x", "x\x0b y", "", None]:
+        expected = re.split("[; ]", content_type, maxsplit=1)[0] if content_type else "unk"
+        assert _mime(content_type) == expected

@@ -38,7 +38,6 @@ METADATA_MAX = 1 << 16
 # Common Crawl's crawler leaves out a Location it cannot make a URI of
 NOT_IN_URI = re.compile(r'[\x00-\x20"<>\\^`{|}\x7f]')
 
-MIME_SPLIT = re.compile("[; ]")
 WARC_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z?$")
 # pywb takes an ARC archive-date as it is (its first 14 characters): here, if it is digits
 ARC_DATE = re.compile(r"\d+$")
@@ -76,7 +75,8 @@ def skipped_type(warc_type, content_type):
 
 
 def _mime(content_type, default="unk"):
-    return MIME_SPLIT.split(content_type, 1)[0] if content_type else default
+    """What precedes the first ';' or space of a Content-Type (pywb splits at either)."""
+    return content_type.partition(";")[0].partition(" ")[0] if content_type else default
 
 
 def _status(http_headers):
