@@ -60,6 +60,27 @@ class Headers:
         return self.statusline.split(" ", 1)[0]
 
 
+# A line warcio's parser ends a header block at: nothing but whitespace (or nothing at all)
+BLANK_LINE = re.compile("\n[ \t\r\x0b\x0c\x1c-\x1f]*(?:\n|\\Z)")
+# Finds a header in a lower-cased header block as warcio's parser does: the first line after
+# the first whose name (up to its first colon, less spaces and tabs) is it; one per name, made
+# on first use (for a name no line can have, one that finds nothing)
+_HEADER_PATTERNS = {}
+
+
+def header_pattern(name):
+    can_be = name == name.rstrip(" \t") and ":" not in name and "\n" not in name
+    pattern = _HEADER_PATTERNS[name] = re.compile(
+        "\n" + re.escape(name.lower()) + "[ \t]*:([^\n]*)" if can_be else "(?!)")
+    return pattern
+
+
+def header_value(text, match):
+    """The value of a header matched in the lower-cased copy of a header block, as warcio
+    reads it (stripped); None if not matched."""
+    return None if match is None else text[match.start(1):match.end(1)].strip()
+
+
 def pure_header_values(block, names):
     """The values of the headers ``names`` (ASCII) in a plain header block (bytes), as
     warcio's parser reads them: (protocol, status line, then for each name the value of the
@@ -70,24 +91,18 @@ def pure_header_values(block, names):
     the walker is."""
     if not is_plain(block):
         return None
-    lines = block.decode("ascii").split("\n")
-    first = lines[0].rstrip()
+    text = block.decode("ascii")
+    first = text.partition("\n")[0].rstrip()
     if not first:
         return None
     protocol, _, statusline = first.partition(" ")
-    wanted = [name.lower() for name in names]
-    values = [None] * len(names)
-    for line in lines[1:]:
-        line = line.rstrip()
-        if not line:
-            break
-        name, colon, value = line.partition(":")
-        name = name.rstrip(" \t").lower()
-        if colon and name in wanted:
-            for i, other in enumerate(wanted):
-                if other == name and values[i] is None:
-                    values[i] = value.lstrip()
-    return (protocol, statusline.strip(), *values)
+    blank = BLANK_LINE.search(text)
+    if blank is not None:
+        text = text[:blank.start()]
+    lower = text.lower()
+    return (protocol, statusline.strip(), *(
+        header_value(text, (_HEADER_PATTERNS.get(name) or header_pattern(name)).search(lower))
+        for name in names))
 
 
 try:
@@ -95,15 +110,16 @@ try:
 except ImportError:  # not built (members.MISSING says why)
     header_values = pure_header_values
 
-# What GzipMembers.skim reads of a header block, and returns the values of.
+# What GzipMembers.skim reads of a header block (one that ends at its first blank line), and
+# returns the values of.
 SKIM_HEADERS = ("WARC-Type", "Content-Type", "Content-Length")
-# The WARC headers of a common record read at once (those an indexer reads, its own first):
-# any other is looked up when asked for
+SKIM_PATTERNS = tuple(map(header_pattern, SKIM_HEADERS))
+# The WARC headers of a common record read at once (those of its CDX line, ``lite_record``'s
+# first): any other (e.g. Common Crawl's fields') is looked up when asked for
 WARC_NAMES = SKIM_HEADERS + ("WARC-Target-URI", "WARC-Date", "WARC-Payload-Digest",
-                             "WARC-Identified-Payload-Type", "WARC-Json-Metadata",
-                             "WARC-Record-ID", "WARC-Concurrent-To", "WARC-Truncated")
+                             "WARC-Identified-Payload-Type", "WARC-Json-Metadata")
 # and of its HTTP headers
-HTTP_NAMES = ("Content-Type", "Location")
+HTTP_NAMES = ("Content-Type",)
 
 
 class HeaderBlock(Headers):

@@ -14,7 +14,7 @@ import re
 
 from isal import isal_zlib
 
-from .headers import SKIM_HEADERS, pure_header_values
+from .headers import SKIM_PATTERNS, header_value, is_plain
 from .magic import GZIP_MAGIC
 from .base import (CHUNK, HEADER_LINE_MAX, HEADERS_MAX, READ_SIZE, TOO_LONG_LINE, ArchiveError,
                    RecordError)
@@ -290,10 +290,12 @@ class GzipMembers:
                     return skipped, problems, None, None
                 block = self.peek_headers()
                 # (a block longer than HEADERS_MAX is cut short: warcio's loader reads it)
-                found = pure_header_values(block, SKIM_HEADERS)
-                if len(block) > HEADERS_MAX or not block.startswith(b"WARC/") or found is None:
+                if len(block) > HEADERS_MAX or not block.startswith(b"WARC/") or not is_plain(block):
                     return skipped, problems, offset, None
-                values = warc_type, content_type, length = found[2:]
+                text = block.decode("ascii")
+                lower = text.lower()
+                values = warc_type, content_type, length = tuple(
+                    header_value(text, pattern.search(lower)) for pattern in SKIM_PATTERNS)
                 if not ((warc_type or "") in skip_types or content_type in skip_content_types) \
                         or not length or not length.isdigit() or len(length) > 17:
                     return skipped, problems, offset, values
