@@ -26,6 +26,7 @@ from .. import storage
 from .cdxline import CDX_FIELDS, FORMATS, POST_KEYS, format_line, name_problem
 from .postquery import append_query, method_query
 from .urlkey import url_key
+from ..warc.headers import header_getter
 from ..warc.magic import compression
 from ..warc.walk import ArchiveError, Record, RecordError, Skipped, iter_records
 
@@ -37,7 +38,6 @@ METADATA_MAX = 1 << 16
 # Common Crawl's crawler leaves out a Location it cannot make a URI of
 NOT_IN_URI = re.compile(r'[\x00-\x20"<>\\^`{|}\x7f]')
 
-MIME_SPLIT = re.compile("[; ]")
 WARC_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z?$")
 # pywb takes an ARC archive-date as it is (its first 14 characters): here, if it is digits
 ARC_DATE = re.compile(r"\d+$")
@@ -75,7 +75,8 @@ def skipped_type(warc_type, content_type):
 
 
 def _mime(content_type, default="unk"):
-    return MIME_SPLIT.split(content_type, 1)[0] if content_type else default
+    """What precedes the first ';' or space of a Content-Type (pywb splits at either)."""
+    return content_type.partition(";")[0].partition(" ")[0] if content_type else default
 
 
 def _status(http_headers):
@@ -160,19 +161,21 @@ def cc_metadata(payload):
     return found
 
 
+# The WARC headers a record's fields are made of
+_field_headers = header_getter(("WARC-Target-URI", "WARC-Date", "WARC-Json-Metadata",
+                                "WARC-Identified-Payload-Type", "WARC-Payload-Digest"))
+
+
 def _warc_fields(record):
-    headers = record.rec_headers
-    date = headers.get_header("WARC-Date") or ""
-    fields = {"url": headers.get_header("WARC-Target-URI"),
-              "timestamp": warc_timestamp(date),
-              "metadata": headers.get_header("WARC-Json-Metadata")}
+    url, date, metadata, payload_type, digest = _field_headers(record.rec_headers)
+    fields = {"url": url, "timestamp": warc_timestamp(date or ""), "metadata": metadata}
     if record.rec_type == "revisit":
         fields["mime"] = "warc/revisit"
     else:
         fields["mime"] = _mime(record.http_headers.get_header("Content-Type"))
-        fields["mime-detected"] = headers.get_header("WARC-Identified-Payload-Type")
+        fields["mime-detected"] = payload_type
     fields["status"] = _status(record.http_headers) if record.rec_type == "response" else "-"
-    digest = headers.get_header("WARC-Payload-Digest") or "-"
+    digest = digest or "-"
     fields["digest"] = digest[5:] if digest.startswith("sha1:") else digest
     return fields
 

@@ -64,7 +64,7 @@ with _importing_without("tldextract", "socket"):
 PLAIN_URL = re.compile(r"(https?://[A-Za-z0-9.-]+(?::[0-9]+)?)(/[!\"$-~]*)?\Z")
 # What each of surt's query session-id patterns needs (in any case): without them all,
 # stripQuerySessionID changes nothing.
-QUERY_SESSION_MARKERS = ("jsessionid=", "phpsessid=", "sid=", "aspsessionid", "cfid=")
+QUERY_SESSION_MARKERS = re.compile("jsessionid=|phpsessid=|sid=|aspsessionid|cfid=")
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -101,7 +101,7 @@ def url_key(url):
         path = path[:-1]
     if query:
         lower = query.lower()
-        if any(marker in lower for marker in QUERY_SESSION_MARKERS):
+        if QUERY_SESSION_MARKERS.search(lower):
             lower = stripQuerySessionID(query.encode()).lower().decode()
         # alphaReorderQuery, on str: the (name, value) pairs sorted
         query = "&".join(["=".join(arg) for arg in sorted(

@@ -5,7 +5,9 @@
  * the same methods, results and errors, so records.py runs unchanged on either.  What it adds
  * is speed: no Python objects per inflated chunk (when linked to ISA-L), and ``skim``, which
  * passes over the records an indexer never lists (requests, metadata) without returning to
- * Python at all.
+ * Python at all.  Beside it, ``header_values``: the values of a tuple of header names read
+ * from a header block in one pass, for any walker (headers.pure_header_values' twin, checked
+ * against it and warcio by tests/test_header_values.py).
  *
  * records.py is the specification: every method here says which Python method it follows,
  * and tests/test_members.py runs both over the same files, good and broken.
@@ -397,36 +399,57 @@ is_space(unsigned char c)
     return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
 }
 
-/* records._header_at and _value: the first line after the first whose name (case aside, less
- * trailing spaces and tabs) is ``name``, its value stripped; 0 if there is none. */
-static int
-header_value(const unsigned char *block, Py_ssize_t len, const char *name,
-             const unsigned char **value, Py_ssize_t *value_len)
+/* ASCII's lower case, as str.lower() makes it of an ASCII string. */
+static inline unsigned char
+lower(unsigned char c)
 {
-    size_t name_len = strlen(name);
-    for (const unsigned char *nl = memchr(block, '\n', len); nl != NULL;
-            nl = memchr(nl + 1, '\n', block + len - nl - 1)) {
-        const unsigned char *p = nl + 1, *end = block + len;
-        if ((size_t)(end - p) < name_len || strncasecmp((const char *)p, name, name_len) != 0)
+    return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
+}
+
+/* headers.pure_header_values, the lines after the first: of each of the ``n`` header names
+ * (ASCII), the value of the first line whose name (up to its first colon, less the spaces and
+ * tabs before it; case aside) is it, stripped, as warcio's parser reads it, which stops at the
+ * first blank line; values[i] NULL where there is none.  (The block is plain, so no line
+ * continues another.) */
+static void
+find_values(const unsigned char *block, Py_ssize_t len, Py_ssize_t n, const char *const *names,
+            const Py_ssize_t *name_lens, const unsigned char **values, Py_ssize_t *value_lens)
+{
+    const unsigned char *end = block + len;
+    Py_ssize_t missing = n;
+    for (Py_ssize_t i = 0; i < n; i++)
+        values[i] = NULL;
+    for (const unsigned char *nl = memchr(block, '\n', len); nl != NULL && missing; ) {
+        const unsigned char *line = nl + 1;
+        nl = memchr(line, '\n', end - line);
+        const unsigned char *stop = nl != NULL ? nl : end;
+        while (stop > line && is_space(stop[-1]))
+            stop--;
+        if (stop == line)
+            return;
+        const unsigned char *colon = memchr(line, ':', stop - line);
+        if (colon == NULL)
             continue;
-        p += name_len;
-        while (p < end && (*p == ' ' || *p == '\t'))
-            p++;
-        if (p == end || *p != ':')
-            continue;
-        p++;
-        const unsigned char *q = memchr(p, '\n', end - p);
-        if (q == NULL)
-            q = end;
-        while (p < q && is_space(*p))
-            p++;
-        while (q > p && is_space(q[-1]))
-            q--;
-        *value = p;
-        *value_len = q - p;
-        return 1;
+        const unsigned char *name_end = colon;
+        while (name_end > line && (name_end[-1] == ' ' || name_end[-1] == '\t'))
+            name_end--;
+        Py_ssize_t name_len = name_end - line;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (values[i] != NULL || name_lens[i] != name_len)
+                continue;
+            Py_ssize_t k = 0;
+            while (k < name_len && lower(line[k]) == lower((unsigned char)names[i][k]))
+                k++;
+            if (k < name_len)
+                continue;
+            const unsigned char *value = colon + 1;
+            while (value < stop && is_space(*value))
+                value++;
+            values[i] = value;
+            value_lens[i] = stop - value;
+            missing--;
+        }
     }
-    return 0;
 }
 
 /* Whether value is one of names (a tuple of str, checked by skim). */
@@ -817,6 +840,10 @@ Members_recover(Members *self, PyObject *unused)
     }
 }
 
+/* headers.SKIM_HEADERS */
+static const char *const skim_names[3] = {"WARC-Type", "Content-Type", "Content-Length"};
+static const Py_ssize_t skim_name_lens[3] = {9, 12, 14};
+
 /* Like records.GzipMembers.skim: pass over the members whose records the caller skips;
  * an ArchiveError that stops the walk of a member is returned last among the problems, not
  * raised. */
@@ -854,12 +881,14 @@ Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
         /* (a block longer than HEADERS_MAX is cut short: warcio's loader reads it) */
         if (len > HEADERS_MAX || len < 5 || memcmp(block, "WARC/", 5) != 0 || !plain(block, len))
             return Py_BuildValue("LNLO", skipped, problems, self->start, Py_None);
-        const unsigned char *type, *content_type, *length;
-        Py_ssize_t type_len, content_type_len, length_len;
-        int has_type = header_value(block, len, "warc-type", &type, &type_len);
-        int has_content_type = header_value(block, len, "content-type", &content_type,
-                                            &content_type_len);
-        int has_length = header_value(block, len, "content-length", &length, &length_len);
+        const unsigned char *found[3];
+        Py_ssize_t found_lens[3];
+        find_values(block, len, 3, skim_names, skim_name_lens, found, found_lens);
+        const unsigned char *type = found[0], *content_type = found[1], *length = found[2];
+        Py_ssize_t type_len = found_lens[0], content_type_len = found_lens[1];
+        Py_ssize_t length_len = found_lens[2];
+        int has_type = type != NULL, has_content_type = content_type != NULL;
+        int has_length = length != NULL;
         int skip = (has_type ? equals_any(type, type_len, skip_types)
                              : equals_any((const unsigned char *)"", 0, skip_types))
             || (has_content_type && equals_any(content_type, content_type_len, skip_content_types));
@@ -939,6 +968,81 @@ Members_get_path(Members *self, void *closure)
 {
     return Py_NewRef(self->path);
 }
+
+/* -- header values ------------------------------------------------------------------------ */
+
+/* The most names header_values looks up at once. */
+#define NAMES_MAX 64
+
+static PyObject *
+ascii_str(const unsigned char *start, Py_ssize_t len)
+{
+    return PyUnicode_DecodeASCII((const char *)start, len, NULL);
+}
+
+/* headers.pure_header_values: None for a block that is not plain (``plain``) or whose first
+ * line is blank; else (protocol, status line, the value of each name or None). */
+static PyObject *
+header_values(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    const char *usage = "header_values(block, names): bytes and a tuple of at most 64 ASCII str";
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyTuple_Check(args[1])
+            || PyTuple_GET_SIZE(args[1]) > NAMES_MAX) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(args[1]);
+    const char *names[NAMES_MAX];
+    Py_ssize_t name_lens[NAMES_MAX];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyTuple_GET_ITEM(args[1], i);
+        if (!PyUnicode_Check(name) || !PyUnicode_IS_ASCII(name)) {
+            PyErr_SetString(PyExc_TypeError, usage);
+            return NULL;
+        }
+        names[i] = (const char *)PyUnicode_DATA(name);
+        name_lens[i] = PyUnicode_GET_LENGTH(name);
+    }
+    const unsigned char *block = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t len = PyBytes_GET_SIZE(args[0]);
+    if (!plain(block, len))
+        Py_RETURN_NONE;
+    /* the first line, as str.rstrip() leaves it, then split at its first space */
+    const unsigned char *first_end = memchr(block, '\n', len);
+    if (first_end == NULL)
+        first_end = block + len;
+    while (first_end > block && is_space(first_end[-1]))
+        first_end--;
+    if (first_end == block)
+        Py_RETURN_NONE;
+    const unsigned char *space = memchr(block, ' ', first_end - block);
+    const unsigned char *status = space != NULL ? space + 1 : first_end;
+    while (status < first_end && is_space(*status))
+        status++;
+    const unsigned char *values[NAMES_MAX];
+    Py_ssize_t value_lens[NAMES_MAX];
+    find_values(block, len, n, names, name_lens, values, value_lens);
+    PyObject *result = PyTuple_New(n + 2);
+    if (result == NULL)
+        return NULL;
+    for (Py_ssize_t i = -2; i < n; i++) {
+        PyObject *item = i == -2 ? ascii_str(block, (space != NULL ? space : first_end) - block)
+            : i == -1 ? ascii_str(status, first_end - status)
+            : values[i] != NULL ? ascii_str(values[i], value_lens[i]) : Py_NewRef(Py_None);
+        if (item == NULL) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(result, i + 2, item);
+    }
+    return result;
+}
+
+static PyMethodDef module_functions[] = {
+    {"header_values", (PyCFunction)(void (*)(void))header_values, METH_FASTCALL,
+     "header_values(block, names): headers.pure_header_values, compiled."},
+    {NULL}
+};
 
 /* -- the type ----------------------------------------------------------------------------- */
 
@@ -1034,7 +1138,7 @@ static PyTypeObject MembersType = {
 static struct PyModuleDef members_module = {
     PyModuleDef_HEAD_INIT, "_members",
     "records.GzipMembers compiled, inflating with ISA-L (optional: records.py works "
-    "without it).", -1,
+    "without it).", -1, module_functions,
 };
 
 static int add_functions(PyObject *module);

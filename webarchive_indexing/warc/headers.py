@@ -1,9 +1,12 @@
 """The common WARC record read without warcio: its plain header block (ASCII, no
-continuation lines), whose values are found as warcio's parser finds them
-(``HeaderBlock``), and the ``LiteRecord`` made of it (``lite_record``), whose rest is read
-within its length (``_Limit``) and hashed if need be (``hash_rest``). Anything else goes
-through warcio's loader (``loader``).
+continuation lines), whose values are read as warcio's parser reads them, those of a fixed
+tuple of names in one pass (``header_values``, compiled in ``_members.c`` where the walker
+is, else ``pure_header_values``), any other when asked for (``HeaderBlock``); and the
+``LiteRecord`` made of it (``lite_record``), whose rest is read within its length
+(``_Limit``) and hashed if need be (``hash_rest``). Anything else goes through warcio's
+loader (``loader``).
 """
+import operator
 import re
 
 from .base import CHUNK
@@ -57,19 +60,19 @@ class Headers:
         return self.statusline.split(" ", 1)[0]
 
 
+# A line warcio's parser ends a header block at: nothing but whitespace (or nothing at all)
+BLANK_LINE = re.compile("\n[ \t\r\x0b\x0c\x1c-\x1f]*(?:\n|\\Z)")
 # Finds a header in a lower-cased header block as warcio's parser does: the first line after
-# the first whose name (up to the colon, less spaces and tabs) is it; one per name, made on first use.
+# the first whose name (up to its first colon, less spaces and tabs) is it; one per name, made
+# on first use (for a name no line can have, one that finds nothing)
 _HEADER_PATTERNS = {}
 
 
 def header_pattern(name):
-    pattern = _HEADER_PATTERNS[name] = re.compile("\n" + re.escape(name.lower()) + "[ \t]*:([^\n]*)")
+    can_be = name == name.rstrip(" \t") and ":" not in name and "\n" not in name
+    pattern = _HEADER_PATTERNS[name] = re.compile(
+        "\n" + re.escape(name.lower()) + "[ \t]*:([^\n]*)" if can_be else "(?!)")
     return pattern
-
-
-# What GzipMembers.skim reads of a header block, and returns the values of.
-SKIM_HEADERS = ("WARC-Type", "Content-Type", "Content-Length")
-SKIM_PATTERNS = tuple(map(header_pattern, SKIM_HEADERS))
 
 
 def header_value(text, match):
@@ -78,34 +81,14 @@ def header_value(text, match):
     return None if match is None else text[match.start(1):match.end(1)].strip()
 
 
-class HeaderBlock(Headers):
-    """A plain header block (``plain_block``), decoded, and its lower-cased copy: its values
-    are read as warcio's parser reads them (the first of a name, stripped), when first asked
-    for (most never are), or given by name (``values``: None for a missing header)."""
-
-    def __init__(self, text, lower, statusline="", protocol="", values=None):
-        self.text, self.lower, self.values = text, lower, values or {}
-        self.statusline, self.protocol = statusline, protocol
-
-    def get_header(self, name, default_value=None):
-        values = self.values
-        if name in values:
-            value = values[name]
-        else:
-            value = values[name] = header_value(
-                self.text, (_HEADER_PATTERNS.get(name) or header_pattern(name)).search(self.lower))
-        return default_value if value is None else value
-
-
-def is_plain(block):
-    """Whether a header block's lines split alike by warcio's rules and ours: ASCII, no
-    continuation lines."""
-    return block.isascii() and not CONTINUATION.search(block)
-
-
-def plain_block(block):
-    """A ``HeaderBlock`` of a plain header block (``is_plain``) with a first line (a status
-    line: protocol, then status); None for any other."""
+def pure_header_values(block, names):
+    """The values of the headers ``names`` (ASCII) in a plain header block (bytes), as
+    warcio's parser reads them: (protocol, status line, then for each name the value of the
+    first line after the first whose name, up to its first colon, less the spaces and tabs
+    before it, is it, case aside; stripped; None if there is none before the first blank
+    line). None for a block that is not plain (``is_plain``: warcio's rules and ours may
+    split it apart), or whose first line is blank. ``header_values`` is this, compiled where
+    the walker is."""
     if not is_plain(block):
         return None
     text = block.decode("ascii")
@@ -113,7 +96,71 @@ def plain_block(block):
     if not first:
         return None
     protocol, _, statusline = first.partition(" ")
-    return HeaderBlock(text, text.lower(), statusline.strip(), protocol)
+    blank = BLANK_LINE.search(text)
+    if blank is not None:
+        text = text[:blank.start()]
+    lower = text.lower()
+    return (protocol, statusline.strip(), *(
+        header_value(text, (_HEADER_PATTERNS.get(name) or header_pattern(name)).search(lower))
+        for name in names))
+
+
+try:
+    from ._members import header_values
+except ImportError:  # not built (members.MISSING says why)
+    header_values = pure_header_values
+
+# What GzipMembers.skim reads of a header block (one that ends at its first blank line), and
+# returns the values of.
+SKIM_HEADERS = ("WARC-Type", "Content-Type", "Content-Length")
+SKIM_PATTERNS = tuple(map(header_pattern, SKIM_HEADERS))
+# The WARC headers of a common record read at once (those of its CDX line, ``lite_record``'s
+# first): any other (e.g. Common Crawl's fields') is looked up when asked for
+WARC_NAMES = SKIM_HEADERS + ("WARC-Target-URI", "WARC-Date", "WARC-Payload-Digest",
+                             "WARC-Identified-Payload-Type", "WARC-Json-Metadata")
+# and of its HTTP headers
+HTTP_NAMES = ("Content-Type",)
+
+
+class HeaderBlock(Headers):
+    """A plain header block and the values ``header_values`` found in it of ``names`` (a dict
+    of their positions in ``values``); any other header is looked up when asked for."""
+
+    def __init__(self, block, names, values):
+        self.block, self.names, self.values = block, names, values
+        self.protocol, self.statusline = values[0], values[1]
+
+    def get_header(self, name, default_value=None):
+        at = self.names.get(name)
+        value = self.values[at] if at is not None else header_values(self.block, (name,))[2]
+        return default_value if value is None else value
+
+
+def positions(names):
+    """Where ``header_values`` gives the value of each of ``names``: ``HeaderBlock.names``."""
+    return {name: at for at, name in enumerate(names, 2)}
+
+
+WARC_POSITIONS, HTTP_POSITIONS = positions(WARC_NAMES), positions(HTTP_NAMES)
+
+
+def header_getter(names):
+    """A function that gives the values of ``names`` (two or more of ``WARC_NAMES``) of a
+    record's WARC headers (``rec_headers``) as ``get_header`` gives them (None where
+    missing): those read at once by ``lite_record``, else one by one."""
+    read = operator.itemgetter(*(WARC_POSITIONS[name] for name in names))
+
+    def values(headers):
+        if type(headers) is HeaderBlock and headers.names is WARC_POSITIONS:
+            return read(headers.values)
+        return tuple(map(headers.get_header, names))
+    return values
+
+
+def is_plain(block):
+    """Whether a header block's lines split alike by warcio's rules and ours: ASCII, no
+    continuation lines."""
+    return block.isascii() and not CONTINUATION.search(block)
 
 
 class LiteRecord:
@@ -130,28 +177,30 @@ class LiteRecord:
 LITE_TYPES = ("response", "revisit", "resource", "metadata")
 
 
-def lite_record(members, headers, warc_length):
-    """A ``LiteRecord`` for a common WARC record, whose plain header block (of
-    ``warc_length`` bytes) is given, consuming its headers; None (nothing consumed) for
-    anything warcio's loader must handle."""
-    warc_type, uri = headers.get_header("WARC-Type"), headers.get_header("WARC-Target-URI")
-    length = headers.get_header("Content-Length", "")
-    if warc_type not in LITE_TYPES or not length.isdigit() or uri is None \
+def lite_record(members, block):
+    """A ``LiteRecord`` for a common WARC record, whose plain header block ``block`` is at
+    the read position, consuming its headers; None (nothing consumed) for anything warcio's
+    loader must handle."""
+    values = header_values(block, WARC_NAMES)
+    if values is None:
+        return None
+    warc_type, content_type, length, uri = values[2:6]
+    if warc_type not in LITE_TYPES or length is None or not length.isdigit() or uri is None \
             or uri.startswith("<") or " " in uri:
         return None
     length = int(length)
-    content_type = headers.get_header("Content-Type")
     http_block = b""
     if length and warc_type in ("response", "revisit") and uri.startswith(("http:", "https:")):
-        http_block = members.peek_headers(warc_length)
-        http_headers = plain_block(http_block)
-        if http_headers is None or len(http_block) > length or not BLANK_END.search(http_block):
+        http_block = members.peek_headers(len(block))
+        http_values = header_values(http_block, HTTP_NAMES)
+        if http_values is None or len(http_block) > length or not BLANK_END.search(http_block):
             return None
+        http_headers = HeaderBlock(http_block, HTTP_POSITIONS, http_values)
     else:
         defaults = {"content-length": str(length)}
         if content_type:
             defaults["content-type"] = content_type
         http_headers = Headers("200 OK", "HTTP/1.0", defaults)
-    members.skip(warc_length + len(http_block))
-    return LiteRecord(warc_type, headers, http_headers, content_type, length,
-                      _Limit(members, length - len(http_block)))
+    members.skip(len(block) + len(http_block))
+    return LiteRecord(warc_type, HeaderBlock(block, WARC_POSITIONS, values), http_headers,
+                      content_type, length, _Limit(members, length - len(http_block)))

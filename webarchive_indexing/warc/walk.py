@@ -35,7 +35,7 @@ warcio reads it (e.g. one cut short by the end of the file).
             ...
 """
 from .members import CompiledMembers, GzipMembers, describe_walker
-from .headers import SKIM_HEADERS, HeaderBlock, hash_rest, lite_record
+from .headers import hash_rest, lite_record
 from .magic import compression
 from .loader import Loader
 from .base import ArchiveError, Record, RecordError, RecordProblem, Skipped
@@ -99,9 +99,7 @@ def _member_record(members, offset, values, wants_payload, loader):
     block = members.peek_headers()
     record = None
     if values is not None:
-        text = block.decode("ascii")
-        record = lite_record(members, HeaderBlock(text, text.lower(), values=dict(
-            zip(SKIM_HEADERS, values))), len(block))
+        record = lite_record(members, block)
     elif not block.strip():
         head, size = members.drain()
         if size <= len(head) and not head.strip():
