@@ -466,6 +466,65 @@ equals_any(const unsigned char *value, Py_ssize_t len, PyObject *names)
     return 0;
 }
 
+/* headers.SKIM_HEADERS */
+static const char *const skim_names[3] = {"WARC-Type", "Content-Type", "Content-Length"};
+static const Py_ssize_t skim_name_lens[3] = {9, 12, 14};
+
+/* Whether args[first] and args[first + 1] are tuples of str (their UTF-8 made, for
+ * equals_any); TypeError(usage) if not. */
+static int
+name_tuples(PyObject *const *args, Py_ssize_t first, const char *usage)
+{
+    for (Py_ssize_t i = first; i < first + 2; i++) {
+        if (!PyTuple_Check(args[i]))
+            goto wrong;
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(args[i]); j++)
+            if (!PyUnicode_Check(PyTuple_GET_ITEM(args[i], j))
+                    || PyUnicode_AsUTF8(PyTuple_GET_ITEM(args[i], j)) == NULL)
+                goto wrong;
+    }
+    return 0;
+wrong:
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, usage);
+    return -1;
+}
+
+/* How skim judges a plain WARC header block (members.skim_values): 1, with *unread its
+ * Content-Length, for a record the caller skips (a WARC-Type of skip_types or a Content-Type
+ * of skip_content_types) whose Content-Length is a number of at most 17 digits (longer ones
+ * are left to Python's big integers); else 0, with *values its (WARC-Type, Content-Type,
+ * Content-Length), each str or None; -1 on error. */
+static int
+judge_block(const unsigned char *block, Py_ssize_t len, PyObject *skip_types,
+            PyObject *skip_content_types, long long *unread, PyObject **values)
+{
+    const unsigned char *found[3];
+    Py_ssize_t found_lens[3];
+    find_values(block, len, 3, skim_names, skim_name_lens, found, found_lens);
+    const unsigned char *type = found[0], *content_type = found[1], *length = found[2];
+    int skip = (type != NULL ? equals_any(type, found_lens[0], skip_types)
+                             : equals_any((const unsigned char *)"", 0, skip_types))
+        || (content_type != NULL && equals_any(content_type, found_lens[1], skip_content_types));
+    if (length == NULL || found_lens[2] == 0 || found_lens[2] > 17)
+        skip = 0;
+    *unread = 0;
+    for (Py_ssize_t i = 0; skip && i < found_lens[2]; i++) {
+        if (length[i] < '0' || length[i] > '9')
+            skip = 0;
+        *unread = *unread * 10 + (length[i] - '0');
+    }
+    if (skip)
+        return 1;
+    *values = Py_BuildValue(
+        "(NNN)",
+        type != NULL ? PyUnicode_DecodeASCII((const char *)type, found_lens[0], NULL) : Py_NewRef(Py_None),
+        content_type != NULL ? PyUnicode_DecodeASCII((const char *)content_type, found_lens[1], NULL)
+                             : Py_NewRef(Py_None),
+        length != NULL ? PyUnicode_DecodeASCII((const char *)length, found_lens[2], NULL) : Py_NewRef(Py_None));
+    return *values == NULL ? -1 : 0;
+}
+
 /* -- methods ------------------------------------------------------------------------------ */
 
 static PyObject *
@@ -840,10 +899,6 @@ Members_recover(Members *self, PyObject *unused)
     }
 }
 
-/* headers.SKIM_HEADERS */
-static const char *const skim_names[3] = {"WARC-Type", "Content-Type", "Content-Length"};
-static const Py_ssize_t skim_name_lens[3] = {9, 12, 14};
-
 /* Like records.GzipMembers.skim: pass over the members whose records the caller skips;
  * an ArchiveError that stops the walk of a member is returned last among the problems, not
  * raised. */
@@ -851,19 +906,12 @@ static PyObject *
 Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
 {
     const char *usage = "skim(warc_types, content_types): two tuples of str";
-    if (nargs != 2 || !PyTuple_Check(args[0]) || !PyTuple_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, usage);
+    if (nargs != 2 || name_tuples(args, 0, usage) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, usage);
         return NULL;
     }
     PyObject *skip_types = args[0], *skip_content_types = args[1];
-    for (Py_ssize_t i = 0; i < 2; i++)
-        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(args[i]); j++)
-            if (!PyUnicode_Check(PyTuple_GET_ITEM(args[i], j))
-                    || PyUnicode_AsUTF8(PyTuple_GET_ITEM(args[i], j)) == NULL) {
-                if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_TypeError, usage);
-                return NULL;
-            }
     long long skipped = 0;
     PyObject *problems = PyList_New(0);
     if (problems == NULL)
@@ -881,38 +929,13 @@ Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
         /* (a block longer than HEADERS_MAX is cut short: warcio's loader reads it) */
         if (len > HEADERS_MAX || len < 5 || memcmp(block, "WARC/", 5) != 0 || !plain(block, len))
             return Py_BuildValue("LNLO", skipped, problems, self->start, Py_None);
-        const unsigned char *found[3];
-        Py_ssize_t found_lens[3];
-        find_values(block, len, 3, skim_names, skim_name_lens, found, found_lens);
-        const unsigned char *type = found[0], *content_type = found[1], *length = found[2];
-        Py_ssize_t type_len = found_lens[0], content_type_len = found_lens[1];
-        Py_ssize_t length_len = found_lens[2];
-        int has_type = type != NULL, has_content_type = content_type != NULL;
-        int has_length = length != NULL;
-        int skip = (has_type ? equals_any(type, type_len, skip_types)
-                             : equals_any((const unsigned char *)"", 0, skip_types))
-            || (has_content_type && equals_any(content_type, content_type_len, skip_content_types));
-        long long unread = 0;
-        /* lengths of 18 digits and more are left to Python's big integers */
-        if (!has_length || length_len == 0 || length_len > 17)
-            skip = 0;
-        for (Py_ssize_t i = 0; skip && i < length_len; i++) {
-            if (length[i] < '0' || length[i] > '9')
-                skip = 0;
-            unread = unread * 10 + (length[i] - '0');
-        }
-        if (!skip) {
-            /* the values found, as records.py's _iter_gzip reads them */
-            PyObject *values = Py_BuildValue(
-                "(NNN)",
-                has_type ? PyUnicode_DecodeASCII((const char *)type, type_len, NULL) : Py_NewRef(Py_None),
-                has_content_type ? PyUnicode_DecodeASCII((const char *)content_type, content_type_len, NULL)
-                                 : Py_NewRef(Py_None),
-                has_length ? PyUnicode_DecodeASCII((const char *)length, length_len, NULL) : Py_NewRef(Py_None));
-            if (values == NULL)
-                goto error;
+        long long unread;
+        PyObject *values;
+        int skip = judge_block(block, len, skip_types, skip_content_types, &unread, &values);
+        if (skip < 0)
+            goto error;
+        if (!skip)
             return Py_BuildValue("LNLN", skipped, problems, self->start, values);
-        }
         self->pos += len;
         PyObject *problem, *unread_obj = PyLong_FromLongLong(unread);
         if (unread_obj == NULL)
@@ -1038,9 +1061,51 @@ header_values(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+/* skim_block(out, at, warc_types, content_types): of the header block at ``at`` in the bytes
+ * ``out``, ended by a blank line there (as peek_headers finds it), (its size, then what
+ * members.skim_values gives of it); None where no blank line ends it within ``out``. */
+static PyObject *
+skim_block(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    const char *usage = "skim_block(out, at, warc_types, content_types): bytes, an offset in "
+                        "them, two tuples of str";
+    if (nargs != 4 || !PyBytes_Check(args[0]) || !PyLong_Check(args[1])
+            || name_tuples(args, 2, usage) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
+    const unsigned char *out = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t out_len = PyBytes_GET_SIZE(args[0]), at = PyLong_AsSsize_t(args[1]);
+    if (at == -1 && PyErr_Occurred())
+        return NULL;
+    if (at < 0 || at > out_len) {
+        PyErr_SetString(PyExc_ValueError, usage);
+        return NULL;
+    }
+    Py_ssize_t stop = blank_line_end(out, at, out_len);
+    if (stop < 0)
+        Py_RETURN_NONE;
+    const unsigned char *block = out + at;
+    Py_ssize_t len = stop - at;
+    if (len > HEADERS_MAX || len < 5 || memcmp(block, "WARC/", 5) != 0 || !plain(block, len))
+        return Py_BuildValue("nOO", len, Py_None, Py_None);
+    long long unread;
+    PyObject *values;
+    int skip = judge_block(block, len, args[2], args[3], &unread, &values);
+    if (skip < 0)
+        return NULL;
+    if (skip)
+        return Py_BuildValue("nOL", len, Py_None, unread);
+    return Py_BuildValue("nNO", len, values, Py_None);
+}
+
 static PyMethodDef module_functions[] = {
     {"header_values", (PyCFunction)(void (*)(void))header_values, METH_FASTCALL,
      "header_values(block, names): headers.pure_header_values, compiled."},
+    {"skim_block", (PyCFunction)(void (*)(void))skim_block, METH_FASTCALL,
+     "skim_block(out, at, warc_types, content_types): (size, values, unread) of the header "
+     "block at out[at:], as members.skim_values judges it; None if no blank line ends it."},
     {NULL}
 };
 
@@ -1141,8 +1206,6 @@ static struct PyModuleDef members_module = {
     "without it).", -1, module_functions,
 };
 
-static int add_functions(PyObject *module);
-
 PyMODINIT_FUNC
 PyInit__members(void)
 {
@@ -1168,89 +1231,9 @@ PyInit__members(void)
     if (module == NULL)
         return NULL;
     if (PyModule_AddObjectRef(module, "Members", (PyObject *)&MembersType) < 0
-            || PyModule_AddStringConstant(module, "INFLATER", INFLATER) < 0
-            || add_functions(module) < 0) {
+            || PyModule_AddStringConstant(module, "INFLATER", INFLATER) < 0) {
         Py_DECREF(module);
         return NULL;
     }
     return module;
-}
-
-/* -- a header block judged as members.skim_values judges it (zstdwarc.ZstdFrames) --------- */
-
-/* skim_block(out, at, warc_types, content_types): of the header block at ``at`` in the bytes
- * ``out``, ended by a blank line there (as peek_headers finds it), (its size, then what
- * members.skim_values gives of it); None where no blank line ends it within ``out``. */
-static PyObject *
-skim_block(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    const char *usage = "skim_block(out, at, warc_types, content_types): bytes, an offset in "
-                        "them, two tuples of str";
-    if (nargs != 4 || !PyBytes_Check(args[0]) || !PyLong_Check(args[1])
-            || !PyTuple_Check(args[2]) || !PyTuple_Check(args[3])) {
-        PyErr_SetString(PyExc_TypeError, usage);
-        return NULL;
-    }
-    for (Py_ssize_t i = 2; i < 4; i++)
-        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(args[i]); j++)
-            if (!PyUnicode_Check(PyTuple_GET_ITEM(args[i], j))
-                    || PyUnicode_AsUTF8(PyTuple_GET_ITEM(args[i], j)) == NULL) {
-                if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_TypeError, usage);
-                return NULL;
-            }
-    const unsigned char *out = (const unsigned char *)PyBytes_AS_STRING(args[0]);
-    Py_ssize_t out_len = PyBytes_GET_SIZE(args[0]), at = PyLong_AsSsize_t(args[1]);
-    if (at == -1 && PyErr_Occurred())
-        return NULL;
-    if (at < 0 || at > out_len) {
-        PyErr_SetString(PyExc_ValueError, usage);
-        return NULL;
-    }
-    Py_ssize_t stop = blank_line_end(out, at, out_len);
-    if (stop < 0)
-        Py_RETURN_NONE;
-    const unsigned char *block = out + at;
-    Py_ssize_t len = stop - at;
-    if (len > HEADERS_MAX || len < 5 || memcmp(block, "WARC/", 5) != 0 || !plain(block, len))
-        return Py_BuildValue("nOO", len, Py_None, Py_None);
-    const unsigned char *type, *content_type, *length;
-    Py_ssize_t type_len, content_type_len, length_len;
-    int has_type = header_value(block, len, "warc-type", &type, &type_len);
-    int has_content_type = header_value(block, len, "content-type", &content_type,
-                                        &content_type_len);
-    int has_length = header_value(block, len, "content-length", &length, &length_len);
-    int skip = (has_type ? equals_any(type, type_len, args[2])
-                         : equals_any((const unsigned char *)"", 0, args[2]))
-        || (has_content_type && equals_any(content_type, content_type_len, args[3]));
-    long long unread = 0;
-    if (!has_length || length_len == 0 || length_len > 17)
-        skip = 0;
-    for (Py_ssize_t i = 0; skip && i < length_len; i++) {
-        if (length[i] < '0' || length[i] > '9')
-            skip = 0;
-        unread = unread * 10 + (length[i] - '0');
-    }
-    if (skip)
-        return Py_BuildValue("nOL", len, Py_None, unread);
-    return Py_BuildValue(
-        "n(NNN)O", len,
-        has_type ? PyUnicode_DecodeASCII((const char *)type, type_len, NULL) : Py_NewRef(Py_None),
-        has_content_type ? PyUnicode_DecodeASCII((const char *)content_type, content_type_len, NULL)
-                         : Py_NewRef(Py_None),
-        has_length ? PyUnicode_DecodeASCII((const char *)length, length_len, NULL) : Py_NewRef(Py_None),
-        Py_None);
-}
-
-static PyMethodDef functions[] = {
-    {"skim_block", (PyCFunction)(void (*)(void))skim_block, METH_FASTCALL,
-     "skim_block(out, at, warc_types, content_types): (size, values, unread) of the header "
-     "block at out[at:], as members.skim_values judges it; None if no blank line ends it."},
-    {NULL}
-};
-
-static int
-add_functions(PyObject *module)
-{
-    return PyModule_AddFunctions(module, functions);
 }
