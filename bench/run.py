@@ -400,41 +400,34 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
-def ratios(rows, groups):
-    """Per group: cdxj-indexer / ours (speed-up) and ours / isal floor, of best times and of
-    medians (with the range of the ratios of the runs of one round); and the whole corpus'
-    build against the floor on as many processes."""
-    result = {}
-    pairs = {group: ((group, "cdxj-indexer"), (group, "ours"), (group, "floor isal")) for group in groups}
-    build_rows = [key for key in rows if key[0] == "whole corpus"]
-    if build_rows:
-        build_name = next(n for g, n in build_rows if n.startswith("build") and "--parquet" not in n)
-        floor_name = next(n for g, n in build_rows if n.startswith("floor"))
-        pairs["whole corpus"] = (None, ("whole corpus", build_name), ("whole corpus", floor_name))
-    for group, (base, ours, floor) in pairs.items():
-        ours, floor = rows[ours], rows[floor]
-        cpu = statistics.median(ours["cpu"]), statistics.median(floor["cpu"])
-        r = {"ours_vs_floor": ours["best"] / floor["best"],
-             "ours_vs_floor_median": ours["median"] / floor["median"],
-             "ours_vs_floor_range": _range(floor["wall"], ours["wall"]),
-             "floor_share_median": floor["median"] / ours["median"],
-             "ours_vs_floor_cpu_median": cpu[0] / cpu[1],
-             "ours_vs_floor_cpu_range": _range(floor["cpu"], ours["cpu"])}
-        if base is not None:
-            base = rows[base]
-            r.update(speedup_vs_cdxj_indexer=base["best"] / ours["best"],
-                     speedup_vs_cdxj_indexer_median=base["median"] / ours["median"],
-                     speedup_vs_cdxj_indexer_range=_range(ours["wall"], base["wall"]),
-                     speedup_vs_cdxj_indexer_cpu_median=statistics.median(base["cpu"]) / cpu[0],
-                     speedup_vs_cdxj_indexer_cpu_range=_range(ours["cpu"], base["cpu"]))
-        result[group] = r
+def ratios(rows, groups, build_row, build_floor_row):
+    """Per group, ours against cdxj-indexer (its time over ours: the speed-up) and against the
+    isal floor (our time over the floor's); and the whole corpus' build against the floor on
+    as many processes (``_ratio``)."""
+    result = {group: {"speedup_vs_cdxj_indexer": _ratio(rows[group, "cdxj-indexer"], rows[group, "ours"]),
+                      "ours_vs_floor": _ratio(rows[group, "ours"], rows[group, "floor isal"])}
+              for group in groups}
+    result["whole corpus"] = {"ours_vs_floor": _ratio(build_row, build_floor_row)}
     return result
 
 
-def _range(denominators, numerators):
-    """The lowest and highest ratio of the runs of one round (numerator / denominator)."""
-    quotients = [n / d for n, d in zip(numerators, denominators)]
-    return [min(quotients), max(quotients)]
+def _ratio(numerator, denominator):
+    """One row's times over another's: of best times, of medians and the lowest and highest
+    of the runs of one round, in wall and in CPU time."""
+    def per_round(key):
+        quotients = [n / d for n, d in zip(numerator[key], denominator[key])]
+        return [min(quotients), max(quotients)]
+    return {"best": numerator["best"] / denominator["best"],
+            "median": numerator["median"] / denominator["median"], "range": per_round("wall"),
+            "cpu_median": statistics.median(numerator["cpu"]) / statistics.median(denominator["cpu"]),
+            "cpu_range": per_round("cpu")}
+
+
+def _shown(ratio, what, of):
+    """A ``_ratio`` as the report shows it: its median and range (``of``: "" wall time,
+    "cpu_" CPU time), and of wall times the ratio of the best."""
+    text = f"{ratio[of + 'median']:.2f}x {what} [{ratio[of + 'range'][0]:.2f}-{ratio[of + 'range'][1]:.2f}]"
+    return text if of else f"{text} ({ratio['best']:.2f}x)"
 
 
 def report(rows, ratio, verdicts, meta):
@@ -462,29 +455,20 @@ def report(rows, ratio, verdicts, meta):
                          f"{r['median']:.2f}", f"{r['mb_s']:.1f}", f"{r['records_s']:.0f}", r["lines"] or "-",
                          f"{r['lines_s']:.0f}" if r["lines_s"] else "-"))
     print()
+    line = "{:<22} {:>36} {:>38} {:>14}"
     print("ratios of medians [range of the rounds' ratios] (best times); the floor: ISA-L inflate only,"
           " on as many processes as the command")
-    print("{:<22} {:>36} {:>38} {:>14}".format("", "ours vs cdxj-indexer", "ours vs isal floor",
-                                              "floor's share"))
+    print(line.format("", "ours vs cdxj-indexer", "ours vs isal floor", "floor's share"))
     for group, r in ratio.items():
-        speedup = (f"{r['speedup_vs_cdxj_indexer_median']:.2f}x faster "
-                   f"[{r['speedup_vs_cdxj_indexer_range'][0]:.2f}-{r['speedup_vs_cdxj_indexer_range'][1]:.2f}]"
-                   f" ({r['speedup_vs_cdxj_indexer']:.2f}x)" if "speedup_vs_cdxj_indexer" in r else "-")
-        print("{:<22} {:>36} {:>38} {:>14}".format(
-            group, speedup,
-            f"{r['ours_vs_floor_median']:.2f}x the floor's time [{r['ours_vs_floor_range'][0]:.2f}-"
-            f"{r['ours_vs_floor_range'][1]:.2f}] ({r['ours_vs_floor']:.2f}x)",
-            f"{100 * r['floor_share_median']:.0f}%"))
+        speedup, floor = r.get("speedup_vs_cdxj_indexer"), r["ours_vs_floor"]
+        print(line.format(group, _shown(speedup, "faster", "") if speedup else "-",
+                          _shown(floor, "the floor's time", ""), f"{100 / floor['median']:.0f}%"))
     print("the same, of CPU times (of each command and its children: steadier than wall time where other "
           "work shares the cores)")
     for group, r in ratio.items():
-        speedup = (f"{r['speedup_vs_cdxj_indexer_cpu_median']:.2f}x less CPU "
-                   f"[{r['speedup_vs_cdxj_indexer_cpu_range'][0]:.2f}-{r['speedup_vs_cdxj_indexer_cpu_range'][1]:.2f}]"
-                   if "speedup_vs_cdxj_indexer" in r else "-")
-        print("{:<22} {:>36} {:>38} {:>14}".format(
-            group, speedup,
-            f"{r['ours_vs_floor_cpu_median']:.2f}x the floor's CPU [{r['ours_vs_floor_cpu_range'][0]:.2f}-"
-            f"{r['ours_vs_floor_cpu_range'][1]:.2f}]", f"{100 / r['ours_vs_floor_cpu_median']:.0f}%"))
+        speedup, floor = r.get("speedup_vs_cdxj_indexer"), r["ours_vs_floor"]
+        print(line.format(group, _shown(speedup, "less CPU", "cpu_") if speedup else "-",
+                          _shown(floor, "the floor's CPU", "cpu_"), f"{100 / floor['cpu_median']:.0f}%"))
     print()
     for group, note in verdicts.items():
         if note:
@@ -576,7 +560,7 @@ def main(argv=None):
     scaled_row, table = export(scaled, f"x{args.scale} hosts", scaled_lines, args.repeat, ours_bin)
     exports.append(scaled_row)
     pruning = one_host_query(table, host_key)
-    ratio = ratios(rows, order)
+    ratio = ratios(rows, order, build_row, build_floor_row)
 
     meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "python": platform.python_version(), "cpu": cpu_model(), "cores": os.cpu_count(),
