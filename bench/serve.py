@@ -486,6 +486,7 @@ def block_floor(idx):
     key (SURT), the block whose range holds it (bisect over cluster.idx, read once), its
     bytes read and inflated (ISA-L); no lines split, searched or formatted."""
     from isal.isal_zlib import decompress
+    from webarchive_indexing import storage
     from webarchive_indexing.cdx.urlkey import url_key
     entries = []
     with open(idx, "rb") as fh:
@@ -499,7 +500,7 @@ def block_floor(idx):
         key = url_key(url).encode()
         _, shard, offset, length = entries[max(0, bisect.bisect_left(keys, key) - 1)]
         if shard not in shards:
-            shards[shard] = open(os.path.join(os.path.dirname(idx), shard), "rb")
+            shards[shard] = open(storage.below(os.path.dirname(idx), shard), "rb")
         return decompress(os.pread(shards[shard].fileno(), length, offset), wbits=31)
     return lookup
 
