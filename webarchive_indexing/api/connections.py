@@ -5,7 +5,9 @@ or to take more of an answer. One beyond the bound closes the connection that ha
 longest for a request, or, all of them answering, is answered ``503`` at once: slow or
 idle clients never keep a new one out."""
 import logging
+import mmap
 import resource
+import select
 import socket
 import sys
 import threading
@@ -15,8 +17,8 @@ from http.server import ThreadingHTTPServer
 
 from ..options import DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS
 
-__all__ = ["Bounds", "BoundedServer", "DEFAULT_BOUNDS", "WAITING", "READING", "BUSY", "bounds",
-           "close"]
+__all__ = ["Bounds", "BoundedServer", "DEFAULT_BOUNDS", "WAITING", "READING", "BUSY", "Peers",
+           "bounds", "close"]
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +35,35 @@ BUSY_ANSWER = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/j
                b'{"message": "too many connections answering: try again soon"}\n')
 
 
+# How long a worker holding more connections than another lets that one take a new one
+# (should it not, being stuck, the worker takes it), looking every HANDOFF_STEP whether
+# it was taken
+HANDOFF_SECONDS, HANDOFF_STEP = 0.05, 0.001
+
+
+class Peers:
+    """How many connections each of the workers sharing a listening socket holds, in memory
+    they share (made before they fork): a worker that holds more than another lets it take
+    the next connection. The workers all wake at a connection, and the first to take it
+    was any one: 8 kept-alive clients came out split 6 to 2, the one worker's core full
+    and the other's half idle."""
+
+    def __init__(self, workers):
+        self._counts = memoryview(mmap.mmap(-1, 8 * workers)).cast("q")
+
+    def held(self, slot, count):
+        """Note that worker ``slot`` holds ``count`` connections."""
+        self._counts[slot] = count
+
+    def fewest(self):
+        return min(self._counts)
+
+
 class BoundedServer(ThreadingHTTPServer):
     request_queue_size = 1024
     bounds = DEFAULT_BOUNDS  # set by make_server
+    # the workers on the same socket (Peers), and this one's slot in it; None alone
+    peers = slot = None
 
     def __init__(self, *args, **kwargs):
         # connection: [state, since (monotonic)]
@@ -48,6 +76,19 @@ class BoundedServer(ThreadingHTTPServer):
         # made each new one cost milliseconds of the accepting thread)
         self._answering = set()
         super().__init__(*args, **kwargs)
+
+    def get_request(self):
+        if self.peers is not None:
+            until = time.monotonic() + HANDOFF_SECONDS
+            while (len(self._connections) > self.peers.fewest() and time.monotonic() < until
+                   and select.select([self.socket], [], [], 0)[0]):
+                time.sleep(HANDOFF_STEP)
+        return super().get_request()  # taken meanwhile by another worker: BlockingIOError
+
+    def _counted(self):
+        """Tell the peers how many connections this worker holds (under ``_lock``)."""
+        if self.peers is not None:
+            self.peers.held(self.slot, len(self._connections))
 
     def process_request(self, request, client_address):
         if self._admit(request):
@@ -96,6 +137,7 @@ class BoundedServer(ThreadingHTTPServer):
                 del self._connections[oldest]
             # the first request is counted from the connection
             self._connections[connection] = [READING, now]
+            self._counted()
         if oldest is not None:
             close(oldest)
         return True
@@ -103,6 +145,7 @@ class BoundedServer(ThreadingHTTPServer):
     def shutdown_request(self, request):
         with self._lock:
             self._connections.pop(request, None)
+            self._counted()
         super().shutdown_request(request)
 
     def mark(self, connection, state):

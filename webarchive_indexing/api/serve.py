@@ -19,8 +19,8 @@ sees it incomplete, and is logged.
 
     serve(options.ServeOptions(collections=["cc=out/cluster"], port=8080))
 
-Workers: ``workers`` processes (all cores by default) share the listening socket, each
-answering with threads, each with its own bounded caches (``cache_mb`` MiB of inflated
+Workers: ``workers`` processes (all cores by default) share the listening socket, a new
+connection going to one that holds the fewest (``connections.Peers``), each answering with threads, each with its own bounded caches (``cache_mb`` MiB of inflated
 blocks, plus ``idxfile.CACHE_BYTES`` of index per cluster). SIGTERM (or Ctrl-C) stops
 taking connections and lets the requests in flight finish (each bounded by
 ``limits.seconds``) before exiting.
@@ -62,7 +62,7 @@ from . import access as acl, searchpage
 from ..zipnum.idxfile import DamagedCluster
 from ..options import DEFAULT_MAX_LIMIT, DEFAULT_RELOAD_SECONDS, DEFAULT_TIMEOUT
 from ..zipnum.reader import BlockCache
-from .connections import (BUSY, DEFAULT_BOUNDS, READING, WAITING, Bounds, BoundedServer,
+from .connections import (BUSY, DEFAULT_BOUNDS, READING, WAITING, Bounds, BoundedServer, Peers,
                           bounds as connection_bounds)
 
 __all__ = ["open_collections", "make_server", "serve", "Bounds", "DEFAULT_BOUNDS", "DEFAULT_LIMITS"]
@@ -140,6 +140,7 @@ class Handler(BaseHTTPRequestHandler):
     access_log = sys.stderr
     log_lock = threading.Lock()
     timeout = DEFAULT_BOUNDS.idle_seconds
+    _date = (None, "")
 
     def handle_one_request(self):
         try:
@@ -152,6 +153,16 @@ class Handler(BaseHTTPRequestHandler):
             return
         self.server.mark(self.connection, READING)
         super().handle_one_request()
+
+    def date_time_string(self, timestamp=None):
+        # the Date header, made once a second (email's formatting cost a request 10 µs)
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        second = int(time.time())
+        cached = Handler._date
+        if cached[0] != second:
+            cached = Handler._date = (second, super().date_time_string(second))
+        return cached[1]
 
     def log_request(self, code="-", size="-"):
         pass  # _log_access writes one line a request, with its time
@@ -447,21 +458,23 @@ def _serve(options, limits, access_log, ready):
         ready(url, collections)
     if workers == 1:
         return _serve_here(collections, limits, access_log, sock, bounds)
-    children = {}
+    children = {}  # pid: (started, slot in peers)
     stopping = threading.Event()
+    peers = Peers(workers)
 
-    def start_worker():
+    def start_worker(slot):
         for collection in collections.values():
             collection.current(recheck=True)  # a worker started later starts from the newest
+        peers.held(slot, 0)
         pid = os.fork()
         if pid == 0:
             try:
-                code = _serve_here(collections, limits, access_log, sock, bounds)
+                code = _serve_here(collections, limits, access_log, sock, bounds, (peers, slot))
             except BaseException:
                 traceback.print_exc()
                 code = 1
             os._exit(code)
-        children[pid] = time.monotonic()
+        children[pid] = time.monotonic(), slot
 
     def stop(signum, frame):
         stopping.set()
@@ -473,26 +486,28 @@ def _serve(options, limits, access_log, ready):
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    for _ in range(workers):
-        start_worker()
+    for slot in range(workers):
+        start_worker(slot)
     while children:
         try:
             pid, status = os.wait()
         except ChildProcessError:
             break
-        started = children.pop(pid, None)
+        started, slot = children.pop(pid, (None, None))
         if not stopping.is_set() and started is not None:
             log.error("worker %d ended (status %d); starting another", pid, status)
             if time.monotonic() - started < 1:
                 time.sleep(1)  # not in a tight loop if workers die at once
-            start_worker()
+            start_worker(slot)
     sock.close()
     return 0
 
 
-def _serve_here(collections, limits, access_log, sock, bounds):
-    """Serve on ``sock`` in this process until SIGTERM or SIGINT; requests in flight finish."""
+def _serve_here(collections, limits, access_log, sock, bounds, peers=(None, None)):
+    """Serve on ``sock`` in this process until SIGTERM or SIGINT; requests in flight finish.
+    ``peers``: the workers' ``Peers`` and this one's slot in it, when there are several."""
     server = make_server(collections, limits=limits, access_log=access_log, sock=sock, bounds=bounds)
+    server.peers, server.slot = peers
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

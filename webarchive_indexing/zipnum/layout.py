@@ -56,6 +56,8 @@ __all__ = [
     "block_key",
     "DEFLATES",
     "gzip_block",
+    "inflate_block",
+    "BadBlock",
     "idx_line",
     "IdxLine",
     "BadIdxLine",
@@ -161,6 +163,33 @@ def gzip_block(lines, deflate=BLOCK_DEFLATE_OLD) -> bytes:
     """One gzip member holding the concatenated ``lines``, compressed by the deflate named
     ``deflate`` (of ``DEFLATES``); same input, same bytes."""
     return DEFLATES[deflate](b"".join(lines))
+
+
+# deflate's utmost ratio: a member whose trailer gives a larger size is damaged, and is not
+# given a buffer of that size
+MAX_RATIO = 1032
+
+
+class BadBlock(ValueError):
+    """Bytes that are not one whole gzip member (a block)."""
+
+
+def inflate_block(member: bytes) -> bytes:
+    """The text of ``member``, a block: one whole gzip member, its CRC and size checked;
+    ``BadBlock`` saying why not. libdeflate inflates into a buffer of the size the trailer
+    gives (a third faster than ISA-L's stream, which a size no member can have gets)."""
+    size = int.from_bytes(member[-4:], "little")
+    try:
+        if size <= MAX_RATIO * len(member):
+            text = deflate.gzip_decompress(member)
+        else:
+            text = isal_zlib.decompress(member, wbits=31)
+    except (deflate.DeflateError, isal_zlib.error) as exc:
+        raise BadBlock(f"not a gzip block ({exc})") from None
+    # inflating stops at the member's end: bytes after it (or fewer) mean the length is wrong
+    if len(text) & 0xFFFFFFFF != size:
+        raise BadBlock("not one whole gzip block")
+    return text
 
 
 def idx_line(key: bytes, shard: str, offset: int, length: int, lineno: int | None = None) -> bytes:

@@ -7,8 +7,9 @@ and streams the matching lines: ``lookup``/``lookup_range`` return what pywb's
 ``ZipNumIndexSource`` returns over all pages, ``page``/``page_info`` what it returns
 for ``page=``/``showNumPages``, without holding the index or the result in memory;
 ``lookup_range_back`` the same lines last first, and ``count_range`` their exact number
-from the blocks at the ends of the range. Blocks are inflated with ISA-L (``isal``),
-twice as fast as zlib, and kept in a ``BlockCache`` where one is given.
+from the blocks at the ends of the range. Blocks are inflated whole (``layout.inflate_block``,
+libdeflate) and kept, as their text, in a ``BlockCache`` where one is given; a block's
+lines are found by bisecting its bytes (``Block``).
 
 Every block read is checked against its index line (its first key, its gzip member
 whole), and the index lines against each other (order, block numbers, offsets): a
@@ -39,16 +40,11 @@ Usage::
     list(cluster.page(start, end, 1, page_size=5))
 """
 
-import bisect
 import collections
 import io
 import itertools
 import logging
 import threading
-import zlib
-
-from isal.isal_zlib import decompress as _decompress
-from isal.igzip_lib import IsalError
 
 from .. import storage
 # surt.surt, quicker, and without importing tldextract (a tenth of a second) at start
@@ -56,7 +52,7 @@ from ..cdx.urlkey import url_key
 from .idxfile import DamagedCluster, IdxFile
 from . import places
 from ..warc.magic import PLAIN_STARTS, compression
-from .layout import block_key
+from .layout import BadBlock, block_key, inflate_block
 
 __all__ = ["MATCH_TYPES", "search_range", "open_cluster", "Cluster", "IdxFile", "BlockCache",
            "DamagedCluster"]
@@ -155,11 +151,53 @@ def _check_not_an_archive(path, command="query"):
                      "indexes an archive)")
 
 
-class BlockCache:
-    """Inflated blocks (their lines) by shard and offset, the least recently used dropped
-    beyond ``max_bytes`` (the lines' bytes plus ``LINE_OVERHEAD`` each); shared by threads."""
+class Block:
+    """A block's inflated ``text``, its lines found in it where asked (by bisecting its
+    bytes): a block split into 3000 line objects cost a lookup more than inflating it.
+    A line ends after its ``\n`` (the last one may have none) and is compared whole,
+    ``\n`` included, as a list of ``readlines()`` would be."""
 
-    LINE_OVERHEAD = 40
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
+
+    def first_line(self):
+        return self.text[:self.text.find(b"\n") + 1 or len(self.text)]
+
+    def bisect(self, key, lo=0):
+        """The offset of the first line at or after ``lo`` (a line's start) that is not
+        below ``key``; ``len(text)`` if none."""
+        text, hi = self.text, len(self.text)
+        while lo < hi:
+            # the line holding the middle byte, compared whole
+            mid = (lo + hi) // 2
+            start = text.rfind(b"\n", lo, mid) + 1 or lo
+            end = text.find(b"\n", start) + 1 or hi
+            if text[start:end] < key:
+                lo = end
+            else:
+                hi = start
+        return lo
+
+    def lines(self, start=0, stop=None):
+        """The lines between offsets ``start`` and ``stop`` (lines' starts), one by one."""
+        return io.BytesIO(self.text[start:stop])
+
+    def count(self, start=0, stop=None):
+        """How many lines there are between offsets ``start`` and ``stop`` (lines' starts)."""
+        stop = len(self.text) if stop is None else stop
+        return self.text.count(b"\n", start, stop) + (start < stop and self.text[stop - 1] != 10)
+
+    def __len__(self):
+        return len(self.text)
+
+
+class BlockCache:
+    """Inflated blocks (``Block``) by shard and offset, the least recently used dropped
+    beyond ``max_bytes`` (their text's bytes plus ``BLOCK_OVERHEAD`` each); shared by threads."""
+
+    BLOCK_OVERHEAD = 200
 
     def __init__(self, max_bytes=BLOCK_CACHE_BYTES):
         self.max_bytes = max_bytes
@@ -175,14 +213,14 @@ class BlockCache:
             self._blocks.move_to_end(key)
             return found[0]
 
-    def put(self, key, lines):
-        size = sum(map(len, lines)) + self.LINE_OVERHEAD * len(lines)
+    def put(self, key, block):
+        size = len(block) + self.BLOCK_OVERHEAD
         if size > self.max_bytes:
             return
         with self._lock:
             old = self._blocks.pop(key, None)
             self._bytes += size - (old[1] if old else 0)
-            self._blocks[key] = (lines, size)
+            self._blocks[key] = (block, size)
             while self._bytes > self.max_bytes:
                 _, (_, freed) = self._blocks.popitem(last=False)
                 self._bytes -= freed
@@ -249,9 +287,9 @@ class Cluster:
     def lookup_range_back(self, start: bytes, end: bytes):
         """The lines of ``lookup_range(start, end)``, last first, reading backwards."""
         entries = self._entries(self.idx.scan_back(block_key(start), end, peek=True), end, reverse=True)
-        for _, lines in self._blocks(entries, reverse=True):
-            first, stop = bisect.bisect_left(lines, start), bisect.bisect_left(lines, end)
-            yield from reversed(lines[first:stop])
+        for _, block in self._blocks(entries, reverse=True):
+            first = block.bisect(start)
+            yield from reversed(block.lines(first, block.bisect(end, first)).readlines())
             if first > 0:  # every earlier block holds lines below this one's first
                 return
 
@@ -282,15 +320,17 @@ class Cluster:
         if prev is not first:
             to_read.append(prev)
         total = 0
-        for entry, lines in self._blocks(to_read):
+        for entry, block in self._blocks(to_read):
             if entry is sample or (entry is first and first_is_full):
+                lines = block.count()
                 if self._lines_per_block is None:
-                    self._lines_per_block = len(lines)
-                elif len(lines) != self._lines_per_block:
+                    self._lines_per_block = lines
+                elif lines != self._lines_per_block:
                     log.warning("%s: blocks of %d and %d lines: counting line by line",
-                                self.idx.path, self._lines_per_block, len(lines))
+                                self.idx.path, self._lines_per_block, lines)
                     return sum(1 for _ in self.lookup_range(start, end))
-            total += bisect.bisect_left(lines, end) - bisect.bisect_left(lines, start)
+            first_line = block.bisect(start)
+            total += block.count(first_line, block.bisect(end, first_line))
         return total + full * (self._lines_per_block or 0)
 
     def page_info(self, start: bytes, end: bytes, page_size=DEFAULT_PAGE_SIZE):
@@ -371,15 +411,15 @@ class Cluster:
 
     def _lines(self, entries, start, end):
         """The lines ``start <= line < end`` of the blocks of ``entries``."""
-        for _, lines in self._blocks(entries):
-            first = bisect.bisect_left(lines, start) if lines[0] < start else 0
-            stop = bisect.bisect_left(lines, end)
-            yield from itertools.islice(lines, first, stop)
-            if stop < len(lines):
+        for _, block in self._blocks(entries):
+            first = block.bisect(start)
+            stop = block.bisect(end, first)
+            yield from block.lines(first, stop)
+            if stop < len(block):
                 return
 
     def _blocks(self, entries, reverse=False):
-        """``(entry, lines)`` for each of ``entries``, from the cache or read in runs of
+        """``(entry, Block)`` for each of ``entries``, from the cache or read in runs of
         up to ``max_blocks_per_read`` blocks adjacent in their shard."""
         run = []
         for entry in entries:
@@ -404,28 +444,24 @@ class Cluster:
         offset = min(run[0].offset, run[-1].offset)
         data = self._read(run[0].shard, offset, sum(entry.length for entry in run))
         for entry in run:
-            lines = self._inflate(entry, data[entry.offset - offset:entry.offset - offset + entry.length])
+            block = self._inflate(entry, data[entry.offset - offset:entry.offset - offset + entry.length])
             if self.cache is not None:
-                self.cache.put(self._cache_key(entry), lines)
-            yield entry, lines
+                self.cache.put(self._cache_key(entry), block)
+            yield entry, block
 
     def _inflate(self, entry, member):
         where = f"{entry.shard} at offset {entry.offset} ({entry.length} bytes)"
         why = ("the shard is damaged, the index does not describe it, or it was replaced "
                "while being read")
         try:
-            text = _decompress(member, wbits=31)
-        except _inflate_errors() as exc:
-            raise DamagedCluster(f"{where}: not a gzip block ({exc}): {why}") from None
-        # inflating stops at the member's end: bytes after it mean the length is wrong
-        if len(text) & 0xFFFFFFFF != int.from_bytes(member[-4:], "little"):
-            raise DamagedCluster(f"{where}: not one whole gzip block: {why}")
-        lines = io.BytesIO(text).readlines()
-        if not lines or block_key(lines[0]) != entry.key:
-            first = lines[0][:120] if lines else b""
-            raise DamagedCluster(f"{where}: its first line {first!r} does not start with the "
+            block = Block(inflate_block(member))
+        except BadBlock as exc:
+            raise DamagedCluster(f"{where}: {exc}: {why}") from None
+        first = block.first_line()
+        if not first or block_key(first) != entry.key:
+            raise DamagedCluster(f"{where}: its first line {first[:120]!r} does not start with the "
                                  f"index's key {entry.key[:120]!r}: {why}")
-        return lines
+        return block
 
     def _read(self, shard, offset, length):
         try:
@@ -451,7 +487,3 @@ def _adjacent(last, entry, reverse):
     if reverse:
         return entry.offset + entry.length == last.offset
     return entry.offset == last.offset + last.length
-
-
-def _inflate_errors():
-    return zlib.error, IsalError
