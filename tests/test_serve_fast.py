@@ -16,7 +16,8 @@ import servers
 from test_query import LINES
 from webarchive_indexing.api.serve import Handler
 from webarchive_indexing.zipnum.layout import BadBlock, inflate_block, write_cluster
-from webarchive_indexing.zipnum.reader import Block, BlockCache
+from webarchive_indexing.zipnum import places
+from webarchive_indexing.zipnum.reader import Block, BlockCache, Cluster
 
 
 def _random_lines(rng):
@@ -41,7 +42,7 @@ def test_a_blocks_bisect_and_count_are_those_of_its_lines():
         for start in probes:
             for end in probes:
                 first = block.bisect(start)
-                stop = block.bisect(end, first) if end >= start else first
+                stop = block.bisect(end, first, rng.choice((0, 1, 4))) if end >= start else first
                 i, j = bisect.bisect_left(lines, start), max(bisect.bisect_left(lines, end), bisect.bisect_left(lines, start))
                 assert (first, stop) == (starts[i], starts[j])
                 assert list(block.lines(first, stop)) == lines[i:j]
@@ -69,6 +70,34 @@ def test_the_cache_counts_a_blocks_text():
     for n in range(5):
         cache.put(n, Block(b"x" * 999 + b"\n"))
     assert cache._bytes <= cache.max_bytes and [cache.get(n) is not None for n in range(5)] == [False] * 2 + [True] * 3
+
+
+def test_shard_files_are_judged_once_kept_open_and_bounded(tmp_path, monkeypatch):
+    """A cluster with a cache reads its shards from files it opened once (their place
+    judged then), at most ``most`` of them open; a shard replaced meanwhile is still read as
+    the build the cluster is of."""
+    write_cluster(LINES, tmp_path, [LINES[n] for n in range(5, len(LINES), 5)], lines_per_block=2)
+    cache = BlockCache(1)  # no block kept: every lookup reads its blocks
+    cache.files.most = 3
+    cluster = Cluster(tmp_path, cache=cache)
+    judged = []
+    paths = places.Shards.paths
+    monkeypatch.setattr(places.Shards, "paths", lambda self, shard: judged.append(shard) or paths(self, shard))
+    urls = ("com", "org", "net", "uk")
+    expected = [b"".join(Cluster(tmp_path).lookup(url, "domain")) for url in urls]
+    assert [b"".join(cluster.lookup(url, "domain")) for url in urls] == expected
+    assert len(set(judged)) > 3 and len(cache.files._files) == 3
+    answer = b"".join(Cluster(tmp_path).lookup("example.com/"))
+    judged.clear()
+    for _ in range(3):
+        assert b"".join(cluster.lookup("example.com/")) == answer
+    assert answer and 0 < len(judged) == len(set(judged)) <= 3  # each once, then kept open
+    shard = tmp_path / judged[0]
+    shard.rename(tmp_path / "moved")
+    shard.write_bytes(b"")  # a rebuild's, say: the cluster opened still reads its own
+    with pytest.raises(OSError):
+        list(Cluster(tmp_path).lookup("example.com/"))
+    assert b"".join(cluster.lookup("example.com/")) == answer
 
 
 def test_the_date_header_is_made_once_a_second_and_stays_true():

@@ -44,6 +44,7 @@ import collections
 import io
 import itertools
 import logging
+import os
 import threading
 
 from .. import storage
@@ -68,6 +69,11 @@ MATCH_TYPES = ("exact", "prefix", "host", "domain")
 MAX_BLOCKS_PER_READ = 10
 # pywb's pageSize when none is given is its max_blocks
 DEFAULT_PAGE_SIZE = MAX_BLOCKS_PER_READ
+# Lines looked at one by one for the end of a range before bisecting (Block.bisect)
+NEAR_LINES = 4
+# Shard files a BlockCache keeps open, the least recently read closed (ShardFiles; within
+# the files serve's connections.SPARE_FILES leaves a worker)
+OPEN_SHARDS = 32
 # A BlockCache's bound when none is given: ~50 blocks of 3000 CDXJ lines
 BLOCK_CACHE_BYTES = 64 * 1024 * 1024
 
@@ -165,10 +171,16 @@ class Block:
     def first_line(self):
         return self.text[:self.text.find(b"\n") + 1 or len(self.text)]
 
-    def bisect(self, key, lo=0):
+    def bisect(self, key, lo=0, near=0):
         """The offset of the first line at or after ``lo`` (a line's start) that is not
-        below ``key``; ``len(text)`` if none."""
+        below ``key``; ``len(text)`` if none. The first ``near`` lines are looked at one by
+        one: the end of an exact lookup's captures is most often a line or two on."""
         text, hi = self.text, len(self.text)
+        for _ in range(near):
+            end = text.find(b"\n", lo) + 1 or hi
+            if lo == hi or not text[lo:end] < key:
+                return lo
+            lo = end
         while lo < hi:
             # the line holding the middle byte, compared whole
             mid = (lo + hi) // 2
@@ -193,9 +205,36 @@ class Block:
         return len(self.text)
 
 
+class ShardFiles:
+    """Local shard files kept open by cluster and shard, the least recently read closed
+    beyond ``most``; shared by threads. A block is then read from a file whose place was
+    judged once (``places.Shards``: ~50 µs of following links), and a shard a rebuild
+    replaced is read as the build its cluster is of. (A file dropped here is closed when
+    the last read of it ends.)"""
+
+    def __init__(self, most=OPEN_SHARDS):
+        self.most = most
+        self._files = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            found = self._files.get(key)
+            if found is not None:
+                self._files.move_to_end(key)
+            return found
+
+    def put(self, key, file):
+        with self._lock:
+            self._files[key] = file
+            while len(self._files) > self.most:
+                self._files.popitem(last=False)
+
+
 class BlockCache:
     """Inflated blocks (``Block``) by shard and offset, the least recently used dropped
-    beyond ``max_bytes`` (their text's bytes plus ``BLOCK_OVERHEAD`` each); shared by threads."""
+    beyond ``max_bytes`` (their text's bytes plus ``BLOCK_OVERHEAD`` each), and the local
+    shard files they are read from (``files``); shared by threads."""
 
     BLOCK_OVERHEAD = 200
 
@@ -204,6 +243,7 @@ class BlockCache:
         self._blocks = collections.OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        self.files = ShardFiles()
 
     def get(self, key):
         with self._lock:
@@ -413,7 +453,7 @@ class Cluster:
         """The lines ``start <= line < end`` of the blocks of ``entries``."""
         for _, block in self._blocks(entries):
             first = block.bisect(start)
-            stop = block.bisect(end, first)
+            stop = block.bisect(end, first, NEAR_LINES)
             yield from block.lines(first, stop)
             if stop < len(block):
                 return
@@ -464,19 +504,36 @@ class Cluster:
         return block
 
     def _read(self, shard, offset, length):
+        files = self.cache.files if self.cache is not None else None
+        key = self._generation, shard
+        kept = files.get(key) if files is not None else None
+        if kept is not None:
+            try:
+                data = os.pread(kept.fileno(), length, offset)
+                if len(data) == length:
+                    return data
+            except OSError:
+                pass  # looked for again, and said, below
         try:
             paths, errors = self.shards.paths(shard)
         except storage.Outside as exc:
             raise DamagedCluster(f"{self.idx.path}: {exc}") from None
         for path in paths:
+            kept = None
             try:
-                data = storage.read_range(path, offset, length)
+                if files is not None and storage.is_local(path):
+                    kept = open(path, "rb")
+                    data = os.pread(kept.fileno(), length, offset)
+                else:
+                    data = storage.read_range(path, offset, length)
             except OSError as exc:
                 errors.append(f"{path}: {exc}")
                 continue
             if len(data) != length:
                 errors.append(f"{path}: {len(data)} bytes at {offset}, index says {length}")
                 continue
+            if kept is not None:
+                files.put(key, kept)
             return data
         raise OSError(f"cannot read {shard} bytes {offset}+{length}: " + "; ".join(errors or ["no location"]))
 
