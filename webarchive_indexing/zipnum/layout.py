@@ -175,7 +175,7 @@ class BadBlock(ValueError):
 
 
 def inflate_block(member: bytes) -> bytes:
-    """The text of ``member``, a block: one whole gzip member, its CRC and size checked;
+    """The text of ``member`` (bytes-like), a block: one whole gzip member, its CRC and size checked;
     ``BadBlock`` saying why not. libdeflate inflates into a buffer of the size the trailer
     gives (a third faster than ISA-L's stream, which a size no member can have gets)."""
     size = int.from_bytes(member[-4:], "little")

@@ -499,7 +499,7 @@ class Cluster:
             raise DamagedCluster(f"{where}: {exc}: {why}") from None
         first = block.first_line()
         if not first or block_key(first) != entry.key:
-            raise DamagedCluster(f"{where}: its first line {first[:120]!r} does not start with the "
+            raise DamagedCluster(f"{where}: its first line {bytes(first[:120])!r} does not start with the "
                                  f"index's key {entry.key[:120]!r}: {why}")
         return block
 
