@@ -20,8 +20,9 @@ sees it incomplete, and is logged.
     serve(options.ServeOptions(collections=["cc=out/cluster"], port=8080))
 
 Workers: ``workers`` processes (all cores by default) share the listening socket, a new
-connection going to one that holds the fewest (``connections.Peers``), each answering with threads, each with its own bounded caches (``cache_mb`` MiB of inflated
-blocks, plus ``idxfile.CACHE_BYTES`` of index per cluster). SIGTERM (or Ctrl-C) stops
+connection going to one that holds the fewest (``connections.Peers``), each answering
+with threads, each with its own bounded caches (``cache_mb`` MiB of inflated blocks, plus
+``idxfile.CACHE_BYTES`` of index per cluster). SIGTERM (or Ctrl-C) stops
 taking connections and lets the requests in flight finish (each bounded by
 ``limits.seconds``) before exiting.
 
