@@ -14,6 +14,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 #ifdef WALKER_ISAL
 #include <isa-l/igzip_lib.h>
@@ -383,12 +384,22 @@ peek(Members *self, Py_ssize_t start, Py_ssize_t *at_out, Py_ssize_t *len_out)
 static int
 plain(const unsigned char *block, Py_ssize_t len)
 {
-    for (Py_ssize_t i = 0; i < len; i++) {
-        if (block[i] >= 0x80)
-            return 0;
-        if (block[i] == '\n' && i + 1 < len && (block[i + 1] == ' ' || block[i + 1] == '\t'))
-            return 0;
+    /* (a word at a time, then line by line: every record's header block passes here) */
+    uint64_t bytes = 0, word;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        memcpy(&word, block + i, 8);
+        bytes |= word;
     }
+    for (; i < len; i++)
+        bytes |= block[i];
+    if (bytes & 0x8080808080808080ULL)
+        return 0;
+    const unsigned char *end = block + len;
+    for (const unsigned char *nl = memchr(block, '\n', len); nl != NULL && nl + 1 < end;
+            nl = memchr(nl + 1, '\n', end - nl - 1))
+        if (nl[1] == ' ' || nl[1] == '\t')
+            return 0;
     return 1;
 }
 
@@ -1302,12 +1313,17 @@ zstd_frame(const unsigned char *buf, Py_ssize_t len, ZstdFrame *frame)
     return frame->end <= len ? 0 : -1;
 }
 
-/* The output of ``decompress(view)`` of buf[0:len] as bytes; NULL, with no error set, where
- * zstd fails (ZstdFrames' Python reports it), or with an error set. */
+/* The output of ``decompress`` of buf[0:len] (given a copy: cheaper than a view's making and
+ * release, for the few KB of most calls); NULL, with no error set, where zstd fails
+ * (ZstdFrames' Python reports it), or with an error set. */
 static PyObject *
 zstd_output(PyObject *decompress, const unsigned char *buf, Py_ssize_t len)
 {
-    PyObject *out = call_with_view(decompress, (unsigned char *)buf, len, PyBUF_READ);
+    PyObject *in = PyBytes_FromStringAndSize((const char *)buf, len);
+    if (in == NULL)
+        return NULL;
+    PyObject *out = PyObject_CallOneArg(decompress, in);
+    Py_DECREF(in);
     if (out == NULL) {
         if (PyErr_ExceptionMatches(PyExc_Exception) && !PyErr_ExceptionMatches(PyExc_MemoryError))
             PyErr_Clear();
@@ -1347,12 +1363,18 @@ zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int verify = PyObject_IsTrue(args[5]);
     if ((rpos == -1 && PyErr_Occurred()) || verify < 0)
         return NULL;
-    PyObject *decompress = PyObject_GetAttrString(args[2], "decompress");
+    static PyObject *str_decompress_name;
+    if (str_decompress_name == NULL
+            && (str_decompress_name = PyUnicode_InternFromString("decompress")) == NULL)
+        return NULL;
+    PyObject *decompress = PyObject_GetAttr(args[2], str_decompress_name);
     if (decompress == NULL)
         return NULL;
+    PyObject *decompressobj = PyObject_GetAttrString(args[2], "decompressobj");
     Py_buffer raw;
-    if (PyObject_GetBuffer(args[0], &raw, PyBUF_SIMPLE) < 0) {
+    if (decompressobj == NULL || PyObject_GetBuffer(args[0], &raw, PyBUF_SIMPLE) < 0) {
         Py_DECREF(decompress);
+        Py_XDECREF(decompressobj);
         return NULL;
     }
     const unsigned char *buf = raw.buf;
@@ -1366,10 +1388,10 @@ zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (verify || frame.blocks == 1) {
             out = zstd_output(decompress, at, frame.end);
         } else {
-            inflater = PyObject_CallMethod(args[2], "decompressobj", NULL);
+            inflater = PyObject_CallNoArgs(decompressobj);
             if (inflater == NULL)
                 goto error;
-            PyObject *part = PyObject_GetAttrString(inflater, "decompress");
+            PyObject *part = PyObject_GetAttr(inflater, str_decompress_name);
             if (part == NULL)
                 goto error;
             out = zstd_output(part, at, frame.first_end);
@@ -1420,6 +1442,7 @@ stop:
     Py_XDECREF(out);
     Py_XDECREF(inflater);
     Py_DECREF(decompress);
+    Py_DECREF(decompressobj);
     PyBuffer_Release(&raw);
     if (started == NULL)
         return Py_BuildValue("LnO", passed, rpos, Py_None);
@@ -1428,6 +1451,7 @@ error:
     Py_XDECREF(out);
     Py_XDECREF(inflater);
     Py_DECREF(decompress);
+    Py_DECREF(decompressobj);
     PyBuffer_Release(&raw);
     return NULL;
 }
