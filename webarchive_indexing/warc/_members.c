@@ -1383,7 +1383,7 @@ zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     ZstdFrame frame;
     while (rpos >= 0 && rpos < raw.len
            && zstd_frame(buf + rpos, raw.len - rpos, &frame) == 0
-           && (verify || frame.blocks == 1 ? frame.end <= READ_SIZE : 1)) {
+           && (!(verify || frame.blocks == 1) || frame.end <= READ_SIZE)) {
         const unsigned char *at = buf + rpos;
         if (verify || frame.blocks == 1) {
             out = zstd_output(decompress, at, frame.end);
