@@ -4,7 +4,9 @@ block headers parsed in C, each frame's header block judged there) and starts th
 stops at; whatever it does not know (a frame cut by the end of a read, a skippable frame, a
 damaged or odd one) it leaves to the Python walker, so the items of a walk, good file or
 hostile, are those of the Python walker alone, and a walk of a file ``recompress`` wrote
-starts few frames in Python. Importing the walker costs no hashlib and no threading."""
+starts few frames in Python. A header block's end is found by the compiled ``header_end``
+(``GzipMembers.peek_headers``' search). Importing the walker costs no hashlib and no
+threading."""
 import subprocess
 import sys
 
@@ -13,10 +15,10 @@ import zstandard
 
 from helpers import warcs
 from test_zstd_damaged import unsized, with_content_size
-from test_zstd_skip import block_header, frames, response_frames, write
+from test_zstd_skip import BLOCKS, block_header, frames, write
 from webarchive_indexing.cdx.indexer import (SKIPPED_CONTENT_TYPES, SKIPPED_WARC_TYPES,
                                              index_file, wants_payload)
-from webarchive_indexing.warc import headers, zstdwarc
+from webarchive_indexing.warc import headers, members, zstdwarc
 from webarchive_indexing.warc.raw import open_records
 from webarchive_indexing.warc.walk import ArchiveError, Record, RecordError, Skipped, iter_records
 
@@ -61,6 +63,12 @@ def items(path, skip=SKIP, verify=False):
     return found
 
 
+def python_alone(monkeypatch):
+    """ZstdFrames without what is compiled."""
+    for name in ("zstd_skim", "header_end", "skim_block"):
+        monkeypatch.setattr(zstdwarc, name, None)
+
+
 def same_as_python(path, monkeypatch, skip=SKIP):
     """The walk of ``path`` (verified and not) with the compiled frames and with the Python
     walker alone is the same; returns it."""
@@ -68,7 +76,7 @@ def same_as_python(path, monkeypatch, skip=SKIP):
     for verify in (False, True):
         walks[verify] = items(path, skip, verify)
         with monkeypatch.context() as patched:
-            patched.setattr(zstdwarc, "zstd_skim", None)
+            python_alone(patched)
             assert items(path, skip, verify) == walks[verify], verify
     return walks[False]
 
@@ -97,7 +105,7 @@ def test_the_index_is_the_python_walkers(crawl, monkeypatch):
     for settings in ({}, {"zstd_verify": True}, {"cdx_fields": "cc"}, {"post_append": True}):
         ours = index_file(crawl["zst"], **settings)
         with monkeypatch.context() as patched:
-            patched.setattr(zstdwarc, "zstd_skim", None)
+            python_alone(patched)
             theirs = index_file(crawl["zst"], **settings)
         assert ours.errors == theirs.errors == [] and ours.records == theirs.records
         assert ours.lines == theirs.lines, settings
@@ -265,6 +273,23 @@ def test_plain_a_word_at_a_time():
         if block[at - 1:at] == b"\n":
             folded = block[:at] + b" " + block[at:]
             assert compiled_values(folded, names) == headers.pure_header_values(folded, names)
+
+
+def test_header_end_is_the_peek_headers_search():
+    header_end = pytest.importorskip("webarchive_indexing.warc._members").header_end
+    random = __import__("random").Random(3)
+    outs = [b"xyz" + block for block in BLOCKS] + [
+        bytes(random.choice(b"ab \t\r\n\x0b\x1c:") for _ in range(random.randrange(40)))
+        for _ in range(3000)]
+    for out in outs:
+        for at in range(len(out) + 1):
+            found = members.FIRST_LINE_BLANK.match(out, at) or members.BLANK_LINE.search(out, at)
+            assert header_end(out, at) == (found.end() if found else -1), (out, at)
+    for wrong in ((bytearray(b"\n\n"), 0), (b"\n\n", "0"), (b"\n\n",)):
+        with pytest.raises(TypeError):
+            header_end(*wrong)
+    with pytest.raises(ValueError):
+        header_end(b"\n\n", 3)
 
 
 def test_the_walker_imports_no_hashlib_or_threading():

@@ -1112,6 +1112,7 @@ skim_block(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyObject *zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *header_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 static PyMethodDef module_functions[] = {
     {"header_values", (PyCFunction)(void (*)(void))header_values, METH_FASTCALL,
@@ -1122,6 +1123,9 @@ static PyMethodDef module_functions[] = {
     {"zstd_skim", (PyCFunction)(void (*)(void))zstd_skim, METH_FASTCALL,
      "zstd_skim(raw, rpos, decompressor, warc_types, content_types, verify): ZstdFrames.skim "
      "over the common frames in raw[rpos:]: (passed, rpos, the frame stopped at or None)."},
+    {"header_end", (PyCFunction)(void (*)(void))header_end, METH_FASTCALL,
+     "header_end(out, at): where the blank line that ends the header block at out[at:] ends "
+     "(members.FIRST_LINE_BLANK.match or BLANK_LINE.search), or -1."},
     {NULL}
 };
 
@@ -1454,4 +1458,25 @@ error:
     Py_DECREF(decompressobj);
     PyBuffer_Release(&raw);
     return NULL;
+}
+
+/* header_end(out, at): for ZstdFrames.peek_headers, where GzipMembers.peek_headers' search of
+ * the bytes ``out`` from ``at`` on for the blank line that ends a header block ends, or -1. */
+static PyObject *
+header_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    const char *usage = "header_end(out, at): bytes and an offset in them";
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
+    Py_ssize_t len = PyBytes_GET_SIZE(args[0]), at = PyLong_AsSsize_t(args[1]);
+    if (at == -1 && PyErr_Occurred())
+        return NULL;
+    if (at < 0 || at > len) {
+        PyErr_SetString(PyExc_ValueError, usage);
+        return NULL;
+    }
+    return PyLong_FromSsize_t(
+        blank_line_end((const unsigned char *)PyBytes_AS_STRING(args[0]), at, len));
 }

@@ -29,9 +29,9 @@ from .magic import DICT_FRAME_MAGIC, SKIPPABLE_MAGICS, ZSTD_MAGIC
 from .base import CHUNK, READ_SIZE, ArchiveError
 
 try:
-    from ._members import skim_block, zstd_skim
-except ImportError:  # not built (or built before them): GzipMembers.skim_block, in Python
-    skim_block = zstd_skim = None
+    from ._members import header_end, skim_block, zstd_skim
+except ImportError:  # not built (or built before them): GzipMembers' Python
+    header_end = skim_block = zstd_skim = None
 # A skippable frame's header: its magic (``SKIPPABLE_MAGICS``), then its content's size.
 SKIPPABLE_HEADER = 8
 # Dictionaries (compressed or not) accepted: the format asks decoders for 8 MiB at least.
@@ -627,6 +627,16 @@ class ZstdFrames(GzipMembers):
             self.block_at, self.rpos = self.raw_offset + first_end, first_end
         self.out, self.end, self.pos, self.dropped = out, None, 0, 0
         return offset
+
+    def peek_headers(self, start=0):
+        """``GzipMembers.peek_headers``, its search for the blank line in what is decompressed
+        already made by the compiled ``header_end`` where it is built."""
+        if header_end is not None:
+            at = self.pos + start
+            end = header_end(self.out, at) if at <= len(self.out) else -1
+            if end >= 0:
+                return self.out[at:end]
+        return super().peek_headers(start)
 
     def skim_block(self, skip_types, skip_content_types):
         """``GzipMembers.skim_block``, by the compiled walker's ``skim_block`` where it is
