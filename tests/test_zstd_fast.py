@@ -111,7 +111,7 @@ def test_the_index_is_the_python_walkers(crawl, monkeypatch):
         assert ours.lines == theirs.lines, settings
 
 
-# -- the same walk as Python's, whatever the file ----------------------------------------------------
+# -- the same walk as Python's, whatever the file -----------------------------------------------
 
 def test_a_good_file_whatever_is_skipped(crawl, monkeypatch):
     for skip in (SKIP, ((), ()), (("request", "metadata", "response", "warcinfo"), ())):
@@ -213,7 +213,7 @@ def read_raw(size):
     return _read_raw
 
 
-# -- zstd_skim itself --------------------------------------------------------------------------------
+# -- zstd_skim itself ---------------------------------------------------------------------------
 
 def test_zstd_skim_stops_where_python_must_read(crawl):
     skim = compiled()
@@ -295,6 +295,7 @@ def test_header_end_is_the_peek_headers_search():
 def test_the_walker_imports_no_hashlib_or_threading():
     found = subprocess.run(
         [sys.executable, "-c", "import sys, webarchive_indexing.warc.zstdwarc, "
-         "webarchive_indexing.warc.walk; print(sorted({'hashlib', 'threading'} & set(sys.modules)))"],
+         "webarchive_indexing.warc.walk; "
+         "print(sorted({'hashlib', 'threading'} & set(sys.modules)))"],
         capture_output=True, text=True, check=True).stdout
     assert found.strip() == "[]"
