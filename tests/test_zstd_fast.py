@@ -180,6 +180,27 @@ def test_a_hostile_file(crawl, tmp_path, monkeypatch, edit):
         assert any(item[0] in ("problem", "ends") for item in walked), walked
 
 
+def test_random_damage(crawl, tmp_path, monkeypatch):
+    """Bits flipped, bytes put in, taken out, the file cut, anywhere after the dictionary."""
+    data = open(crawl["zst"], "rb").read()
+    first = 8 + int.from_bytes(data[4:8], "little")
+    random = __import__("random").Random(26)
+    path = tmp_path / "damaged.warc.zst"
+    for _ in range(30):
+        damaged, at = bytearray(data), random.randrange(first, len(data))
+        kind = random.choice(("flip", "cut", "insert", "delete"))
+        if kind == "flip":
+            damaged[at] ^= 1 << random.randrange(8)
+        elif kind == "cut":
+            del damaged[at:]
+        elif kind == "insert":
+            damaged[at:at] = random.randbytes(random.randrange(1, 20))
+        else:
+            del damaged[at:at + random.randrange(1, 50)]
+        path.write_bytes(bytes(damaged))
+        same_as_python(str(path), monkeypatch)
+
+
 def test_frames_of_other_writers(crawl, tmp_path, monkeypatch):
     """Frames of one block whatever their size (no split after the headers), frames that do
     not say their content size, and no dictionary: read alike."""
