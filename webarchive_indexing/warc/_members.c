@@ -14,6 +14,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 #ifdef WALKER_ISAL
 #include <isa-l/igzip_lib.h>
@@ -383,12 +384,22 @@ peek(Members *self, Py_ssize_t start, Py_ssize_t *at_out, Py_ssize_t *len_out)
 static int
 plain(const unsigned char *block, Py_ssize_t len)
 {
-    for (Py_ssize_t i = 0; i < len; i++) {
-        if (block[i] >= 0x80)
-            return 0;
-        if (block[i] == '\n' && i + 1 < len && (block[i + 1] == ' ' || block[i + 1] == '\t'))
-            return 0;
+    /* (a word at a time, then line by line: every record's header block passes here) */
+    uint64_t bytes = 0, word;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        memcpy(&word, block + i, 8);
+        bytes |= word;
     }
+    for (; i < len; i++)
+        bytes |= block[i];
+    if (bytes & 0x8080808080808080ULL)
+        return 0;
+    const unsigned char *end = block + len;
+    for (const unsigned char *nl = memchr(block, '\n', len); nl != NULL && nl + 1 < end;
+            nl = memchr(nl + 1, '\n', end - nl - 1))
+        if (nl[1] == ' ' || nl[1] == '\t')
+            return 0;
     return 1;
 }
 
@@ -1100,12 +1111,21 @@ skim_block(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return Py_BuildValue("nNO", len, values, Py_None);
 }
 
+static PyObject *zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+static PyObject *header_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
 static PyMethodDef module_functions[] = {
     {"header_values", (PyCFunction)(void (*)(void))header_values, METH_FASTCALL,
      "header_values(block, names): headers.pure_header_values, compiled."},
     {"skim_block", (PyCFunction)(void (*)(void))skim_block, METH_FASTCALL,
      "skim_block(out, at, warc_types, content_types): (size, values, unread) of the header "
      "block at out[at:], as members.skim_values judges it; None if no blank line ends it."},
+    {"zstd_skim", (PyCFunction)(void (*)(void))zstd_skim, METH_FASTCALL,
+     "zstd_skim(raw, rpos, decompressor, warc_types, content_types, verify): ZstdFrames.skim "
+     "over the common frames in raw[rpos:]: (passed, rpos, the frame stopped at or None)."},
+    {"header_end", (PyCFunction)(void (*)(void))header_end, METH_FASTCALL,
+     "header_end(out, at): where the blank line that ends the header block at out[at:] ends "
+     "(members.FIRST_LINE_BLANK.match or BLANK_LINE.search), or -1."},
     {NULL}
 };
 
@@ -1236,4 +1256,227 @@ PyInit__members(void)
         return NULL;
     }
     return module;
+}
+
+/* -- .warc.zst: the frames a walk passes over ----------------------------------------------- */
+
+/* zstdwarc.ZSTD_MAGIC, OUTPUT_MAX, BLOCK_MAX; RFC 8878's frame header fields */
+static const unsigned char zstd_magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+#define ZSTD_OUTPUT_MAX (16 << 20)
+#define ZSTD_BLOCK_MAX (128 << 10)
+
+/* A zstd frame wholly in buf[0:len], as ZstdFrames' Python reads it: its header's size, content
+ * size and checksum flag, where its first block and the frame end; 0 if it is one, else -1
+ * (anything else: no magic, a content size not given or over ZSTD_OUTPUT_MAX, a reserved bit, a
+ * block of the reserved type or over ZSTD_BLOCK_MAX, a frame that goes on past ``len``).  */
+typedef struct {
+    Py_ssize_t header, first_end, end;
+    long long content;
+    int checksum, blocks;
+} ZstdFrame;
+
+static int
+zstd_frame(const unsigned char *buf, Py_ssize_t len, ZstdFrame *frame)
+{
+    if (len < 6 || memcmp(buf, zstd_magic, 4) != 0)
+        return -1;
+    unsigned char descriptor = buf[4];
+    int fcs_flag = descriptor >> 6, single = descriptor >> 5 & 1;
+    static const int dict_id_sizes[4] = {0, 1, 2, 4}, fcs_sizes[4] = {0, 2, 4, 8};
+    int fcs_size = fcs_flag == 0 && single ? 1 : fcs_sizes[fcs_flag];
+    if (descriptor & 0x08 || fcs_size == 0)
+        return -1;
+    Py_ssize_t i = 5 + !single + dict_id_sizes[descriptor & 3];
+    if (i + fcs_size > len)
+        return -1;
+    unsigned long long content = 0;
+    for (int k = fcs_size - 1; k >= 0; k--)
+        content = content << 8 | buf[i + k];
+    if (fcs_size == 2)
+        content += 256;
+    if (content > ZSTD_OUTPUT_MAX)
+        return -1;
+    frame->header = i += fcs_size;
+    frame->content = (long long)content;
+    frame->checksum = descriptor >> 2 & 1;
+    frame->blocks = 0;
+    for (;;) {
+        if (i + 3 > len)
+            return -1;
+        unsigned int header = buf[i] | buf[i + 1] << 8 | buf[i + 2] << 16;
+        unsigned int kind = header >> 1 & 3, size = header >> 3;
+        if (kind == 3 || size > ZSTD_BLOCK_MAX)
+            return -1;
+        i += 3 + (kind == 1 ? 1 : size);  /* RLE: 1 byte */
+        if (frame->blocks++ == 0)
+            frame->first_end = i;
+        if (header & 1)
+            break;
+    }
+    frame->end = i + (frame->checksum ? 4 : 0);
+    return frame->end <= len ? 0 : -1;
+}
+
+/* The output of ``decompress`` of buf[0:len] (given a copy: cheaper than a view's making and
+ * release, for the few KB of most calls); NULL, with no error set, where zstd fails
+ * (ZstdFrames' Python reports it), or with an error set. */
+static PyObject *
+zstd_output(PyObject *decompress, const unsigned char *buf, Py_ssize_t len)
+{
+    PyObject *in = PyBytes_FromStringAndSize((const char *)buf, len);
+    if (in == NULL)
+        return NULL;
+    PyObject *out = PyObject_CallOneArg(decompress, in);
+    Py_DECREF(in);
+    if (out == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_Exception) && !PyErr_ExceptionMatches(PyExc_MemoryError))
+            PyErr_Clear();
+        return NULL;
+    }
+    if (!PyBytes_Check(out)) {
+        Py_DECREF(out);
+        PyErr_SetString(PyExc_TypeError, "zstd_skim: decompress gave no bytes");
+        return NULL;
+    }
+    return out;
+}
+
+/* zstd_skim(raw, rpos, decompressor, skip_types, content_types, verify): ZstdFrames.skim over
+ * the frames wholly in raw[rpos:], as far as they are common ones (see zstd_frame) and their
+ * records are passed over as GzipMembers.skim, skim_block and ZstdFrames.finish pass them: a
+ * plain WARC header block judged skipped, then the record ending in its frame with at most
+ * TRAILER_MAX bytes after it (whitespace, where the frame is decompressed whole). A frame is
+ * decompressed whole by decompressor.decompress, or (unless verify) its first block alone by a
+ * decompressor.decompressobj() where it has more.  Returns (records passed over, rpos after
+ * them, the frame stopped at if its record is not passed over: (its output, its end in raw, the
+ * end of its first block in raw or None where decompressed whole, its content size, its checksum
+ * flag, its
+ * decompressobj or None, its WARC header block's values or None), else None: anything
+ * uncommon, which the Python walker reads and reports). */
+static PyObject *
+zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    const char *usage = "zstd_skim(raw, rpos, decompressor, warc_types, content_types, verify)";
+    Py_ssize_t rpos;
+    if (nargs != 6 || name_tuples(args, 3, usage) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
+    rpos = PyLong_AsSsize_t(args[1]);
+    int verify = PyObject_IsTrue(args[5]);
+    if ((rpos == -1 && PyErr_Occurred()) || verify < 0)
+        return NULL;
+    static PyObject *str_decompress_name;
+    if (str_decompress_name == NULL
+            && (str_decompress_name = PyUnicode_InternFromString("decompress")) == NULL)
+        return NULL;
+    PyObject *decompress = PyObject_GetAttr(args[2], str_decompress_name);
+    if (decompress == NULL)
+        return NULL;
+    PyObject *decompressobj = PyObject_GetAttrString(args[2], "decompressobj");
+    Py_buffer raw;
+    if (decompressobj == NULL || PyObject_GetBuffer(args[0], &raw, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(decompress);
+        Py_XDECREF(decompressobj);
+        return NULL;
+    }
+    const unsigned char *buf = raw.buf;
+    long long passed = 0;
+    PyObject *started = NULL, *out = NULL, *inflater = NULL;
+    ZstdFrame frame;
+    while (rpos >= 0 && rpos < raw.len
+           && zstd_frame(buf + rpos, raw.len - rpos, &frame) == 0
+           && (!(verify || frame.blocks == 1) || frame.end <= READ_SIZE)) {
+        const unsigned char *at = buf + rpos;
+        if (verify || frame.blocks == 1) {
+            out = zstd_output(decompress, at, frame.end);
+        } else {
+            inflater = PyObject_CallNoArgs(decompressobj);
+            if (inflater == NULL)
+                goto error;
+            PyObject *part = PyObject_GetAttr(inflater, str_decompress_name);
+            if (part == NULL)
+                goto error;
+            out = zstd_output(part, at, frame.first_end);
+            Py_DECREF(part);
+        }
+        if (out == NULL) {
+            if (PyErr_Occurred())
+                goto error;
+            break;
+        }
+        const unsigned char *block = (const unsigned char *)PyBytes_AS_STRING(out);
+        Py_ssize_t out_len = PyBytes_GET_SIZE(out), len = blank_line_end(block, 0, out_len);
+        if (len < 0)
+            break;
+        PyObject *values = Py_NewRef(Py_None);
+        long long unread = 0;
+        int skip = 0;
+        if (len <= HEADERS_MAX && len >= 5 && memcmp(block, "WARC/", 5) == 0 && plain(block, len)) {
+            Py_DECREF(values);
+            skip = judge_block(block, len, args[3], args[4], &unread, &values);
+            if (skip < 0)
+                goto error;
+        }
+        if (!skip) {
+            started = Py_BuildValue(
+                "OnNLOON", out, rpos + frame.end,
+                inflater != NULL ? PyLong_FromSsize_t(rpos + frame.first_end) : Py_NewRef(Py_None),
+                frame.content, frame.checksum ? Py_True : Py_False,
+                inflater != NULL ? inflater : Py_None, values);
+            if (started == NULL)
+                goto error;
+            break;
+        }
+        /* ZstdFrames.finish: what follows the record in its frame, at most TRAILER_MAX bytes */
+        long long rest = (inflater != NULL ? frame.content : out_len) - len - unread;
+        if (rest <= 0 || rest > TRAILER_MAX)
+            break;
+        if (inflater == NULL)
+            for (Py_ssize_t k = out_len - rest; k < out_len; k++)
+                if (!is_byte_space(block[k]))
+                    goto stop;
+        Py_CLEAR(out);
+        Py_CLEAR(inflater);
+        passed++;
+        rpos += frame.end;
+    }
+stop:
+    Py_XDECREF(out);
+    Py_XDECREF(inflater);
+    Py_DECREF(decompress);
+    Py_DECREF(decompressobj);
+    PyBuffer_Release(&raw);
+    if (started == NULL)
+        return Py_BuildValue("LnO", passed, rpos, Py_None);
+    return Py_BuildValue("LnN", passed, rpos, started);
+error:
+    Py_XDECREF(out);
+    Py_XDECREF(inflater);
+    Py_DECREF(decompress);
+    Py_DECREF(decompressobj);
+    PyBuffer_Release(&raw);
+    return NULL;
+}
+
+/* header_end(out, at): for ZstdFrames.peek_headers, where GzipMembers.peek_headers' search of
+ * the bytes ``out`` from ``at`` on for the blank line that ends a header block ends, or -1. */
+static PyObject *
+header_end(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    const char *usage = "header_end(out, at): bytes and an offset in them";
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return NULL;
+    }
+    Py_ssize_t len = PyBytes_GET_SIZE(args[0]), at = PyLong_AsSsize_t(args[1]);
+    if (at == -1 && PyErr_Occurred())
+        return NULL;
+    if (at < 0 || at > len) {
+        PyErr_SetString(PyExc_ValueError, usage);
+        return NULL;
+    }
+    return PyLong_FromSsize_t(
+        blank_line_end((const unsigned char *)PyBytes_AS_STRING(args[0]), at, len));
 }

@@ -17,10 +17,9 @@ member, so the records, their byte ranges and their problems come out as for gzi
         for item in records.iter_records(fh, "example.warc.zst"):
             ...
 """
+import _thread
 import functools
-import hashlib
 import re
-import threading
 
 import zstandard
 
@@ -30,9 +29,9 @@ from .magic import DICT_FRAME_MAGIC, SKIPPABLE_MAGICS, ZSTD_MAGIC
 from .base import CHUNK, READ_SIZE, ArchiveError
 
 try:
-    from ._members import skim_block
-except ImportError:  # not built (or built before it): GzipMembers.skim_block, in Python
-    skim_block = None
+    from ._members import header_end, skim_block, zstd_skim
+except ImportError:  # not built (or built before them): GzipMembers' Python
+    header_end = skim_block = zstd_skim = None
 # A skippable frame's header: its magic (``SKIPPABLE_MAGICS``), then its content's size.
 SKIPPABLE_HEADER = 8
 # Dictionaries (compressed or not) accepted: the format asks decoders for 8 MiB at least.
@@ -125,7 +124,7 @@ def file_dictionary(path, dictionary_file=None):
         return _file_dictionary(path, dictionary_file)
 
 
-_FILE_DICTIONARIES = threading.Lock()
+_FILE_DICTIONARIES = _thread.allocate_lock()  # (threading's Lock: threading costs cdx ~1 ms)
 
 
 @functools.lru_cache(maxsize=64)
@@ -141,6 +140,7 @@ def train_dictionary(samples, size):
     """A dictionary of ``size`` bytes trained on ``samples`` (bytes) by zstd's trainer
     (fastCover, its defaults), its id made from the samples (the same samples make the same
     dictionary) in the range the format suggests; DictionaryError if zstd cannot make one."""
+    import hashlib  # (OpenSSL, ~3 ms, for training only: not for a walk)
     digest = hashlib.sha1()
     for sample in samples:
         digest.update(len(sample).to_bytes(4, "little"))
@@ -235,6 +235,7 @@ class ZstdFrames(GzipMembers):
         # of a frame decompressed a block at a time: its content not yet decompressed (None
         # for any other frame), and whether it ends with a checksum (see ``finish``)
         self.frame_left, self.frame_checksum = None, False
+        self.frame_stop = None  # the end of the current frame, where zstd_skim found it
         self.whole = None  # the output of a frame decompressed whole, not yet given
         self.started = None  # output of a frame that starts the next record, read ahead
         self.ahead_error = None  # the problem met reading ahead, for the next record
@@ -370,7 +371,7 @@ class ZstdFrames(GzipMembers):
             self.decompressor = zstandard.ZstdDecompressor(dict_data=self.dictionary)
         if len(self.raw) - self.rpos < FRAME_HEADER_MAX:
             self._need(FRAME_HEADER_MAX)  # all of the header, unless the file ends first
-        self.frame_start, self.frame_end = offset, None
+        self.frame_start, self.frame_end, self.frame_stop = offset, None, None
         self.frame_head = self.raw[self.rpos:self.rpos + FRAME_HEADER_MAX]
         try:
             params = zstandard.get_frame_parameters(self.frame_head)
@@ -446,11 +447,11 @@ class ZstdFrames(GzipMembers):
 
     def _pass_frame(self):
         """Move past the rest of the current frame without decompressing it: to its end, found
-        from its block headers (each bounded as the format bounds it), reading on as needed
-        and keeping none of what is passed; an ArchiveError where the file ends first or a
-        block header is impossible."""
+        from its block headers (each bounded as the format bounds it), or where ``zstd_skim``
+        read them already ``frame_stop``, reading on as needed and keeping none of what is
+        passed; an ArchiveError where the file ends first or a block header is impossible."""
         block, at = self.block, self.block_at
-        last = block is not None and at is None
+        last = block is not None and at is None or self.frame_stop is not None
         at = block[0] if block is not None else at
         base = self.raw_offset
         while not last:
@@ -469,7 +470,7 @@ class ZstdFrames(GzipMembers):
                                    f"of {size} bytes, more than {BLOCK_MAX}"))
             at += BLOCK_HEADER + (1 if kind == 1 else size)  # RLE: 1 byte
             last = header & 1
-        end = at + (4 if self.frame_checksum else 0)
+        end = self.frame_stop or at + (4 if self.frame_checksum else 0)
         while end - self.raw_offset > len(self.raw):
             self.rpos = len(self.raw)
             if not self._read_raw():
@@ -591,6 +592,51 @@ class ZstdFrames(GzipMembers):
             return (f"corrupt zstd frame: {exc} (if the file was compressed with a dictionary "
                     "it does not hold, give it with --zstd-dictionary FILE)")
         return f"corrupt zstd frame: {exc}"
+
+    def skim(self, skip_types, skip_content_types):
+        """``GzipMembers.skim``; where the compiled ``zstd_skim`` is built, the common frames
+        in what is read are passed over, and the record stopped at started, by it, in one
+        call: the Python of the walk reads only what it leaves (a frame cut by the end of a
+        read, a skippable frame, and anything uncommon or wrong, which it reports)."""
+        passed = 0
+        if zstd_skim is not None and self.decompressor is not None and self.started is None \
+                and self.ahead_error is None:
+            passed, self.rpos, started = zstd_skim(self.raw, self.rpos, self.decompressor,
+                                                   skip_types, skip_content_types, self.verify)
+            if passed:
+                self.decompressed = True
+            if started is not None:
+                return passed, [], self._started(*started[:-1]), started[-1]
+        skipped, problems, offset, values = super().skim(skip_types, skip_content_types)
+        return passed + skipped, problems, offset, values
+
+    def _started(self, out, end, first_end, size, checksum, inflater):
+        """Take the frame at ``rpos`` as ``next_member`` starts it (``_start_frame``, then
+        ``_whole_frame`` or ``_first_block``) from what ``zstd_skim`` made of it: its output
+        ``out``, its end in ``raw``, and, where only its first block was decompressed (by
+        ``inflater``), that block's end; return its offset."""
+        offset = self.frame_start = self.start = self.raw_offset + self.rpos
+        self.frame_head = self.raw[self.rpos:self.rpos + FRAME_HEADER_MAX]
+        self.block, self.decompressed = None, True
+        if first_end is None:
+            self.rpos, self.frame_left, self.block_at, self.frame_stop = end, None, None, None
+            self.frame_end = self.raw_offset + end
+        else:
+            self.inflater, self.frame_end, self.frame_stop = inflater, None, self.raw_offset + end
+            self.frame_left, self.frame_checksum = size - len(out), checksum
+            self.block_at, self.rpos = self.raw_offset + first_end, first_end
+        self.out, self.end, self.pos, self.dropped = out, None, 0, 0
+        return offset
+
+    def peek_headers(self, start=0):
+        """``GzipMembers.peek_headers``, its search for the blank line in what is decompressed
+        already made by the compiled ``header_end`` where it is built."""
+        if header_end is not None:
+            at = self.pos + start
+            end = header_end(self.out, at) if at <= len(self.out) else -1
+            if end >= 0:
+                return self.out[at:end]
+        return super().peek_headers(start)
 
     def skim_block(self, skip_types, skip_content_types):
         """``GzipMembers.skim_block``, by the compiled walker's ``skim_block`` where it is
