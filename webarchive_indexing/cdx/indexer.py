@@ -23,7 +23,7 @@ import re
 from urllib.parse import urljoin
 
 from .. import storage
-from .cdxline import CDX_FIELDS, FORMATS, POST_KEYS, format_line, name_problem
+from .cdxline import CDX_FIELDS, CDXJ_KEYS, FORMATS, POST_KEYS, format_line, name_problem
 from .postquery import append_query, method_query
 from .urlkey import url_key
 from ..warc.headers import header_getter
@@ -310,10 +310,12 @@ def _cc_fields(record, fields):
 
 
 def iter_fields(fh, path, filename, result, cdx_fields="pywb", zstd_dictionary=None,
-                post_append=False, zstd_verify=False):
+                post_append=False, zstd_verify=False, lines=None):
     """Yield the fields of every indexable record; problems are appended to ``result``.
     ``zstd_dictionary``: a dictionary file for a .warc.zst without its own; ``zstd_verify``:
-    every frame of it decompressed and checked (``iter_records``).
+    every frame of it decompressed and checked (``iter_records``). ``lines``: a list to
+    which, with pywb's fields, the compiled walker adds the whole CDXJ line of each common
+    record it can make one of (``iter_records``' ``cdxj``) instead of its fields yielded.
 
     With Common Crawl's fields (``cdx_fields="cc"``) a response's fields wait for the
     metadata record after it, whose charset and languages they take. With ``post_append``
@@ -326,9 +328,12 @@ def iter_fields(fh, path, filename, result, cdx_fields="pywb", zstd_dictionary=N
     metadata = _MetadataReader() if cc else None
     pending = pending_id = None
     skip = (SKIPPED_WARC_TYPES, () if cc else SKIPPED_CONTENT_TYPES)
+    cdxj = None
+    if lines is not None and not cc and filename not in ("", "-"):
+        cdxj = (url_key, f'"filename": {json.dumps(filename)}', lines)
     try:
         for item in iter_records(fh, path, metadata or wants_payload, skip, zstd_dictionary,
-                                 zstd_verify=zstd_verify):
+                                 zstd_verify=zstd_verify, cdxj=cdxj):
             if type(item) is Skipped:
                 result.records += item.count
                 continue
@@ -485,9 +490,13 @@ def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read, cdx_fi
     with fh:
         if trust_wacz_index and _trusted(fh, path, result, fmt, keys, cdx_fields, post_append):
             return result
+        # (CDXJ lines of pywb's fields: most made whole by the compiled walker, in ``made``)
+        made = [] if fmt == "cdxj" and keys is CDXJ_KEYS else None
         lines = [format_line(f, fmt, keys)
                  for f in iter_fields(fh, path, result.filename, result, cdx_fields,
-                                      zstd_dictionary, post_append, zstd_verify)]
+                                      zstd_dictionary, post_append, zstd_verify, made)]
+    if made:
+        lines += made
     lines.sort()
     result.lines = lines
     return result

@@ -50,6 +50,8 @@ typedef struct {
     unsigned char *out;             /* inflated bytes of the member kept; out[pos] is next */
     Py_ssize_t out_len, out_cap, pos;
     long long dropped;              /* inflated and dropped before out[0] */
+    unsigned char *line;            /* the CDXJ line make_line makes */
+    Py_ssize_t line_cap;
 #ifdef WALKER_ISAL
     struct inflate_state inflater;
 #else
@@ -899,19 +901,362 @@ Members_recover(Members *self, PyObject *unused)
     }
 }
 
+/* -- CDXJ lines made here ----------------------------------------------------------------- */
+
+/* What skim(..., cdxj) does for the common record of a gzipped WARC: its whole CDXJ line, with
+ * pywb's fields (cdx/indexer.py's record_fields and cdxline.format_line are the
+ * specification: tests/test_cdx_fastpath.py checks this against them), made here from its
+ * two header blocks; its key given by the caller's url_key.  Any record this does not
+ * provably make the same line of is left to Python, nothing of it consumed. */
+
+/* headers.WARC_NAMES, the order of find_values' answers below */
+static const char *const line_names[8] = {"WARC-Type", "Content-Type", "Content-Length",
+    "WARC-Target-URI", "WARC-Date", "WARC-Payload-Digest", "WARC-Identified-Payload-Type",
+    "WARC-Json-Metadata"};
+static const Py_ssize_t line_name_lens[8] = {9, 12, 14, 15, 9, 19, 28, 18};
+enum {L_TYPE, L_CTYPE, L_LENGTH, L_URI, L_DATE, L_DIGEST, L_DETECTED, L_METADATA};
+static const char *const http_content_type[1] = {"Content-Type"};
+static const Py_ssize_t http_content_type_len[1] = {12};
+
+static int
+is_digits(const unsigned char *s, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+    return 1;
+}
+
+static int
+same(const unsigned char *s, Py_ssize_t n, const char *text)
+{
+    return (size_t)n == strlen(text) && memcmp(s, text, n) == 0;
+}
+
+/* Whether text is in s[0:n] (memmem is not everywhere). */
+static int
+contains(const unsigned char *s, Py_ssize_t n, const char *text)
+{
+    Py_ssize_t m = strlen(text);
+    for (Py_ssize_t i = 0; i + m <= n; i++)
+        if (memcmp(s + i, text, m) == 0)
+            return 1;
+    return 0;
+}
+
+/* indexer.warc_timestamp where it takes the fast way (WARC_DATE, a real day and time of
+ * day): its 13 or 14 digits into ts, their count; 0 for any other date (Python says why). */
+static int
+warc_timestamp(const unsigned char *d, Py_ssize_t n, char *ts)
+{
+    static const char shape[] = "dddd-dd-ddTdd:dd:dd";
+    if (n < 19)
+        return 0;
+    for (int i = 0; i < 19; i++)
+        if (shape[i] == 'd' ? d[i] < '0' || d[i] > '9' : d[i] != (unsigned char)shape[i])
+            return 0;
+    Py_ssize_t i = 19;
+    if (i < n && d[i] == '.') {
+        Py_ssize_t digits = 0;
+        for (i++; i < n && d[i] >= '0' && d[i] <= '9'; i++)
+            digits++;
+        if (digits < 1 || digits > 9)
+            return 0;
+    }
+    if (i < n && d[i] == 'Z')
+        i++;
+    if (i != n)
+        return 0;
+    int year = (d[0] - '0') * 1000 + (d[1] - '0') * 100 + (d[2] - '0') * 10 + (d[3] - '0');
+    int month = (d[5] - '0') * 10 + (d[6] - '0'), day = (d[8] - '0') * 10 + (d[9] - '0');
+    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    if (year < 1 || month < 1 || month > 12 || day < 1
+            || day > days[month - 1] + (month == 2 && leap))
+        return 0;
+    if (memcmp(d + 11, "23", 2) > 0 || memcmp(d + 14, "59", 2) > 0 || memcmp(d + 17, "59", 2) > 0)
+        return 0;
+    int len = 0, from = 0;
+    while (from < 4 && d[from] == '0')  /* (the year without leading zeros, as strftime) */
+        from++;
+    for (int k = from; k < 4; k++)
+        ts[len++] = d[k];
+    static const int rest[10] = {5, 6, 8, 9, 11, 12, 14, 15, 17, 18};
+    for (int k = 0; k < 10; k++)
+        ts[len++] = d[rest[k]];
+    return len;
+}
+
+/* json.encoder.encode_basestring_ascii of ASCII bytes, at o; where it ends. */
+static unsigned char *
+json_string(unsigned char *o, const unsigned char *s, Py_ssize_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    *o++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c >= ' ' && c <= '~' && c != '\\' && c != '"') {
+            *o++ = c;
+            continue;
+        }
+        *o++ = '\\';
+        switch (c) {
+        case '\\': case '"': *o++ = c; break;
+        case '\n': *o++ = 'n'; break;
+        case '\r': *o++ = 'r'; break;
+        case '\t': *o++ = 't'; break;
+        case '\b': *o++ = 'b'; break;
+        case '\f': *o++ = 'f'; break;
+        default:
+            memcpy(o, "u00", 3);
+            o[3] = hex[c >> 4];
+            o[4] = hex[c & 15];
+            o += 5;
+        }
+    }
+    *o++ = '"';
+    return o;
+}
+
+/* One "key": value of the line's JSON, after ", " unless it is the first; format_line leaves
+ * out a value that is missing, empty or "-". */
+static unsigned char *
+json_field(unsigned char *o, int *first, const char *key, const unsigned char *value,
+           Py_ssize_t n)
+{
+    if (value == NULL || n == 0 || (n == 1 && value[0] == '-'))
+        return o;
+    if (!*first) {
+        memcpy(o, ", ", 2);
+        o += 2;
+    }
+    *first = 0;
+    size_t key_len = strlen(key);
+    *o++ = '"';
+    memcpy(o, key, key_len);
+    o += key_len;
+    memcpy(o, "\": ", 3);
+    return json_string(o + 3, value, n);
+}
+
+/* The line of the record whose plain WARC header block (len bytes, ended by a blank line) is
+ * at the read position, appended to ``lines``, its member finished: 1, with *problem the
+ * RecordError of a record that does not end where its Content-Length says (then no line);
+ * 0 for a record left to Python (nothing consumed); -1 on error. */
+static int
+make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *filename,
+          PyObject *skip_content_types, PyObject *lines, PyObject **problem)
+{
+    const unsigned char *block = self->out + self->pos, *found[8];
+    Py_ssize_t n[8];
+    *problem = NULL;
+    find_values(block, len, 8, line_names, line_name_lens, found, n);
+    const unsigned char *type = found[L_TYPE];
+    if (type == NULL)
+        return 0;
+    int response = same(type, n[L_TYPE], "response"), revisit = same(type, n[L_TYPE], "revisit"),
+        metadata = same(type, n[L_TYPE], "metadata");
+    if (!response && !revisit && !metadata && !same(type, n[L_TYPE], "resource"))
+        return 0;
+    /* headers.lite_record's record, that record_fields indexes without reading its payload */
+    const unsigned char *uri = found[L_URI], *length_text = found[L_LENGTH];
+    if (length_text == NULL || n[L_LENGTH] < 1 || n[L_LENGTH] > 17
+            || !is_digits(length_text, n[L_LENGTH]) || uri == NULL || n[L_URI] == 0
+            || uri[0] == '<' || memchr(uri, ' ', n[L_URI]) != NULL)
+        return 0;
+    if (found[L_CTYPE] != NULL && equals_any(found[L_CTYPE], n[L_CTYPE], skip_content_types))
+        return 0;
+    long long length = 0;
+    for (Py_ssize_t i = 0; i < n[L_LENGTH]; i++)
+        length = length * 10 + (length_text[i] - '0');
+    Py_ssize_t http_at = 0, http_len = 0;
+    int with_http = 0;
+    if (length && (response || revisit) && ((n[L_URI] >= 5 && memcmp(uri, "http:", 5) == 0)
+                                            || (n[L_URI] >= 6 && memcmp(uri, "https:", 6) == 0))) {
+        Py_ssize_t at[8];
+        for (int i = 0; i < 8; i++)
+            at[i] = found[i] != NULL ? found[i] - block : 0;
+        if (peek(self, len, &http_at, &http_len) < 0)
+            return -1;
+        /* (the bytes may have moved: the WARC block is again at the read position) */
+        block = self->out + self->pos;
+        http_at -= self->pos;
+        for (int i = 0; i < 8; i++)
+            if (found[i] != NULL)
+                found[i] = block + at[i];
+        uri = found[L_URI];
+        with_http = 1;
+    }
+    const unsigned char *digest = found[L_DIGEST];
+    Py_ssize_t digest_len = n[L_DIGEST];
+    if (!revisit && (digest == NULL || digest_len == 0 || same(digest, digest_len, "-")))
+        return 0;  /* (its payload's sha1 is its digest: wants_payload) */
+    if (digest != NULL && digest_len >= 5 && memcmp(digest, "sha1:", 5) == 0) {
+        digest += 5;
+        digest_len -= 5;
+    }
+    char ts[14];
+    int ts_len = found[L_DATE] != NULL ? warc_timestamp(found[L_DATE], n[L_DATE], ts) : 0;
+    if (ts_len == 0)
+        return 0;
+    const unsigned char *http = block + http_at, *status = NULL, *mime = NULL;
+    Py_ssize_t status_len = 0, mime_len = 0;
+    if (with_http) {
+        /* the HTTP block: plain, its first line not blank, ended by a blank line, within
+         * the record (lite_record), and a status code that is not "-" (record_fields) */
+        if (http_len < 2 || (long long)http_len > length || http[http_len - 1] != '\n'
+                || !plain(http, http_len))
+            return 0;
+        Py_ssize_t j = http_len - 2;
+        while (j >= 0 && is_blank_char(http[j]))
+            j--;
+        if (j < 0 || http[j] != '\n')
+            return 0;
+        const unsigned char *first_end = memchr(http, '\n', http_len);
+        while (first_end > http && is_space(first_end[-1]))
+            first_end--;
+        if (first_end == http)
+            return 0;
+        const unsigned char *space = memchr(http, ' ', first_end - http);
+        status = space != NULL ? space + 1 : first_end;
+        while (status < first_end && is_space(*status))
+            status++;
+        const unsigned char *code_end = memchr(status, ' ', first_end - status);
+        status_len = (code_end != NULL ? code_end : first_end) - status;
+        if (same(status, status_len, "-"))
+            return 0;
+        if (status_len == 0 || (same(status, status_len, "204")
+                                && contains(status, first_end - status, "Error")))
+            status_len = 0;  /* _status: "-", left out */
+        find_values(http, http_len, 1, http_content_type, http_content_type_len, &mime, &mime_len);
+    } else {
+        mime = found[L_CTYPE] != NULL ? found[L_CTYPE] : NULL;
+        mime_len = n[L_CTYPE];
+        status = (const unsigned char *)"200";
+        status_len = 3;
+    }
+    if (!response)
+        status_len = 0;
+    if (revisit) {
+        mime = (const unsigned char *)"warc/revisit";
+        mime_len = 12;
+    } else if (mime == NULL || mime_len == 0) {
+        mime = (const unsigned char *)"unk";
+        mime_len = 3;
+    } else {  /* _mime: what precedes the first ';', then the first space */
+        const unsigned char *cut = memchr(mime, ';', mime_len);
+        if (cut != NULL)
+            mime_len = cut - mime;
+        cut = memchr(mime, ' ', mime_len);
+        if (cut != NULL)
+            mime_len = cut - mime;
+    }
+    if (metadata && same(mime, mime_len, "text/anvl"))
+        return 0;
+    PyObject *url = PyUnicode_DecodeASCII((const char *)uri, n[L_URI], NULL);
+    if (url == NULL)
+        return -1;
+    PyObject *key = PyObject_CallOneArg(url_key, url);
+    Py_DECREF(url);
+    if (key == NULL) {
+        /* (surt raises assorted errors on malformed URLs: Python says which) */
+        if (!PyErr_ExceptionMatches(PyExc_Exception))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    Py_ssize_t key_len;
+    const char *key_text = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &key_len) : NULL;
+    if (key_text == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "url_key must return a str");
+        Py_DECREF(key);
+        return -1;
+    }
+    /* the line up to its digest, from the header blocks while they are at hand; (each value
+     * escaped takes at most 6 bytes a byte) */
+    Py_ssize_t most = key_len + 256 + 6 * (mime_len + status_len);
+    for (int i = 0; i < 8; i++)
+        most += 6 * (found[i] != NULL ? n[i] : 0);
+    if (reserve(&self->line, &self->line_cap, most) < 0) {
+        Py_DECREF(key);
+        return -1;
+    }
+    unsigned char *o = self->line;
+    memcpy(o, key_text, key_len);
+    o += key_len;
+    Py_DECREF(key);
+    *o++ = ' ';
+    memcpy(o, ts, ts_len);
+    o += ts_len;
+    memcpy(o, " {", 2);
+    o += 2;
+    int first = 1;
+    /* cdxline.CDXJ_KEYS' order */
+    o = json_field(o, &first, "metadata", found[L_METADATA], n[L_METADATA]);
+    o = json_field(o, &first, "url", uri, n[L_URI]);
+    o = json_field(o, &first, "mime", mime, mime_len);
+    if (!revisit)
+        o = json_field(o, &first, "mime-detected", found[L_DETECTED], n[L_DETECTED]);
+    o = json_field(o, &first, "status", status, status_len);
+    o = json_field(o, &first, "digest", digest, digest_len);
+    Py_ssize_t prefix = o - self->line;
+    /* the record read: its HTTP headers, then the rest of its member */
+    self->pos += len + http_len;
+    PyObject *unread = PyLong_FromLongLong(length - http_len);
+    int failed = unread == NULL ? -1 : finish(self, unread, problem);
+    Py_XDECREF(unread);
+    if (failed < 0 || *problem != NULL)
+        return failed < 0 ? -1 : 1;
+    /* then its place in the file, and the file's name, given as it goes in the line */
+    Py_ssize_t filename_len;
+    const char *filename_text = PyUnicode_AsUTF8AndSize(filename, &filename_len);
+    if (filename_text == NULL
+            || reserve(&self->line, &self->line_cap, prefix + filename_len + 96) < 0)
+        return -1;
+    o = self->line + prefix;
+    o += sprintf((char *)o, "%s\"length\": \"%lld\", \"offset\": \"%lld\", ",
+                 first ? "" : ", ", self->end - self->start, self->start);
+    memcpy(o, filename_text, filename_len);
+    o += filename_len;
+    memcpy(o, "}\n", 2);
+    o += 2;
+    PyObject *line = PyUnicode_DecodeUTF8((const char *)self->line, o - self->line, NULL);
+    if (line == NULL)
+        return -1;
+    failed = PyList_Append(lines, line);
+    Py_DECREF(line);
+    return failed < 0 ? -1 : 1;
+}
+
 /* Like records.GzipMembers.skim: pass over the members whose records the caller skips;
  * an ArchiveError that stops the walk of a member is returned last among the problems, not
- * raised. */
+ * raised.  With ``cdxj``, (url_key, '"filename": ...', a list), the common records' CDXJ
+ * lines are made too (make_line), appended to the list, and counted with those skipped. */
 static PyObject *
 Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    const char *usage = "skim(warc_types, content_types): two tuples of str";
-    if (nargs != 2 || name_tuples(args, 0, usage) < 0) {
+    const char *usage = "skim(warc_types, content_types, cdxj=None): two tuples of str, and "
+                        "None or (url_key, the line's filename field as str, a list)";
+    if ((nargs != 2 && nargs != 3) || name_tuples(args, 0, usage) < 0) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, usage);
         return NULL;
     }
     PyObject *skip_types = args[0], *skip_content_types = args[1];
+    PyObject *url_key = NULL, *filename = NULL, *lines = NULL;
+    if (nargs == 3 && args[2] != Py_None) {
+        if (!PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[2]) != 3
+                || !PyCallable_Check(PyTuple_GET_ITEM(args[2], 0))
+                || !PyUnicode_Check(PyTuple_GET_ITEM(args[2], 1))
+                || !PyList_Check(PyTuple_GET_ITEM(args[2], 2))) {
+            PyErr_SetString(PyExc_TypeError, usage);
+            return NULL;
+        }
+        url_key = PyTuple_GET_ITEM(args[2], 0);
+        filename = PyTuple_GET_ITEM(args[2], 1);
+        lines = PyTuple_GET_ITEM(args[2], 2);
+    }
     long long skipped = 0;
     PyObject *problems = PyList_New(0);
     if (problems == NULL)
@@ -934,10 +1279,27 @@ Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
         int skip = judge_block(block, len, skip_types, skip_content_types, &unread, &values);
         if (skip < 0)
             goto error;
-        if (!skip)
-            return Py_BuildValue("LNLN", skipped, problems, self->start, values);
+        PyObject *problem;
+        if (!skip) {
+            int made = lines != NULL ? make_line(self, len, url_key, filename, skip_content_types,
+                                                 lines, &problem) : 0;
+            if (made == 0)
+                return Py_BuildValue("LNLN", skipped, problems, self->start, values);
+            Py_DECREF(values);
+            if (made < 0)
+                goto error;
+            if (problem == NULL) {
+                skipped++;
+                continue;
+            }
+            int appended = PyList_Append(problems, problem);
+            Py_DECREF(problem);
+            if (appended < 0)
+                goto error;
+            continue;
+        }
         self->pos += len;
-        PyObject *problem, *unread_obj = PyLong_FromLongLong(unread);
+        PyObject *unread_obj = PyLong_FromLongLong(unread);
         if (unread_obj == NULL)
             goto error;
         int failed = finish(self, unread_obj, &problem);
@@ -1149,6 +1511,7 @@ Members_dealloc(Members *self)
     Py_XDECREF(self->readinto);
     PyMem_Free(self->raw);
     PyMem_Free(self->out);
+    PyMem_Free(self->line);
 #ifndef WALKER_ISAL
     Py_XDECREF(self->inflater);
     Py_XDECREF(self->decompress);
