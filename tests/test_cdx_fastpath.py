@@ -213,7 +213,60 @@ def test_crafted_records_each_index_as_the_python_path_does(tmp_path):
 def test_skim_checks_its_cdxj_argument():
     members = CompiledMembers(io.BytesIO(b""), "x", Exception, Exception)
     with pytest.raises(TypeError):
-        members.skim((), (), ("not callable", "", []))
+        members.skim((), (), ("not callable", str, "", []))
     with pytest.raises(TypeError):
-        members.skim((), (), (str, "", ()))
+        members.skim((), (), (str, str, "", ()))
     assert members.skim((), (), None)[2] is None
+
+
+# What random URLs are made of: the plain class's pieces, and (now and then) what takes a
+# URL out of it
+URL_PIECES = ["a", "B", "z9", "-", ".", "/", "?", "&", "=", "&&", "==", "~", "!", '"', "'", "*",
+              ";", ":", ",", "+", "id=", "Sid", "SID", "index.html", "www.", "@", "[", "]",
+              "\\", "^", "`", "{", "|", "}", "$", "_", "a=b", "A=B", "?x=1&", "%41", "%2f", "%2F",
+              "%25", "%252F", "%e9", "%3F", "%26", "%3d", "%23", "%20", "%", "%%", "%4", "%2",
+              "%7E", "%00", "%2E", "%28", "%7f", "%C3%A9"]
+BREAKERS = ["(", ")", "#", " ", "\x7f", "//", "/.", "/..", "jsessionid=", "PHPSESSID=",
+            "sid=", "ASPSESSIONID", "cfid=", "\xe9"]
+ORIGINS = ["http://example.com", "https://Example.COM", "http://www.example.org:8080",
+           "http://1.2.3.4", "http://localhost", "https://xn--bcher-kva.example",
+           "http://a-b.c-d.e", "http://.example.com", "http://example.com.", "http://123",
+           "http://example.com:", "https://www", "HTTP://example.com", "http://ex_ample.com",
+           "ftp://example.com", "http://-a.com", "http://www..com", "http://EXAMPLE.com:443"]
+
+
+def random_url(rng):
+    pieces = [rng.choice(BREAKERS) if rng.random() < 0.02 else rng.choice(URL_PIECES)
+              for _ in range(rng.randint(0, 12))]
+    return rng.choice(ORIGINS) + ("/" if rng.random() < 0.9 else "") + "".join(pieces)
+
+
+def test_plain_keys_are_surts_own():
+    """The compiled key of a plain URL (``plain_key``) is surt's, on crafted and random URLs;
+    a URL it leaves to Python is left whole (``url_key`` then makes it)."""
+    from surt import surt
+
+    from webarchive_indexing.cdx.urlkey import _origin_key, url_key
+    from webarchive_indexing.warc._members import plain_key
+    rng = random.Random(26)
+    urls = [random_url(rng) for _ in range(20000)] + URLS[:-4] + [
+        "http://example.com/?b=2&a=1&a&a=&=&&", "http://example.com/A/?Q=1", "http://e.com/a/",
+        "http://e.com/", "http://e.com/?", "http://e.com/" + "&x" * 70, "http://e.com/?" + "a" * 2000]
+    made = 0
+    for url in filter(str.isascii, urls):  # (as the header blocks it reads are)
+        key = plain_key(url, _origin_key)
+        if key is None:
+            continue
+        made += 1
+        assert key == surt(url) == url_key(url), url
+    assert made > 5000
+
+
+def test_plain_key_leaves_surt_errors_to_python():
+    from webarchive_indexing.warc._members import plain_key
+
+    def failing(origin):
+        raise ValueError("bad")
+    with pytest.raises(ValueError):
+        plain_key("http://example.com/a", failing)
+    assert plain_key("http://example.com/a", lambda origin: None) is None

@@ -50,8 +50,8 @@ typedef struct {
     unsigned char *out;             /* inflated bytes of the member kept; out[pos] is next */
     Py_ssize_t out_len, out_cap, pos;
     long long dropped;              /* inflated and dropped before out[0] */
-    unsigned char *line;            /* the CDXJ line make_line makes */
-    Py_ssize_t line_cap;
+    unsigned char *line, *key;      /* the CDXJ line make_line makes, its key */
+    Py_ssize_t line_cap, key_cap;
 #ifdef WALKER_ISAL
     struct inflate_state inflater;
 #else
@@ -1039,12 +1039,255 @@ json_field(unsigned char *o, int *first, const char *key, const unsigned char *v
     return json_string(o + 3, value, n);
 }
 
+/* One argument of a URL's query, as urlkey.url_key sorts them: (name, value), a tuple of
+ * one where there is no '='. */
+typedef struct {
+    const unsigned char *name, *value;
+    Py_ssize_t name_len, value_len;
+    int has_value;
+} QueryArg;
+
+static int
+compare_bytes(const unsigned char *a, Py_ssize_t a_len, const unsigned char *b, Py_ssize_t b_len)
+{
+    int c = memcmp(a, b, a_len < b_len ? a_len : b_len);
+    return c ? c : (a_len > b_len) - (a_len < b_len);
+}
+
+/* Python's order of those tuples of ASCII str: by name, a tuple of one before one of two. */
+static int
+compare_args(const void *x, const void *y)
+{
+    const QueryArg *a = x, *b = y;
+    int c = compare_bytes(a->name, a->name_len, b->name, b->name_len);
+    if (c || a->has_value != b->has_value)
+        return c ? c : a->has_value - b->has_value;
+    return a->has_value ? compare_bytes(a->value, a->value_len, b->value, b->value_len) : 0;
+}
+
+/* The most query arguments plain_key sorts, and the longest URL it takes (more are left
+ * to Python). */
+#define QUERY_ARGS_MAX 64
+#define PLAIN_URL_MAX 2048
+
+static int
+hex_value(unsigned char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+        : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* surt's unescapeRepeatedly (urllib's unquote_to_bytes until nothing changes) of s[0:n], in
+ * place; the new length. */
+static Py_ssize_t
+unescape_repeatedly(unsigned char *s, Py_ssize_t n)
+{
+    for (int changed = 1; changed; ) {
+        Py_ssize_t o = 0;
+        changed = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (s[i] == '%' && i + 2 < n && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0) {
+                s[o++] = (unsigned char)(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
+                i += 2;
+                changed = 1;
+            } else {
+                s[o++] = s[i];
+            }
+        }
+        n = o;
+    }
+    return n;
+}
+
+/* surt's escapeOnce (quote_from_bytes with its safe characters: all of 0x21-0x7e but '#'
+ * and '%') of s[0:n] at o; where it ends. */
+static unsigned char *
+escape_once(unsigned char *o, const unsigned char *s, Py_ssize_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c <= ' ' || c >= 0x7f || c == '#' || c == '%') {
+            *o++ = '%';
+            *o++ = hex[c >> 4];
+            *o++ = hex[c & 15];
+        } else {
+            *o++ = c;
+        }
+    }
+    return o;
+}
+
+/* What url_key makes of a path or query with a '%': unescaped repeatedly, then escaped once,
+ * in buf (3 * n bytes); its length, or -1 for a path that normalizePath would change. */
+static Py_ssize_t
+minimal_escape(unsigned char *buf, const unsigned char *s, Py_ssize_t n, int path)
+{
+    unsigned char plain[PLAIN_URL_MAX];
+    memcpy(plain, s, n);
+    n = unescape_repeatedly(plain, n);
+    /* (a path starting with '/', without "//" or "/.", is as normalizePath leaves it) */
+    if (path && (contains(plain, n, "//") || contains(plain, n, "/.")))
+        return -1;
+    return escape_once(buf, plain, n) - buf;
+}
+
+/* urlkey.url_key of a URL of urlkey.PLAIN_URL's class whose path and query need none of
+ * surt's steps but its escaping, case and sorting (no '(', "//" nor "/." in the path,
+ * unescaped, no session-id marker in the query): the origin's key from ``origin_key``
+ * (urlkey._origin_key, surt's own), then the path ('/' where there is none) unescaped and
+ * escaped once where it has a '%', lower-cased, less a final '/', then the query, likewise
+ * escaped and lower-cased, its arguments sorted.  1 with the key in *buf (*len bytes), 0 for
+ * a URL left to url_key, -1 with an exception raised. */
+static int
+plain_key(const unsigned char *url, Py_ssize_t n, PyObject *origin_key, unsigned char **buf,
+          Py_ssize_t *cap, Py_ssize_t *len)
+{
+    Py_ssize_t i = n >= 7 && memcmp(url, "http://", 7) == 0 ? 7
+        : n >= 8 && memcmp(url, "https://", 8) == 0 ? 8 : 0, host = i;
+    if (i == 0 || n > PLAIN_URL_MAX)
+        return 0;
+    while (i < n && ((url[i] >= 'a' && url[i] <= 'z') || (url[i] >= 'A' && url[i] <= 'Z')
+                     || (url[i] >= '0' && url[i] <= '9') || url[i] == '.' || url[i] == '-'))
+        i++;
+    if (i == host)
+        return 0;
+    if (i < n && url[i] == ':') {
+        Py_ssize_t digits = ++i;
+        while (i < n && url[i] >= '0' && url[i] <= '9')
+            i++;
+        if (i == digits)
+            return 0;
+    }
+    Py_ssize_t origin_end = i;
+    if (i < n && url[i] != '/')
+        return 0;
+    for (Py_ssize_t j = i; j < n; j++)
+        if (url[j] < '!' || url[j] > '~' || url[j] == '#')
+            return 0;
+    unsigned char path[3 * PLAIN_URL_MAX], query[3 * PLAIN_URL_MAX];
+    const unsigned char *mark = memchr(url + i, '?', n - i);
+    const unsigned char *path_end = mark != NULL ? mark : url + n, *query_start = mark != NULL ? mark + 1 : url + n;
+    Py_ssize_t path_len = path_end - (url + i), query_len = url + n - query_start;
+    if (path_len == 0) {  /* (normalizePath's '/') */
+        path[0] = '/';
+        path_len = 1;
+    } else if (memchr(url + i, '%', path_len) != NULL) {
+        if ((path_len = minimal_escape(path, url + i, path_len, 1)) < 0)
+            return 0;
+    } else if (contains(url + i, path_len, "//") || contains(url + i, path_len, "/.")) {
+        return 0;
+    } else {
+        memcpy(path, url + i, path_len);
+    }
+    for (Py_ssize_t j = 0; j < path_len; j++)
+        path[j] = lower(path[j]);
+    if (memchr(path, '(', path_len) != NULL)  /* (stripPathSessionID's) */
+        return 0;
+    if (path_len > 1 && path[path_len - 1] == '/')
+        path_len--;
+    if (memchr(query_start, '%', query_len) != NULL)
+        query_len = minimal_escape(query, query_start, query_len, 0);
+    else
+        memcpy(query, query_start, query_len);
+    for (Py_ssize_t j = 0; j < query_len; j++)
+        query[j] = lower(query[j]);
+    /* urlkey.QUERY_SESSION_MARKERS */
+    static const char *const markers[5] = {"jsessionid=", "phpsessid=", "sid=", "aspsessionid",
+                                           "cfid="};
+    for (int m = 0; m < 5; m++)
+        if (contains(query, query_len, markers[m]))
+            return 0;
+    QueryArg args[QUERY_ARGS_MAX];
+    Py_ssize_t count = 0;
+    for (const unsigned char *arg = query, *end = query + query_len; query_len; count++) {
+        if (count == QUERY_ARGS_MAX)
+            return 0;
+        const unsigned char *stop = memchr(arg, '&', end - arg);
+        if (stop == NULL)
+            stop = end;
+        const unsigned char *equals = memchr(arg, '=', stop - arg);
+        args[count].name = arg;
+        args[count].name_len = (equals != NULL ? equals : stop) - arg;
+        args[count].has_value = equals != NULL;
+        args[count].value = equals != NULL ? equals + 1 : stop;
+        args[count].value_len = stop - args[count].value;
+        if (stop == end) {
+            count++;
+            break;
+        }
+        arg = stop + 1;
+    }
+    PyObject *origin = PyUnicode_DecodeASCII((const char *)url, origin_end, NULL);
+    if (origin == NULL)
+        return -1;
+    PyObject *key = PyObject_CallOneArg(origin_key, origin);
+    Py_DECREF(origin);
+    if (key == NULL)
+        return -1;
+    Py_ssize_t key_len;
+    const char *key_text = key != Py_None && PyUnicode_Check(key)
+        ? PyUnicode_AsUTF8AndSize(key, &key_len) : NULL;
+    if (key_text == NULL) {
+        Py_DECREF(key);
+        if (key == Py_None)
+            return 0;  /* no host in its SURT: surt's own way */
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "origin_key must return a str or None");
+        return -1;
+    }
+    if (reserve(buf, cap, key_len + path_len + query_len + 2) < 0) {
+        Py_DECREF(key);
+        return -1;
+    }
+    unsigned char *o = *buf;
+    memcpy(o, key_text, key_len);
+    o += key_len;
+    Py_DECREF(key);
+    memcpy(o, path, path_len);
+    o += path_len;
+    if (count > 1)
+        qsort(args, count, sizeof args[0], compare_args);
+    for (Py_ssize_t a = 0; a < count; a++) {
+        *o++ = a ? '&' : '?';
+        memcpy(o, args[a].name, args[a].name_len);
+        o += args[a].name_len;
+        if (args[a].has_value) {
+            *o++ = '=';
+            memcpy(o, args[a].value, args[a].value_len);
+            o += args[a].value_len;
+        }
+    }
+    *len = o - *buf;
+    return 1;
+}
+
+/* plain_key(url, origin_key): plain_key's key of an ASCII str, or None where it leaves the
+ * URL to url_key (for tests/test_cdx_fastpath.py, which checks it against surt). */
+static PyObject *
+plain_key_function(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyUnicode_IS_ASCII(args[0])
+            || !PyCallable_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "plain_key(url, origin_key): an ASCII str, a function");
+        return NULL;
+    }
+    unsigned char *buf = NULL;
+    Py_ssize_t cap = 0, len;
+    int plain = plain_key((const unsigned char *)PyUnicode_DATA(args[0]),
+                          PyUnicode_GET_LENGTH(args[0]), args[1], &buf, &cap, &len);
+    PyObject *key = plain < 0 ? NULL : plain ? PyUnicode_DecodeASCII((const char *)buf, len, NULL)
+                                             : Py_NewRef(Py_None);
+    PyMem_Free(buf);
+    return key;
+}
+
 /* The line of the record whose plain WARC header block (len bytes, ended by a blank line) is
  * at the read position, appended to ``lines``, its member finished: 1, with *problem the
  * RecordError of a record that does not end where its Content-Length says (then no line);
  * 0 for a record left to Python (nothing consumed); -1 on error. */
 static int
-make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *filename,
+make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *origin_key, PyObject *filename,
           PyObject *skip_content_types, PyObject *lines, PyObject **problem)
 {
     const unsigned char *block = self->out + self->pos, *found[8];
@@ -1153,25 +1396,31 @@ make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *filename,
     }
     if (metadata && same(mime, mime_len, "text/anvl"))
         return 0;
-    PyObject *url = PyUnicode_DecodeASCII((const char *)uri, n[L_URI], NULL);
-    if (url == NULL)
-        return -1;
-    PyObject *key = PyObject_CallOneArg(url_key, url);
-    Py_DECREF(url);
-    if (key == NULL) {
+    /* its key: made here where plain_key can, else by url_key */
+    PyObject *key = NULL;
+    Py_ssize_t key_len;
+    const char *key_text = NULL;
+    int plain = plain_key(uri, n[L_URI], origin_key, &self->key, &self->key_cap, &key_len);
+    if (plain == 1) {
+        key_text = (const char *)self->key;
+    } else if (plain == 0) {
+        PyObject *url = PyUnicode_DecodeASCII((const char *)uri, n[L_URI], NULL);
+        if (url == NULL)
+            return -1;
+        key = PyObject_CallOneArg(url_key, url);
+        Py_DECREF(url);
+        key_text = key == NULL ? NULL : PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &key_len)
+                                                              : NULL;
+        if (key != NULL && key_text == NULL && !PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "url_key must return a str");
+    }
+    if (plain < 0 || key_text == NULL) {
+        Py_XDECREF(key);
         /* (surt raises assorted errors on malformed URLs: Python says which) */
         if (!PyErr_ExceptionMatches(PyExc_Exception))
             return -1;
         PyErr_Clear();
         return 0;
-    }
-    Py_ssize_t key_len;
-    const char *key_text = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &key_len) : NULL;
-    if (key_text == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "url_key must return a str");
-        Py_DECREF(key);
-        return -1;
     }
     /* the line up to its digest, from the header blocks while they are at hand; (each value
      * escaped takes at most 6 bytes a byte) */
@@ -1179,13 +1428,13 @@ make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *filename,
     for (int i = 0; i < 8; i++)
         most += 6 * (found[i] != NULL ? n[i] : 0);
     if (reserve(&self->line, &self->line_cap, most) < 0) {
-        Py_DECREF(key);
+        Py_XDECREF(key);
         return -1;
     }
     unsigned char *o = self->line;
     memcpy(o, key_text, key_len);
     o += key_len;
-    Py_DECREF(key);
+    Py_XDECREF(key);
     *o++ = ' ';
     memcpy(o, ts, ts_len);
     o += ts_len;
@@ -1231,31 +1480,33 @@ make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *filename,
 
 /* Like records.GzipMembers.skim: pass over the members whose records the caller skips;
  * an ArchiveError that stops the walk of a member is returned last among the problems, not
- * raised.  With ``cdxj``, (url_key, '"filename": ...', a list), the common records' CDXJ
+ * raised.  With ``cdxj``, (url_key, origin_key, '"filename": ...', a list), the common records' CDXJ
  * lines are made too (make_line), appended to the list, and counted with those skipped. */
 static PyObject *
 Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
 {
     const char *usage = "skim(warc_types, content_types, cdxj=None): two tuples of str, and "
-                        "None or (url_key, the line's filename field as str, a list)";
+                        "None or (url_key, origin_key, the line's filename field as str, a list)";
     if ((nargs != 2 && nargs != 3) || name_tuples(args, 0, usage) < 0) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, usage);
         return NULL;
     }
     PyObject *skip_types = args[0], *skip_content_types = args[1];
-    PyObject *url_key = NULL, *filename = NULL, *lines = NULL;
+    PyObject *url_key = NULL, *origin_key = NULL, *filename = NULL, *lines = NULL;
     if (nargs == 3 && args[2] != Py_None) {
-        if (!PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[2]) != 3
+        if (!PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[2]) != 4
                 || !PyCallable_Check(PyTuple_GET_ITEM(args[2], 0))
-                || !PyUnicode_Check(PyTuple_GET_ITEM(args[2], 1))
-                || !PyList_Check(PyTuple_GET_ITEM(args[2], 2))) {
+                || !PyCallable_Check(PyTuple_GET_ITEM(args[2], 1))
+                || !PyUnicode_Check(PyTuple_GET_ITEM(args[2], 2))
+                || !PyList_Check(PyTuple_GET_ITEM(args[2], 3))) {
             PyErr_SetString(PyExc_TypeError, usage);
             return NULL;
         }
         url_key = PyTuple_GET_ITEM(args[2], 0);
-        filename = PyTuple_GET_ITEM(args[2], 1);
-        lines = PyTuple_GET_ITEM(args[2], 2);
+        origin_key = PyTuple_GET_ITEM(args[2], 1);
+        filename = PyTuple_GET_ITEM(args[2], 2);
+        lines = PyTuple_GET_ITEM(args[2], 3);
     }
     long long skipped = 0;
     PyObject *problems = PyList_New(0);
@@ -1281,8 +1532,8 @@ Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
             goto error;
         PyObject *problem;
         if (!skip) {
-            int made = lines != NULL ? make_line(self, len, url_key, filename, skip_content_types,
-                                                 lines, &problem) : 0;
+            int made = lines != NULL ? make_line(self, len, url_key, origin_key, filename,
+                                                 skip_content_types, lines, &problem) : 0;
             if (made == 0)
                 return Py_BuildValue("LNLN", skipped, problems, self->start, values);
             Py_DECREF(values);
@@ -1465,6 +1716,8 @@ skim_block(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 static PyMethodDef module_functions[] = {
     {"header_values", (PyCFunction)(void (*)(void))header_values, METH_FASTCALL,
      "header_values(block, names): headers.pure_header_values, compiled."},
+    {"plain_key", (PyCFunction)(void (*)(void))plain_key_function, METH_FASTCALL,
+     "plain_key(url, origin_key): urlkey.url_key of a plain URL, compiled; None for others."},
     {"skim_block", (PyCFunction)(void (*)(void))skim_block, METH_FASTCALL,
      "skim_block(out, at, warc_types, content_types): (size, values, unread) of the header "
      "block at out[at:], as members.skim_values judges it; None if no blank line ends it."},
@@ -1512,6 +1765,7 @@ Members_dealloc(Members *self)
     PyMem_Free(self->raw);
     PyMem_Free(self->out);
     PyMem_Free(self->line);
+    PyMem_Free(self->key);
 #ifndef WALKER_ISAL
     Py_XDECREF(self->inflater);
     Py_XDECREF(self->decompress);
