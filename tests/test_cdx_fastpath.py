@@ -213,9 +213,9 @@ def test_crafted_records_each_index_as_the_python_path_does(tmp_path):
 def test_skim_checks_its_cdxj_argument():
     members = CompiledMembers(io.BytesIO(b""), "x", Exception, Exception)
     with pytest.raises(TypeError):
-        members.skim((), (), ("not callable", str, "", []))
+        members.skim((), (), ("not callable", str, str, "", []))
     with pytest.raises(TypeError):
-        members.skim((), (), (str, str, "", ()))
+        members.skim((), (), (str, str, str, "", ()))
     assert members.skim((), (), None)[2] is None
 
 

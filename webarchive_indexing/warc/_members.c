@@ -495,8 +495,8 @@ wrong:
 /* How skim judges a plain WARC header block (members.skim_values): 1, with *unread its
  * Content-Length, for a record the caller skips (a WARC-Type of skip_types or a Content-Type
  * of skip_content_types) whose Content-Length is a number of at most 17 digits (longer ones
- * are left to Python's big integers); else 0, with *values its (WARC-Type, Content-Type,
- * Content-Length), each str or None; -1 on error. */
+ * are left to Python's big integers); else 0, with *values (unless values is NULL) its
+ * (WARC-Type, Content-Type, Content-Length), each str or None; -1 on error. */
 static int
 judge_block(const unsigned char *block, Py_ssize_t len, PyObject *skip_types,
             PyObject *skip_content_types, long long *unread, PyObject **values)
@@ -516,8 +516,8 @@ judge_block(const unsigned char *block, Py_ssize_t len, PyObject *skip_types,
             skip = 0;
         *unread = *unread * 10 + (length[i] - '0');
     }
-    if (skip)
-        return 1;
+    if (skip || values == NULL)
+        return skip;
     *values = Py_BuildValue(
         "(NNN)",
         type != NULL ? PyUnicode_DecodeASCII((const char *)type, found_lens[0], NULL) : Py_NewRef(Py_None),
@@ -1282,13 +1282,47 @@ plain_key_function(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return key;
 }
 
+/* The base32 of the sha1 of the next *unread bytes of the member (its payload, as
+ * walk._member_record hashes it: headers.hash_next), into b32; *unread less what was hashed;
+ * 0, or -1 with an exception raised. */
+static int
+hash_sha1(Members *self, PyObject *hash_next, long long *unread, unsigned char *b32)
+{
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    PyObject *size = PyLong_FromLongLong(*unread);
+    PyObject *got = size == NULL ? NULL
+        : PyObject_CallFunctionObjArgs(hash_next, (PyObject *)self, size, NULL);
+    Py_XDECREF(size);
+    if (got == NULL)
+        return -1;
+    if (!PyTuple_Check(got) || PyTuple_GET_SIZE(got) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(got, 0))
+            || PyBytes_GET_SIZE(PyTuple_GET_ITEM(got, 0)) != 20
+            || !PyLong_Check(PyTuple_GET_ITEM(got, 1))) {
+        Py_DECREF(got);
+        PyErr_SetString(PyExc_TypeError, "hash_next must return (a sha1 digest, an int)");
+        return -1;
+    }
+    const unsigned char *digest = (const unsigned char *)PyBytes_AS_STRING(PyTuple_GET_ITEM(got, 0));
+    for (int i = 0, o = 0; i < 20; i += 5) {
+        unsigned long long bits = 0;
+        for (int k = 0; k < 5; k++)
+            bits = bits << 8 | digest[i + k];
+        for (int k = 7; k >= 0; k--)
+            b32[o++] = alphabet[(bits >> (5 * k)) & 31];
+    }
+    *unread = PyLong_AsLongLong(PyTuple_GET_ITEM(got, 1));
+    Py_DECREF(got);
+    return *unread == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
 /* The line of the record whose plain WARC header block (len bytes, ended by a blank line) is
  * at the read position, appended to ``lines``, its member finished: 1, with *problem the
  * RecordError of a record that does not end where its Content-Length says (then no line);
  * 0 for a record left to Python (nothing consumed); -1 on error. */
 static int
-make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *origin_key, PyObject *filename,
-          PyObject *skip_content_types, PyObject *lines, PyObject **problem)
+make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *origin_key,
+          PyObject *hash_next, PyObject *filename, PyObject *skip_content_types, PyObject *lines,
+          PyObject **problem)
 {
     const unsigned char *block = self->out + self->pos, *found[8];
     Py_ssize_t n[8];
@@ -1332,8 +1366,8 @@ make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *origin_key
     }
     const unsigned char *digest = found[L_DIGEST];
     Py_ssize_t digest_len = n[L_DIGEST];
-    if (!revisit && (digest == NULL || digest_len == 0 || same(digest, digest_len, "-")))
-        return 0;  /* (its payload's sha1 is its digest: wants_payload) */
+    /* (without one, its payload's sha1 is its digest: indexer.wants_payload) */
+    int hashed = !revisit && (digest == NULL || digest_len == 0 || same(digest, digest_len, "-"));
     if (digest != NULL && digest_len >= 5 && memcmp(digest, "sha1:", 5) == 0) {
         digest += 5;
         digest_len -= 5;
@@ -1423,8 +1457,8 @@ make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *origin_key
         return 0;
     }
     /* the line up to its digest, from the header blocks while they are at hand; (each value
-     * escaped takes at most 6 bytes a byte) */
-    Py_ssize_t most = key_len + 256 + 6 * (mime_len + status_len);
+     * escaped takes at most 6 bytes a byte; 64 for a digest made here) */
+    Py_ssize_t most = key_len + 256 + 64 + 6 * (mime_len + status_len);
     for (int i = 0; i < 8; i++)
         most += 6 * (found[i] != NULL ? n[i] : 0);
     if (reserve(&self->line, &self->line_cap, most) < 0) {
@@ -1448,15 +1482,26 @@ make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *origin_key
     if (!revisit)
         o = json_field(o, &first, "mime-detected", found[L_DETECTED], n[L_DETECTED]);
     o = json_field(o, &first, "status", status, status_len);
-    o = json_field(o, &first, "digest", digest, digest_len);
+    if (!hashed)
+        o = json_field(o, &first, "digest", digest, digest_len);
     Py_ssize_t prefix = o - self->line;
-    /* the record read: its HTTP headers, then the rest of its member */
+    /* the record read: its HTTP headers, its payload hashed where need be, the rest of its
+     * member */
     self->pos += len + http_len;
-    PyObject *unread = PyLong_FromLongLong(length - http_len);
-    int failed = unread == NULL ? -1 : finish(self, unread, problem);
-    Py_XDECREF(unread);
+    long long unread = length - http_len;
+    unsigned char sha1[32];
+    if (hashed && hash_sha1(self, hash_next, &unread, sha1) < 0)
+        return -1;
+    PyObject *unread_obj = PyLong_FromLongLong(unread);
+    int failed = unread_obj == NULL ? -1 : finish(self, unread_obj, problem);
+    Py_XDECREF(unread_obj);
     if (failed < 0 || *problem != NULL)
         return failed < 0 ? -1 : 1;
+    if (hashed) {
+        o = self->line + prefix;
+        o = json_field(o, &first, "digest", sha1, 32);
+        prefix = o - self->line;
+    }
     /* then its place in the file, and the file's name, given as it goes in the line */
     Py_ssize_t filename_len;
     const char *filename_text = PyUnicode_AsUTF8AndSize(filename, &filename_len);
@@ -1480,33 +1525,38 @@ make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *origin_key
 
 /* Like records.GzipMembers.skim: pass over the members whose records the caller skips;
  * an ArchiveError that stops the walk of a member is returned last among the problems, not
- * raised.  With ``cdxj``, (url_key, origin_key, '"filename": ...', a list), the common records' CDXJ
+ * raised.  With ``cdxj``, (url_key, origin_key, hash_next, '"filename": ...', a list), the
+ * common records' CDXJ
  * lines are made too (make_line), appended to the list, and counted with those skipped. */
 static PyObject *
 Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
 {
     const char *usage = "skim(warc_types, content_types, cdxj=None): two tuples of str, and "
-                        "None or (url_key, origin_key, the line's filename field as str, a list)";
+                        "None or (url_key, origin_key, hash_next, the line's filename field as str, "
+                        "a list)";
     if ((nargs != 2 && nargs != 3) || name_tuples(args, 0, usage) < 0) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, usage);
         return NULL;
     }
     PyObject *skip_types = args[0], *skip_content_types = args[1];
-    PyObject *url_key = NULL, *origin_key = NULL, *filename = NULL, *lines = NULL;
+    PyObject *url_key = NULL, *origin_key = NULL, *hash_next = NULL, *filename = NULL,
+        *lines = NULL;
     if (nargs == 3 && args[2] != Py_None) {
-        if (!PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[2]) != 4
+        if (!PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[2]) != 5
                 || !PyCallable_Check(PyTuple_GET_ITEM(args[2], 0))
                 || !PyCallable_Check(PyTuple_GET_ITEM(args[2], 1))
-                || !PyUnicode_Check(PyTuple_GET_ITEM(args[2], 2))
-                || !PyList_Check(PyTuple_GET_ITEM(args[2], 3))) {
+                || !PyCallable_Check(PyTuple_GET_ITEM(args[2], 2))
+                || !PyUnicode_Check(PyTuple_GET_ITEM(args[2], 3))
+                || !PyList_Check(PyTuple_GET_ITEM(args[2], 4))) {
             PyErr_SetString(PyExc_TypeError, usage);
             return NULL;
         }
         url_key = PyTuple_GET_ITEM(args[2], 0);
         origin_key = PyTuple_GET_ITEM(args[2], 1);
-        filename = PyTuple_GET_ITEM(args[2], 2);
-        lines = PyTuple_GET_ITEM(args[2], 3);
+        hash_next = PyTuple_GET_ITEM(args[2], 2);
+        filename = PyTuple_GET_ITEM(args[2], 3);
+        lines = PyTuple_GET_ITEM(args[2], 4);
     }
     long long skipped = 0;
     PyObject *problems = PyList_New(0);
@@ -1526,17 +1576,22 @@ Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
         if (len > HEADERS_MAX || len < 5 || memcmp(block, "WARC/", 5) != 0 || !plain(block, len))
             return Py_BuildValue("LNLO", skipped, problems, self->start, Py_None);
         long long unread;
-        PyObject *values;
-        int skip = judge_block(block, len, skip_types, skip_content_types, &unread, &values);
+        PyObject *values = NULL;
+        /* (the values go back to Python only for a record no line is made of) */
+        int skip = judge_block(block, len, skip_types, skip_content_types, &unread,
+                               lines != NULL ? NULL : &values);
         if (skip < 0)
             goto error;
         PyObject *problem;
         if (!skip) {
-            int made = lines != NULL ? make_line(self, len, url_key, origin_key, filename,
-                                                 skip_content_types, lines, &problem) : 0;
+            int made = lines != NULL ? make_line(self, len, url_key, origin_key, hash_next,
+                                                 filename, skip_content_types, lines, &problem)
+                                     : 0;
+            if (made == 0 && values == NULL && judge_block(self->out + self->pos, len, skip_types,
+                                                           skip_content_types, &unread, &values) < 0)
+                goto error;
             if (made == 0)
                 return Py_BuildValue("LNLN", skipped, problems, self->start, values);
-            Py_DECREF(values);
             if (made < 0)
                 goto error;
             if (problem == NULL) {

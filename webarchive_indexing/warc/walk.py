@@ -144,8 +144,8 @@ def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
     hashed) is passed over undecompressed (``zstdwarc.ZstdFrames``).
     ``skip_methods``: HTTP methods (``"GET"``) whose request records (when requests are not
     in ``skip``) are passed over in the same way, each a ``Skipped`` of its own (``request``).
-    ``cdxj``: (``urlkey.url_key``, ``urlkey._origin_key``, the ``"filename": ...`` of a line,
-    a list): where the compiled walker reads a gzipped file, it makes the whole CDXJ line of a
+    ``cdxj``: (``urlkey.url_key``, ``urlkey._origin_key``, ``headers.hash_next``, the
+    ``"filename": ...`` of a line, a list): where the compiled walker reads a gzipped file, it makes the whole CDXJ line of a
     common record (pywb's fields, ``skip`` being the indexer's), appends it to the list and
     counts it in a ``Skipped`` instead of yielding it (``_members.c``, ``make_line``);
     elsewhere it does nothing.
