@@ -10,11 +10,10 @@ import random
 import pytest
 
 from webarchive_indexing.cdx import indexer
-from webarchive_indexing.cdx.cdxline import format_line
 from webarchive_indexing.cdx.indexer import IndexResult, index_file, iter_fields
 from webarchive_indexing.commands.corpus import make_corpus
 from webarchive_indexing.warc.members import CompiledMembers
-from helpers import pywb_cdx
+from helpers import index_in_python, pywb_cdx
 
 pytestmark = pytest.mark.skipif(CompiledMembers is None, reason="the compiled walker is not built")
 
@@ -104,15 +103,6 @@ def random_warc(path, seed, count=400):
             out.write(gzip.compress(record, compresslevel=rng.choice([1, 6, 9])))
 
 
-def python_path(path, name):
-    """What indexing gives with no line made in C: every record's fields, then its line."""
-    result = IndexResult(path, name)
-    with open(path, "rb") as fh:
-        result.lines = sorted(format_line(fields)
-                              for fields in iter_fields(fh, path, name, result))
-    return result
-
-
 def made_in_c(path, name):
     """The lines the compiled walker makes of ``path``'s records."""
     made = []
@@ -123,7 +113,7 @@ def made_in_c(path, name):
 
 
 def assert_same(path, name):
-    fast, slow = index_file(path, name), python_path(path, name)
+    fast, slow = index_file(path, name), index_in_python(path, name)
     assert fast.lines == slow.lines
     assert [e.as_dict() for e in fast.errors] == [e.as_dict() for e in slow.errors]
     assert fast.warnings == slow.warnings
@@ -158,7 +148,7 @@ def test_common_records_never_reach_record_fields(tmp_path, monkeypatch):
     """The point of the compiled line: a common crawl's records are indexed without their
     fields made in Python (on the old code, every record's were)."""
     (path,) = make_corpus(str(tmp_path / "corpus"), files=1, captures=200, seed=8, mean_kb=2.0)
-    expected = "".join(python_path(path, "c.warc.gz").lines)
+    expected = "".join(index_in_python(path, "c.warc.gz").lines)
     calls = []
     real = indexer.record_fields
     monkeypatch.setattr(indexer, "record_fields", lambda *a: calls.append(a) or real(*a))
