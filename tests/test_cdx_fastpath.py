@@ -262,9 +262,10 @@ def test_plain_key_leaves_surt_errors_to_python():
     assert plain_key("http://example.com/a", lambda origin: None) is None
 
 
-def test_cdx_of_an_archive_leaves_zipnum_unimported():
+def test_cdx_of_an_archive_leaves_zipnum_and_datetime_unimported():
     """Start-up: `cdx` of an archive loads no ZipNum layout (deflate, typing), which only
-    tells a shard (cdx-NNNNN.gz) by its name."""
+    tells a shard (cdx-NNNNN.gz) by its name, nor datetime, which only checks a date the
+    compiled walker leaves to Python."""
     import os
     import subprocess
     import sys
@@ -275,6 +276,6 @@ def test_cdx_of_an_archive_leaves_zipnum_unimported():
         "from webarchive_indexing.cli import main\n"
         "sys.stdout = io.StringIO()\n"
         f"assert main(['cdx', {sample!r}]) == 0\n"
-        "unwanted = {'webarchive_indexing.zipnum.layout', 'typing', 'deflate'}\n"
+        "unwanted = {'webarchive_indexing.zipnum.layout', 'typing', 'deflate', 'datetime'}\n"
         "assert not unwanted & set(sys.modules), sorted(unwanted & set(sys.modules))\n")
     subprocess.run([sys.executable, "-c", script], check=True)

@@ -158,6 +158,7 @@ LAZY = {
     "warcio.statusandheaders": "as warcio.exceptions",
     "warcio.timeutils": "only for a WARC-Date in an unusual form",
     "hashlib": "OpenSSL (~3 ms), only for a record without a payload digest",
+    "datetime": "cdx.indexer: only for a date the compiled walker leaves to Python",
     "isal": "isal.igzip (~4 ms), only for a file read as one gzip stream, not by cdx's walk "
             "of gzip members",
     "logging": "cdx of a local file does not log (tests/test_cdx.py)",

@@ -16,7 +16,6 @@ CDX formats are data, in ``cdxline``: a legend of field letters (as in the
 ``CDX N b a ...`` header line) or the CDXJ key order.
 """
 import base64
-import datetime
 import functools
 import json
 import re
@@ -90,6 +89,7 @@ def _status(http_headers):
 def _day_digits(day):
     """YYYYMMDD of YYYY-MM-DD, the year without leading zeros as strftime writes it;
     ValueError if there is no such day."""
+    import datetime  # (the compiled walker checks the common record's date itself)
     datetime.date(int(day[:4]), int(day[5:7]), int(day[8:10]))
     return day[:4].lstrip("0") + day[5:7] + day[8:10]
 
