@@ -7,7 +7,10 @@
  * passes over the records an indexer never lists (requests, metadata) without returning to
  * Python at all.  Beside it, ``header_values``: the values of a tuple of header names read
  * from a header block in one pass, for any walker (headers.pure_header_values' twin, checked
- * against it and warcio by tests/test_header_values.py).
+ * against it and warcio by tests/test_header_values.py).  And for ``cdx``, ``skim`` makes the
+ * whole CDXJ line of a common record (``make_line``, its SURT key by ``plain_key`` where the
+ * URL is plain), whose specification is cdx/indexer.py's Python path (checked against it and
+ * surt by tests/test_cdx_fastpath.py).
  *
  * records.py is the specification: every method here says which Python method it follows,
  * and tests/test_members.py runs both over the same files, good and broken.
