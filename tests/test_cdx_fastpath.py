@@ -262,10 +262,11 @@ def test_plain_key_leaves_surt_errors_to_python():
     assert plain_key("http://example.com/a", lambda origin: None) is None
 
 
-def test_cdx_of_an_archive_leaves_zipnum_and_datetime_unimported():
+def test_cdx_of_an_archive_leaves_what_it_does_not_use_unimported():
     """Start-up: `cdx` of an archive loads no ZipNum layout (deflate, typing), which only
-    tells a shard (cdx-NNNNN.gz) by its name, nor datetime, which only checks a date the
-    compiled walker leaves to Python."""
+    tells a shard (cdx-NNNNN.gz) by its name; nor datetime and base64, which only check a
+    date and write a digest the compiled walker leaves to Python; nor gzip (a gzipped
+    manifest) or postquery (--post-append)."""
     import os
     import subprocess
     import sys
@@ -276,6 +277,7 @@ def test_cdx_of_an_archive_leaves_zipnum_and_datetime_unimported():
         "from webarchive_indexing.cli import main\n"
         "sys.stdout = io.StringIO()\n"
         f"assert main(['cdx', {sample!r}]) == 0\n"
-        "unwanted = {'webarchive_indexing.zipnum.layout', 'typing', 'deflate', 'datetime'}\n"
+        "unwanted = {'webarchive_indexing.zipnum.layout', 'typing', 'deflate', 'datetime',\n"
+        "            'base64', 'gzip', 'webarchive_indexing.cdx.postquery'}\n"
         "assert not unwanted & set(sys.modules), sorted(unwanted & set(sys.modules))\n")
     subprocess.run([sys.executable, "-c", script], check=True)

@@ -15,7 +15,6 @@ Three small steps, each usable alone:
 CDX formats are data, in ``cdxline``: a legend of field letters (as in the
 ``CDX N b a ...`` header line) or the CDXJ key order.
 """
-import base64
 import functools
 import json
 import re
@@ -23,7 +22,6 @@ from urllib.parse import urljoin
 
 from .. import storage
 from .cdxline import CDX_FIELDS, CDXJ_KEYS, FORMATS, POST_KEYS, format_line, name_problem
-from .postquery import append_query, method_query
 from .urlkey import _origin_key, url_key
 from ..warc.headers import hash_next, header_getter
 from ..warc.magic import compression
@@ -212,6 +210,7 @@ def record_fields(record, offset, length, payload_sha1=None):
     except Exception as exc:  # surt raises assorted errors on malformed URLs
         raise FieldError(f"cannot canonicalize URL {fields['url']!r}: {exc}") from None
     if payload_sha1 is not None and fields["digest"] == "-":
+        import base64  # (the compiled walker writes the common record's digest itself)
         fields["digest"] = base64.b32encode(payload_sha1).decode("ascii")
     fields["length"], fields["offset"] = str(length), str(offset)
     return fields
@@ -261,6 +260,7 @@ class _RequestReader:
 
     def __call__(self, record):
         if record.rec_type == "request":
+            from .postquery import method_query  # (--post-append only)
             http = record.http_headers
             self.last = method_query(http.protocol, http.get_header("Content-Type"),
                                      http.get_header("Content-Length"), record.raw_stream)
@@ -289,6 +289,7 @@ def _post_key(fields, method, query):
     """Give a capture the key, ``method`` and ``requestBody`` of the request it answered,
     as pywb's indexer gives them (nothing for GET); a message if its URL with the query
     makes no key (the capture keeps its own)."""
+    from .postquery import append_query  # (--post-append only)
     new_url = append_query(fields["url"], method, query).replace("WB_wombat_", "")
     if new_url == fields["url"]:
         return None
