@@ -941,8 +941,9 @@ static int
 contains(const unsigned char *s, Py_ssize_t n, const char *text)
 {
     Py_ssize_t m = strlen(text);
-    for (Py_ssize_t i = 0; i + m <= n; i++)
-        if (memcmp(s + i, text, m) == 0)
+    for (const unsigned char *at = s, *end = s + n - m + 1;
+            at < end && (at = memchr(at, text[0], end - at)) != NULL; at++)
+        if (memcmp(at, text, m) == 0)
             return 1;
     return 0;
 }
@@ -988,6 +989,21 @@ warc_timestamp(const unsigned char *d, Py_ssize_t n, char *ts)
     for (int k = 0; k < 10; k++)
         ts[len++] = d[rest[k]];
     return len;
+}
+
+/* str() of a number of 0 or more, at o; where it ends. */
+static unsigned char *
+decimal(unsigned char *o, long long number)
+{
+    unsigned char digits[24];
+    int n = 0;
+    do {
+        digits[n++] = (unsigned char)('0' + number % 10);
+        number /= 10;
+    } while (number > 0);
+    while (n > 0)
+        *o++ = digits[--n];
+    return o;
 }
 
 /* json.encoder.encode_basestring_ascii of ASCII bytes, at o; where it ends. */
@@ -1512,8 +1528,16 @@ make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *origin_key
             || reserve(&self->line, &self->line_cap, prefix + filename_len + 96) < 0)
         return -1;
     o = self->line + prefix;
-    o += sprintf((char *)o, "%s\"length\": \"%lld\", \"offset\": \"%lld\", ",
-                 first ? "" : ", ", self->end - self->start, self->start);
+    if (!first) {
+        memcpy(o, ", ", 2);
+        o += 2;
+    }
+    memcpy(o, "\"length\": \"", 11);
+    o = decimal(o + 11, self->end - self->start);
+    memcpy(o, "\", \"offset\": \"", 14);
+    o = decimal(o + 14, self->start);
+    memcpy(o, "\", ", 3);
+    o += 3;
     memcpy(o, filename_text, filename_len);
     o += filename_len;
     memcpy(o, "}\n", 2);
