@@ -215,9 +215,15 @@ URL_PIECES = ["a", "B", "z9", "-", ".", "/", "?", "&", "=", "&&", "==", "~", "!"
               ";", ":", ",", "+", "id=", "Sid", "SID", "index.html", "www.", "@", "[", "]",
               "\\", "^", "`", "{", "|", "}", "$", "_", "a=b", "A=B", "?x=1&", "%41", "%2f", "%2F",
               "%25", "%252F", "%e9", "%3F", "%26", "%3d", "%23", "%20", "%", "%%", "%4", "%2",
-              "%7E", "%00", "%2E", "%28", "%7f", "%C3%A9"]
-BREAKERS = ["(", ")", "#", " ", "\x7f", "//", "/.", "/..", "jsessionid=", "PHPSESSID=",
-            "sid=", "ASPSESSIONID", "cfid=", "\xe9"]
+              "%7E", "%00", "%2E", "%28", "%7f", "%C3%A9", "(", ")", ".aspx", "x.ASPX",
+              # session ids, of surt's shapes (which it strips) and near them (which it keeps)
+              "jsessionid=", "PHPSESSID=", "sid=", "ASPSESSIONID", "cfid=", "&cftoken=",
+              "jsessionid=0123456789abcdefABCDEF0123456789ab", "&PHPSESSID=" + "Z9" * 16,
+              "?sid=" + "a" * 31, "&sid=" + "b" * 32, "&SID=" + "c" * 33, "sid=" + "d" * 31 + "%41",
+              "ASPSESSIONIDABCDEFGH=" + "x" * 24, "aspsessionidabcdefg1=" + "y" * 24,
+              "cfid=1&cftoken=2", "CFID=x", "(a(123456789012345678901234))/",
+              "(123456789012345678901234)/", "(b(12345678901234567890123))/"]
+BREAKERS = ["#", " ", "\x7f", "//", "/.", "/..", "\xe9"]
 ORIGINS = ["http://example.com", "https://Example.COM", "http://www.example.org:8080",
            "http://1.2.3.4", "http://localhost", "https://xn--bcher-kva.example",
            "http://a-b.c-d.e", "http://.example.com", "http://example.com.", "http://123",

@@ -1151,9 +1151,52 @@ minimal_escape(unsigned char *buf, const unsigned char *s, Py_ssize_t n, int pat
     return escape_once(buf, plain, n) - buf;
 }
 
+/* Whether s[at:at+count] are all of a class: alphanumeric (letters_only 0) or letters. */
+static int
+all_of(const unsigned char *s, Py_ssize_t n, Py_ssize_t at, Py_ssize_t count, int letters_only)
+{
+    if (at + count > n)
+        return 0;
+    for (Py_ssize_t i = at; i < at + count; i++) {
+        unsigned char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+              || (!letters_only && c >= '0' && c <= '9')))
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether one of surt's stripQuerySessionID patterns may match a (lower-cased) query: a
+ * session id of its shape (jsessionid=, phpsessid= or sid= and 32 alphanumerics;
+ * aspsessionid, 8 letters, '=' and 24 letters) that ends the query or an argument, or a
+ * cfid= with a &cftoken=; where none can, that step changes nothing. */
+static int
+session_id(const unsigned char *query, Py_ssize_t n)
+{
+    static const char *const markers[3] = {"jsessionid=", "phpsessid=", "sid="};
+    for (int m = 0; m < 4; m++) {
+        const char *marker = m < 3 ? markers[m] : "aspsessionid";
+        Py_ssize_t len = strlen(marker);
+        for (const unsigned char *at = query; at + len <= query + n; at++) {
+            if ((at = memchr(at, marker[0], query + n - at)) == NULL)
+                break;
+            if (at + len > query + n || memcmp(at, marker, len) != 0)
+                continue;
+            Py_ssize_t i = at + len - query;
+            Py_ssize_t end = m < 3 ? i + 32 : i + 33;
+            int shaped = m < 3 ? all_of(query, n, i, 32, 0)
+                : all_of(query, n, i, 8, 1) && i + 8 < n && query[i + 8] == '='
+                  && all_of(query, n, i + 9, 24, 1);
+            if (shaped && (end == n || query[end] == '&'))
+                return 1;
+        }
+    }
+    return contains(query, n, "cfid=") && contains(query, n, "&cftoken=");
+}
+
 /* urlkey.url_key of a URL of urlkey.PLAIN_URL's class whose path and query need none of
- * surt's steps but its escaping, case and sorting (no '(', "//" nor "/." in the path,
- * unescaped, no session-id marker in the query): the origin's key from ``origin_key``
+ * surt's steps but its escaping, case and sorting (no "//" nor "/." in the path, unescaped,
+ * no session id surt strips from the path or the query): the origin's key from ``origin_key``
  * (urlkey._origin_key, surt's own), then the path ('/' where there is none) unescaped and
  * escaped once where it has a '%', lower-cased, less a final '/', then the query, likewise
  * escaped and lower-cased, its arguments sorted.  1 with the key in *buf (*len bytes), 0 for
@@ -1201,7 +1244,8 @@ plain_key(const unsigned char *url, Py_ssize_t n, PyObject *origin_key, unsigned
     }
     for (Py_ssize_t j = 0; j < path_len; j++)
         path[j] = lower(path[j]);
-    if (memchr(path, '(', path_len) != NULL)  /* (stripPathSessionID's) */
+    /* (stripPathSessionID's patterns need a '(' and then ".aspx": without, it changes nothing) */
+    if (memchr(path, '(', path_len) != NULL && contains(path, path_len, ".aspx"))
         return 0;
     if (path_len > 1 && path[path_len - 1] == '/')
         path_len--;
@@ -1211,12 +1255,8 @@ plain_key(const unsigned char *url, Py_ssize_t n, PyObject *origin_key, unsigned
         memcpy(query, query_start, query_len);
     for (Py_ssize_t j = 0; j < query_len; j++)
         query[j] = lower(query[j]);
-    /* urlkey.QUERY_SESSION_MARKERS */
-    static const char *const markers[5] = {"jsessionid=", "phpsessid=", "sid=", "aspsessionid",
-                                           "cfid="};
-    for (int m = 0; m < 5; m++)
-        if (contains(query, query_len, markers[m]))
-            return 0;
+    if (session_id(query, query_len))
+        return 0;
     QueryArg args[QUERY_ARGS_MAX];
     Py_ssize_t count = 0;
     for (const unsigned char *arg = query, *end = query + query_len; query_len; count++) {
