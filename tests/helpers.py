@@ -9,6 +9,9 @@ import tempfile
 from pywb.indexer.cdxindexer import write_cdx_index
 from pywb.warcserver.index.zipnum import ZipNumIndexSource
 
+from webarchive_indexing.cdx.cdxline import format_line
+from webarchive_indexing.cdx.indexer import IndexResult, iter_fields
+
 DATA = os.path.join(os.path.dirname(__file__), "data")
 REAL = os.path.join(DATA, "real")
 OFFSET = re.compile(r'"offset": "(\d+)"')
@@ -30,6 +33,16 @@ def pywb_cdx(path, fmt="cdxj", filename=None):
         except Exception:  # noqa: BLE001 (pywb fails in many ways on damaged input)
             pass
     return out.getvalue().decode("utf-8")
+
+
+def index_in_python(path, name):
+    """``index_file``'s result with no line made by the compiled walker (``_members.c``'s
+    ``make_line``): every record's fields made in Python (``record_fields``), then its line."""
+    result = IndexResult(path, name)
+    with open(path, "rb") as fh:
+        result.lines = sorted(format_line(fields)
+                              for fields in iter_fields(fh, path, name, result))
+    return result
 
 
 def pywb_cdx_from(path, start, filename=None):

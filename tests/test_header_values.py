@@ -13,10 +13,10 @@ import re
 import pytest
 from warcio.statusandheaders import StatusAndHeadersParser
 
-from webarchive_indexing.cdx.indexer import _mime, index_file
+from webarchive_indexing.cdx.indexer import _mime
 from webarchive_indexing.warc import headers
 from webarchive_indexing.warc.headers import pure_header_values
-from helpers import pywb_cdx
+from helpers import index_in_python, pywb_cdx
 
 try:
     from webarchive_indexing.warc._members import header_values as compiled_header_values
@@ -128,7 +128,7 @@ def test_odd_headers_indexed_like_pywb(twin, tmp_path, monkeypatch):
     path = tmp_path / "odd.warc.gz"
     path.write_bytes(b"".join(ODD_RECORDS))
     monkeypatch.setattr(headers, "header_values", twin)
-    result = index_file(str(path), "odd.warc.gz")
+    result = index_in_python(str(path), "odd.warc.gz")
     assert not result.errors
     assert "".join(result.lines) == pywb_cdx(str(path))
     assert len(result.lines) == len(ODD_RECORDS)
@@ -146,7 +146,7 @@ def test_fields_of_a_common_record_look_no_header_up_twice(tmp_path, monkeypatch
         looked_up[block, name] += 1  # (the block kept: no id of it reused)
         return get_header(block, name, default_value)
     monkeypatch.setattr(headers.HeaderBlock, "get_header", counted)
-    result = index_file(str(path), "odd.warc.gz")
+    result = index_in_python(str(path), "odd.warc.gz")
     assert "".join(result.lines) == pywb_cdx(str(path))
     assert looked_up and max(looked_up.values()) == 1
 

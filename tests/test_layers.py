@@ -158,6 +158,9 @@ LAZY = {
     "warcio.statusandheaders": "as warcio.exceptions",
     "warcio.timeutils": "only for a WARC-Date in an unusual form",
     "hashlib": "OpenSSL (~3 ms), only for a record without a payload digest",
+    "datetime": "cdx.indexer: only for a date the compiled walker leaves to Python",
+    "base64": "cdx.indexer: only for a digest the compiled walker leaves to Python",
+    "gzip": "inputs.manifests: only for a gzipped manifest",
     "isal": "isal.igzip (~4 ms), only for a file read as one gzip stream, not by cdx's walk "
             "of gzip members",
     "logging": "cdx of a local file does not log (tests/test_cdx.py)",
@@ -198,6 +201,9 @@ LAZY = {
     f"{PACKAGE}.build.tasks": "as build.merge",
     f"{PACKAGE}.storage.lock": "as build.merge",
     f"{PACKAGE}.util.progress": "as build.merge (it loads threading)",
+    f"{PACKAGE}.cdx.postquery": "cdx.indexer: --post-append only",
+    f"{PACKAGE}.zipnum.layout": "inputs: only to tell a shard (cdx-NNNNN.gz) by its name; cdx "
+                                "of an archive does not load it (typing, deflate: ~4 ms)",
     f"{PACKAGE}.cdx.urlkey": "options loads cdx.cdxline: every command would load surt",
     f"{PACKAGE}.inputs.indexes": "cdx of archives reads no index input",
     f"{PACKAGE}.inputs.legacy": "as inputs.indexes",

@@ -15,18 +15,15 @@ Three small steps, each usable alone:
 CDX formats are data, in ``cdxline``: a legend of field letters (as in the
 ``CDX N b a ...`` header line) or the CDXJ key order.
 """
-import base64
-import datetime
 import functools
 import json
 import re
 from urllib.parse import urljoin
 
 from .. import storage
-from .cdxline import CDX_FIELDS, FORMATS, POST_KEYS, format_line, name_problem
-from .postquery import append_query, method_query
-from .urlkey import url_key
-from ..warc.headers import header_getter
+from .cdxline import CDX_FIELDS, CDXJ_KEYS, FORMATS, POST_KEYS, format_line, name_problem
+from .urlkey import _origin_key, url_key
+from ..warc.headers import hash_next, header_getter
 from ..warc.magic import compression
 from ..warc.walk import ArchiveError, Record, RecordError, Skipped, iter_records
 
@@ -90,6 +87,7 @@ def _status(http_headers):
 def _day_digits(day):
     """YYYYMMDD of YYYY-MM-DD, the year without leading zeros as strftime writes it;
     ValueError if there is no such day."""
+    import datetime  # (the compiled walker checks the common record's date itself)
     datetime.date(int(day[:4]), int(day[5:7]), int(day[8:10]))
     return day[:4].lstrip("0") + day[5:7] + day[8:10]
 
@@ -212,6 +210,7 @@ def record_fields(record, offset, length, payload_sha1=None):
     except Exception as exc:  # surt raises assorted errors on malformed URLs
         raise FieldError(f"cannot canonicalize URL {fields['url']!r}: {exc}") from None
     if payload_sha1 is not None and fields["digest"] == "-":
+        import base64  # (the compiled walker writes the common record's digest itself)
         fields["digest"] = base64.b32encode(payload_sha1).decode("ascii")
     fields["length"], fields["offset"] = str(length), str(offset)
     return fields
@@ -261,6 +260,7 @@ class _RequestReader:
 
     def __call__(self, record):
         if record.rec_type == "request":
+            from .postquery import method_query  # (--post-append only)
             http = record.http_headers
             self.last = method_query(http.protocol, http.get_header("Content-Type"),
                                      http.get_header("Content-Length"), record.raw_stream)
@@ -289,6 +289,7 @@ def _post_key(fields, method, query):
     """Give a capture the key, ``method`` and ``requestBody`` of the request it answered,
     as pywb's indexer gives them (nothing for GET); a message if its URL with the query
     makes no key (the capture keeps its own)."""
+    from .postquery import append_query  # (--post-append only)
     new_url = append_query(fields["url"], method, query).replace("WB_wombat_", "")
     if new_url == fields["url"]:
         return None
@@ -310,10 +311,12 @@ def _cc_fields(record, fields):
 
 
 def iter_fields(fh, path, filename, result, cdx_fields="pywb", zstd_dictionary=None,
-                post_append=False, zstd_verify=False):
+                post_append=False, zstd_verify=False, lines=None):
     """Yield the fields of every indexable record; problems are appended to ``result``.
     ``zstd_dictionary``: a dictionary file for a .warc.zst without its own; ``zstd_verify``:
-    every frame of it decompressed and checked (``iter_records``).
+    every frame of it decompressed and checked (``iter_records``). ``lines``: a list to
+    which, with pywb's fields, the compiled walker adds the whole CDXJ line of each common
+    record it can make one of (``iter_records``' ``cdxj``) instead of its fields yielded.
 
     With Common Crawl's fields (``cdx_fields="cc"``) a response's fields wait for the
     metadata record after it, whose charset and languages they take. With ``post_append``
@@ -326,9 +329,12 @@ def iter_fields(fh, path, filename, result, cdx_fields="pywb", zstd_dictionary=N
     metadata = _MetadataReader() if cc else None
     pending = pending_id = None
     skip = (SKIPPED_WARC_TYPES, () if cc else SKIPPED_CONTENT_TYPES)
+    cdxj = None
+    if lines is not None and not cc and filename not in ("", "-"):
+        cdxj = (url_key, _origin_key, hash_next, f'"filename": {json.dumps(filename)}', lines)
     try:
         for item in iter_records(fh, path, metadata or wants_payload, skip, zstd_dictionary,
-                                 zstd_verify=zstd_verify):
+                                 zstd_verify=zstd_verify, cdxj=cdxj):
             if type(item) is Skipped:
                 result.records += item.count
                 continue
@@ -485,9 +491,13 @@ def index_file(path, filename=None, fmt="cdxj", opener=storage.open_read, cdx_fi
     with fh:
         if trust_wacz_index and _trusted(fh, path, result, fmt, keys, cdx_fields, post_append):
             return result
+        # (CDXJ lines of pywb's fields: most made whole by the compiled walker, in ``made``)
+        made = [] if fmt == "cdxj" and keys is CDXJ_KEYS else None
         lines = [format_line(f, fmt, keys)
                  for f in iter_fields(fh, path, result.filename, result, cdx_fields,
-                                      zstd_dictionary, post_append, zstd_verify)]
+                                      zstd_dictionary, post_append, zstd_verify, made)]
+    if made:
+        lines += made
     lines.sort()
     result.lines = lines
     return result

@@ -20,7 +20,7 @@ class _Deferred(types.ModuleType):
     def __getattr__(self, attr):
         if sys.modules.get(self.__name__) is self:  # used within the block
             del sys.modules[self.__name__]
-        module = importlib.import_module(self.__name__)
+        module = importlib.import_module(_IN_PLACE_OF.get(self.__name__, self.__name__))
         for namespace in self.holders:
             for name, value in list(namespace.items()):
                 if value is self:
@@ -49,9 +49,12 @@ def _importing_without(*names):
 
 
 # surt imports modules that indexing never or seldom needs: tldextract, and requests with
-# it, for public-suffix helpers (~0.2 s), and socket, for hosts written as one number
-# (~5 ms). Deferring them shortens the start of every indexing process, and changes
-# nothing for the rest of the process: a later ``import socket`` gets socket itself.
+# it, for public-suffix helpers (~0.2 s), and socket, for hosts written as numbers (~8 ms).
+# Deferring them shortens the start of every indexing process, and changes nothing for the
+# rest of the process: a later ``import socket`` gets socket itself. What surt uses of
+# socket (inet_ntoa, gethostbyname_ex, gaierror, herror) is the C module's own, which
+# socket.py re-exports: surt gets that module, without socket.py's enums.
+_IN_PLACE_OF = {"socket": "_socket"}
 with _importing_without("tldextract", "socket"):
     from surt import surt
     from surt.GoogleURLCanonicalizer import (escapeOnce, minimalEscape, normalizePath,

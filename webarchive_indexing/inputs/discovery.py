@@ -41,7 +41,6 @@ from .. import storage
 from .manifests import read_manifest
 from .names import (ARCHIVE_EXTENSIONS, CLUSTER_INDEX, INDEX_EXTENSIONS, InputError,
                     archive_stem, index_stem, kind_of, shown_name)
-from ..zipnum.layout import shard_number
 
 # What marks a copy's plan (its chunks are CDX files of the lines the copies give)
 COPY_PLAN, COPY_PLAN_LIST = "/plan/plan.json", "/plan/chunks.txt"
@@ -162,6 +161,7 @@ def _walk(directory, outputs=(), notes=None):
     ``directory``. What is left out of the WARC family, and why, is one warning in
     ``notes``, and so is each cluster found below ``directory`` and each index not read as
     it is an archive's."""
+    from ..zipnum.layout import shard_number  # (as in names.kind_of)
     notes = [] if notes is None else notes
     below = directory.rstrip("/") + "/"
     own = [o for o in outputs if o.startswith(below)]

@@ -2,7 +2,6 @@
 the original jobs took them (``#`` starts a comment; relative lines are relative to the
 manifest), read in bounded lines.
 """
-import gzip
 import os
 
 from .. import storage
@@ -38,7 +37,10 @@ def read_manifest(path):
     base = storage.dirname(storage.abspath(path))
     paths = []
     with storage.open_read(path) as raw:
-        stream = gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw
+        stream = raw
+        if path.endswith(".gz"):
+            import gzip  # (only for a gzipped manifest: cdx of an archive starts without it)
+            stream = gzip.GzipFile(fileobj=raw)
         offset = 0
         while line := stream.readline(MANIFEST_LINE_MAX + 1):
             problem = _manifest_problem(line)

@@ -8,7 +8,6 @@ import zlib
 
 from .. import storage
 from ..warc.magic import ARCHIVE_STARTS, compression
-from ..zipnum.layout import shard_number
 
 ARCHIVE_EXTENSIONS = (".warc.gz", ".warc.zst", ".warc", ".arc.gz", ".arc", ".wacz")
 # Common Crawl publishes its file lists as warc.paths.gz
@@ -62,6 +61,7 @@ def kind_of(path):
     name = path.rsplit("/", 1)[-1]
     if path.endswith(ARCHIVE_EXTENSIONS):
         return "archive"
+    from ..zipnum.layout import shard_number  # (not needed to index an archive)
     # a shard (Common Crawl's cdx-NNNNN.gz) read alone is a flat gzipped CDX file
     if path.endswith(INDEX_EXTENSIONS) or shard_number(name) is not None:
         return "cdx"

@@ -7,7 +7,10 @@
  * passes over the records an indexer never lists (requests, metadata) without returning to
  * Python at all.  Beside it, ``header_values``: the values of a tuple of header names read
  * from a header block in one pass, for any walker (headers.pure_header_values' twin, checked
- * against it and warcio by tests/test_header_values.py).
+ * against it and warcio by tests/test_header_values.py).  And for ``cdx``, ``skim`` makes the
+ * whole CDXJ line of a common record (``make_line``, its SURT key by ``plain_key`` where the
+ * URL is plain), whose specification is cdx/indexer.py's Python path (checked against it and
+ * surt by tests/test_cdx_fastpath.py).
  *
  * records.py is the specification: every method here says which Python method it follows,
  * and tests/test_members.py runs both over the same files, good and broken.
@@ -51,6 +54,8 @@ typedef struct {
     unsigned char *out;             /* inflated bytes of the member kept; out[pos] is next */
     Py_ssize_t out_len, out_cap, pos;
     long long dropped;              /* inflated and dropped before out[0] */
+    unsigned char *line, *key;      /* the CDXJ line make_line makes, its key */
+    Py_ssize_t line_cap, key_cap;
 #ifdef WALKER_ISAL
     struct inflate_state inflater;
 #else
@@ -504,8 +509,8 @@ wrong:
 /* How skim judges a plain WARC header block (members.skim_values): 1, with *unread its
  * Content-Length, for a record the caller skips (a WARC-Type of skip_types or a Content-Type
  * of skip_content_types) whose Content-Length is a number of at most 17 digits (longer ones
- * are left to Python's big integers); else 0, with *values its (WARC-Type, Content-Type,
- * Content-Length), each str or None; -1 on error. */
+ * are left to Python's big integers); else 0, with *values (unless values is NULL) its
+ * (WARC-Type, Content-Type, Content-Length), each str or None; -1 on error. */
 static int
 judge_block(const unsigned char *block, Py_ssize_t len, PyObject *skip_types,
             PyObject *skip_content_types, long long *unread, PyObject **values)
@@ -525,8 +530,8 @@ judge_block(const unsigned char *block, Py_ssize_t len, PyObject *skip_types,
             skip = 0;
         *unread = *unread * 10 + (length[i] - '0');
     }
-    if (skip)
-        return 1;
+    if (skip || values == NULL)
+        return skip;
     *values = Py_BuildValue(
         "(NNN)",
         type != NULL ? PyUnicode_DecodeASCII((const char *)type, found_lens[0], NULL) : Py_NewRef(Py_None),
@@ -910,19 +915,727 @@ Members_recover(Members *self, PyObject *unused)
     }
 }
 
+/* -- CDXJ lines made here ----------------------------------------------------------------- */
+
+/* What skim(..., cdxj) does for the common record of a gzipped WARC: its whole CDXJ line, with
+ * pywb's fields (cdx/indexer.py's record_fields and cdxline.format_line are the
+ * specification: tests/test_cdx_fastpath.py checks this against them), made here from its
+ * two header blocks; its key given by the caller's url_key.  Any record this does not
+ * provably make the same line of is left to Python, nothing of it consumed. */
+
+/* headers.WARC_NAMES, the order of find_values' answers below */
+static const char *const line_names[8] = {"WARC-Type", "Content-Type", "Content-Length",
+    "WARC-Target-URI", "WARC-Date", "WARC-Payload-Digest", "WARC-Identified-Payload-Type",
+    "WARC-Json-Metadata"};
+static const Py_ssize_t line_name_lens[8] = {9, 12, 14, 15, 9, 19, 28, 18};
+enum {L_TYPE, L_CTYPE, L_LENGTH, L_URI, L_DATE, L_DIGEST, L_DETECTED, L_METADATA};
+static const char *const http_content_type[1] = {"Content-Type"};
+static const Py_ssize_t http_content_type_len[1] = {12};
+
+static int
+is_digits(const unsigned char *s, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+    return 1;
+}
+
+static int
+same(const unsigned char *s, Py_ssize_t n, const char *text)
+{
+    return (size_t)n == strlen(text) && memcmp(s, text, n) == 0;
+}
+
+/* Whether text is in s[0:n] (memmem is not everywhere). */
+static int
+contains(const unsigned char *s, Py_ssize_t n, const char *text)
+{
+    Py_ssize_t m = strlen(text);
+    for (const unsigned char *at = s, *end = s + n - m + 1;
+            at < end && (at = memchr(at, text[0], end - at)) != NULL; at++)
+        if (memcmp(at, text, m) == 0)
+            return 1;
+    return 0;
+}
+
+/* indexer.warc_timestamp where it takes the fast way (WARC_DATE, a real day and time of
+ * day): its 13 or 14 digits into ts, their count; 0 for any other date (Python says why). */
+static int
+warc_timestamp(const unsigned char *d, Py_ssize_t n, char *ts)
+{
+    static const char shape[] = "dddd-dd-ddTdd:dd:dd";
+    if (n < 19)
+        return 0;
+    for (int i = 0; i < 19; i++)
+        if (shape[i] == 'd' ? d[i] < '0' || d[i] > '9' : d[i] != (unsigned char)shape[i])
+            return 0;
+    Py_ssize_t i = 19;
+    if (i < n && d[i] == '.') {
+        Py_ssize_t digits = 0;
+        for (i++; i < n && d[i] >= '0' && d[i] <= '9'; i++)
+            digits++;
+        if (digits < 1 || digits > 9)
+            return 0;
+    }
+    if (i < n && d[i] == 'Z')
+        i++;
+    if (i != n)
+        return 0;
+    int year = (d[0] - '0') * 1000 + (d[1] - '0') * 100 + (d[2] - '0') * 10 + (d[3] - '0');
+    int month = (d[5] - '0') * 10 + (d[6] - '0'), day = (d[8] - '0') * 10 + (d[9] - '0');
+    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    if (year < 1 || month < 1 || month > 12 || day < 1
+            || day > days[month - 1] + (month == 2 && leap))
+        return 0;
+    if (memcmp(d + 11, "23", 2) > 0 || memcmp(d + 14, "59", 2) > 0 || memcmp(d + 17, "59", 2) > 0)
+        return 0;
+    int len = 0, from = 0;
+    while (from < 4 && d[from] == '0')  /* (the year without leading zeros, as strftime) */
+        from++;
+    for (int k = from; k < 4; k++)
+        ts[len++] = d[k];
+    static const int rest[10] = {5, 6, 8, 9, 11, 12, 14, 15, 17, 18};
+    for (int k = 0; k < 10; k++)
+        ts[len++] = d[rest[k]];
+    return len;
+}
+
+/* str() of a number of 0 or more, at o; where it ends. */
+static unsigned char *
+decimal(unsigned char *o, long long number)
+{
+    unsigned char digits[24];
+    int n = 0;
+    do {
+        digits[n++] = (unsigned char)('0' + number % 10);
+        number /= 10;
+    } while (number > 0);
+    while (n > 0)
+        *o++ = digits[--n];
+    return o;
+}
+
+/* json.encoder.encode_basestring_ascii of ASCII bytes, at o; where it ends. */
+static unsigned char *
+json_string(unsigned char *o, const unsigned char *s, Py_ssize_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    *o++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c >= ' ' && c <= '~' && c != '\\' && c != '"') {
+            *o++ = c;
+            continue;
+        }
+        *o++ = '\\';
+        switch (c) {
+        case '\\': case '"': *o++ = c; break;
+        case '\n': *o++ = 'n'; break;
+        case '\r': *o++ = 'r'; break;
+        case '\t': *o++ = 't'; break;
+        case '\b': *o++ = 'b'; break;
+        case '\f': *o++ = 'f'; break;
+        default:
+            memcpy(o, "u00", 3);
+            o[3] = hex[c >> 4];
+            o[4] = hex[c & 15];
+            o += 5;
+        }
+    }
+    *o++ = '"';
+    return o;
+}
+
+/* One "key": value of the line's JSON, after ", " unless it is the first; format_line leaves
+ * out a value that is missing, empty or "-". */
+static unsigned char *
+json_field(unsigned char *o, int *first, const char *key, const unsigned char *value,
+           Py_ssize_t n)
+{
+    if (value == NULL || n == 0 || (n == 1 && value[0] == '-'))
+        return o;
+    if (!*first) {
+        memcpy(o, ", ", 2);
+        o += 2;
+    }
+    *first = 0;
+    size_t key_len = strlen(key);
+    *o++ = '"';
+    memcpy(o, key, key_len);
+    o += key_len;
+    memcpy(o, "\": ", 3);
+    return json_string(o + 3, value, n);
+}
+
+/* One argument of a URL's query, as urlkey.url_key sorts them: (name, value), a tuple of
+ * one where there is no '='. */
+typedef struct {
+    const unsigned char *name, *value;
+    Py_ssize_t name_len, value_len;
+    int has_value;
+} QueryArg;
+
+static int
+compare_bytes(const unsigned char *a, Py_ssize_t a_len, const unsigned char *b, Py_ssize_t b_len)
+{
+    int c = memcmp(a, b, a_len < b_len ? a_len : b_len);
+    return c ? c : (a_len > b_len) - (a_len < b_len);
+}
+
+/* Python's order of those tuples of ASCII str: by name, a tuple of one before one of two. */
+static int
+compare_args(const void *x, const void *y)
+{
+    const QueryArg *a = x, *b = y;
+    int c = compare_bytes(a->name, a->name_len, b->name, b->name_len);
+    if (c || a->has_value != b->has_value)
+        return c ? c : a->has_value - b->has_value;
+    return a->has_value ? compare_bytes(a->value, a->value_len, b->value, b->value_len) : 0;
+}
+
+/* The most query arguments plain_key sorts, and the longest URL it takes (more are left
+ * to Python). */
+#define QUERY_ARGS_MAX 64
+#define PLAIN_URL_MAX 2048
+
+static int
+hex_value(unsigned char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+        : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* surt's unescapeRepeatedly (urllib's unquote_to_bytes until nothing changes) of s[0:n], in
+ * place; the new length. */
+static Py_ssize_t
+unescape_repeatedly(unsigned char *s, Py_ssize_t n)
+{
+    for (int changed = 1; changed; ) {
+        Py_ssize_t o = 0;
+        changed = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (s[i] == '%' && i + 2 < n && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0) {
+                s[o++] = (unsigned char)(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
+                i += 2;
+                changed = 1;
+            } else {
+                s[o++] = s[i];
+            }
+        }
+        n = o;
+    }
+    return n;
+}
+
+/* surt's escapeOnce (quote_from_bytes with its safe characters: all of 0x21-0x7e but '#'
+ * and '%') of s[0:n] at o; where it ends. */
+static unsigned char *
+escape_once(unsigned char *o, const unsigned char *s, Py_ssize_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c <= ' ' || c >= 0x7f || c == '#' || c == '%') {
+            *o++ = '%';
+            *o++ = hex[c >> 4];
+            *o++ = hex[c & 15];
+        } else {
+            *o++ = c;
+        }
+    }
+    return o;
+}
+
+/* What url_key makes of a path or query with a '%': unescaped repeatedly, then escaped once,
+ * in buf (3 * n bytes); its length, or -1 for a path that normalizePath would change. */
+static Py_ssize_t
+minimal_escape(unsigned char *buf, const unsigned char *s, Py_ssize_t n, int path)
+{
+    unsigned char plain[PLAIN_URL_MAX];
+    memcpy(plain, s, n);
+    n = unescape_repeatedly(plain, n);
+    /* (a path starting with '/', without "//" or "/.", is as normalizePath leaves it) */
+    if (path && (contains(plain, n, "//") || contains(plain, n, "/.")))
+        return -1;
+    return escape_once(buf, plain, n) - buf;
+}
+
+/* Whether s[at:at+count] are all of a class: alphanumeric (letters_only 0) or letters. */
+static int
+all_of(const unsigned char *s, Py_ssize_t n, Py_ssize_t at, Py_ssize_t count, int letters_only)
+{
+    if (at + count > n)
+        return 0;
+    for (Py_ssize_t i = at; i < at + count; i++) {
+        unsigned char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+              || (!letters_only && c >= '0' && c <= '9')))
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether one of surt's stripQuerySessionID patterns may match a (lower-cased) query: a
+ * session id of its shape (jsessionid=, phpsessid= or sid= and 32 alphanumerics;
+ * aspsessionid, 8 letters, '=' and 24 letters) that ends the query or an argument, or a
+ * cfid= with a &cftoken=; where none can, that step changes nothing. */
+static int
+session_id(const unsigned char *query, Py_ssize_t n)
+{
+    static const char *const markers[3] = {"jsessionid=", "phpsessid=", "sid="};
+    for (int m = 0; m < 4; m++) {
+        const char *marker = m < 3 ? markers[m] : "aspsessionid";
+        Py_ssize_t len = strlen(marker);
+        for (const unsigned char *at = query; at + len <= query + n; at++) {
+            if ((at = memchr(at, marker[0], query + n - at)) == NULL)
+                break;
+            if (at + len > query + n || memcmp(at, marker, len) != 0)
+                continue;
+            Py_ssize_t i = at + len - query;
+            Py_ssize_t end = m < 3 ? i + 32 : i + 33;
+            int shaped = m < 3 ? all_of(query, n, i, 32, 0)
+                : all_of(query, n, i, 8, 1) && i + 8 < n && query[i + 8] == '='
+                  && all_of(query, n, i + 9, 24, 1);
+            if (shaped && (end == n || query[end] == '&'))
+                return 1;
+        }
+    }
+    return contains(query, n, "cfid=") && contains(query, n, "&cftoken=");
+}
+
+/* urlkey.url_key of a URL of urlkey.PLAIN_URL's class whose path and query need none of
+ * surt's steps but its escaping, case and sorting (no "//" nor "/." in the path, unescaped,
+ * no session id surt strips from the path or the query): the origin's key from ``origin_key``
+ * (urlkey._origin_key, surt's own), then the path ('/' where there is none) unescaped and
+ * escaped once where it has a '%', lower-cased, less a final '/', then the query, likewise
+ * escaped and lower-cased, its arguments sorted.  1 with the key in *buf (*len bytes), 0 for
+ * a URL left to url_key, -1 with an exception raised. */
+static int
+plain_key(const unsigned char *url, Py_ssize_t n, PyObject *origin_key, unsigned char **buf,
+          Py_ssize_t *cap, Py_ssize_t *len)
+{
+    Py_ssize_t i = n >= 7 && memcmp(url, "http://", 7) == 0 ? 7
+        : n >= 8 && memcmp(url, "https://", 8) == 0 ? 8 : 0, host = i;
+    if (i == 0 || n > PLAIN_URL_MAX)
+        return 0;
+    while (i < n && ((url[i] >= 'a' && url[i] <= 'z') || (url[i] >= 'A' && url[i] <= 'Z')
+                     || (url[i] >= '0' && url[i] <= '9') || url[i] == '.' || url[i] == '-'))
+        i++;
+    if (i == host)
+        return 0;
+    if (i < n && url[i] == ':') {
+        Py_ssize_t digits = ++i;
+        while (i < n && url[i] >= '0' && url[i] <= '9')
+            i++;
+        if (i == digits)
+            return 0;
+    }
+    Py_ssize_t origin_end = i;
+    if (i < n && url[i] != '/')
+        return 0;
+    for (Py_ssize_t j = i; j < n; j++)
+        if (url[j] < '!' || url[j] > '~' || url[j] == '#')
+            return 0;
+    unsigned char path[3 * PLAIN_URL_MAX], query[3 * PLAIN_URL_MAX];
+    const unsigned char *mark = memchr(url + i, '?', n - i);
+    const unsigned char *path_end = mark != NULL ? mark : url + n, *query_start = mark != NULL ? mark + 1 : url + n;
+    Py_ssize_t path_len = path_end - (url + i), query_len = url + n - query_start;
+    if (path_len == 0) {  /* (normalizePath's '/') */
+        path[0] = '/';
+        path_len = 1;
+    } else if (memchr(url + i, '%', path_len) != NULL) {
+        if ((path_len = minimal_escape(path, url + i, path_len, 1)) < 0)
+            return 0;
+    } else if (contains(url + i, path_len, "//") || contains(url + i, path_len, "/.")) {
+        return 0;
+    } else {
+        memcpy(path, url + i, path_len);
+    }
+    for (Py_ssize_t j = 0; j < path_len; j++)
+        path[j] = lower(path[j]);
+    /* (stripPathSessionID's patterns need a '(' and then ".aspx": without, it changes nothing) */
+    if (memchr(path, '(', path_len) != NULL && contains(path, path_len, ".aspx"))
+        return 0;
+    if (path_len > 1 && path[path_len - 1] == '/')
+        path_len--;
+    if (memchr(query_start, '%', query_len) != NULL)
+        query_len = minimal_escape(query, query_start, query_len, 0);
+    else
+        memcpy(query, query_start, query_len);
+    for (Py_ssize_t j = 0; j < query_len; j++)
+        query[j] = lower(query[j]);
+    if (session_id(query, query_len))
+        return 0;
+    QueryArg args[QUERY_ARGS_MAX];
+    Py_ssize_t count = 0;
+    for (const unsigned char *arg = query, *end = query + query_len; query_len; count++) {
+        if (count == QUERY_ARGS_MAX)
+            return 0;
+        const unsigned char *stop = memchr(arg, '&', end - arg);
+        if (stop == NULL)
+            stop = end;
+        const unsigned char *equals = memchr(arg, '=', stop - arg);
+        args[count].name = arg;
+        args[count].name_len = (equals != NULL ? equals : stop) - arg;
+        args[count].has_value = equals != NULL;
+        args[count].value = equals != NULL ? equals + 1 : stop;
+        args[count].value_len = stop - args[count].value;
+        if (stop == end) {
+            count++;
+            break;
+        }
+        arg = stop + 1;
+    }
+    PyObject *origin = PyUnicode_DecodeASCII((const char *)url, origin_end, NULL);
+    if (origin == NULL)
+        return -1;
+    PyObject *key = PyObject_CallOneArg(origin_key, origin);
+    Py_DECREF(origin);
+    if (key == NULL)
+        return -1;
+    Py_ssize_t key_len;
+    const char *key_text = key != Py_None && PyUnicode_Check(key)
+        ? PyUnicode_AsUTF8AndSize(key, &key_len) : NULL;
+    if (key_text == NULL) {
+        Py_DECREF(key);
+        if (key == Py_None)
+            return 0;  /* no host in its SURT: surt's own way */
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "origin_key must return a str or None");
+        return -1;
+    }
+    if (reserve(buf, cap, key_len + path_len + query_len + 2) < 0) {
+        Py_DECREF(key);
+        return -1;
+    }
+    unsigned char *o = *buf;
+    memcpy(o, key_text, key_len);
+    o += key_len;
+    Py_DECREF(key);
+    memcpy(o, path, path_len);
+    o += path_len;
+    if (count > 1)
+        qsort(args, count, sizeof args[0], compare_args);
+    for (Py_ssize_t a = 0; a < count; a++) {
+        *o++ = a ? '&' : '?';
+        memcpy(o, args[a].name, args[a].name_len);
+        o += args[a].name_len;
+        if (args[a].has_value) {
+            *o++ = '=';
+            memcpy(o, args[a].value, args[a].value_len);
+            o += args[a].value_len;
+        }
+    }
+    *len = o - *buf;
+    return 1;
+}
+
+/* plain_key(url, origin_key): plain_key's key of an ASCII str, or None where it leaves the
+ * URL to url_key (for tests/test_cdx_fastpath.py, which checks it against surt). */
+static PyObject *
+plain_key_function(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyUnicode_IS_ASCII(args[0])
+            || !PyCallable_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "plain_key(url, origin_key): an ASCII str, a function");
+        return NULL;
+    }
+    unsigned char *buf = NULL;
+    Py_ssize_t cap = 0, len;
+    int plain = plain_key((const unsigned char *)PyUnicode_DATA(args[0]),
+                          PyUnicode_GET_LENGTH(args[0]), args[1], &buf, &cap, &len);
+    PyObject *key = plain < 0 ? NULL : plain ? PyUnicode_DecodeASCII((const char *)buf, len, NULL)
+                                             : Py_NewRef(Py_None);
+    PyMem_Free(buf);
+    return key;
+}
+
+/* The base32 of the sha1 of the next *unread bytes of the member (its payload, as
+ * walk._member_record hashes it: headers.hash_next), into b32; *unread less what was hashed;
+ * 0, or -1 with an exception raised. */
+static int
+hash_sha1(Members *self, PyObject *hash_next, long long *unread, unsigned char *b32)
+{
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    PyObject *size = PyLong_FromLongLong(*unread);
+    PyObject *got = size == NULL ? NULL
+        : PyObject_CallFunctionObjArgs(hash_next, (PyObject *)self, size, NULL);
+    Py_XDECREF(size);
+    if (got == NULL)
+        return -1;
+    if (!PyTuple_Check(got) || PyTuple_GET_SIZE(got) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(got, 0))
+            || PyBytes_GET_SIZE(PyTuple_GET_ITEM(got, 0)) != 20
+            || !PyLong_Check(PyTuple_GET_ITEM(got, 1))) {
+        Py_DECREF(got);
+        PyErr_SetString(PyExc_TypeError, "hash_next must return (a sha1 digest, an int)");
+        return -1;
+    }
+    const unsigned char *digest = (const unsigned char *)PyBytes_AS_STRING(PyTuple_GET_ITEM(got, 0));
+    for (int i = 0, o = 0; i < 20; i += 5) {
+        unsigned long long bits = 0;
+        for (int k = 0; k < 5; k++)
+            bits = bits << 8 | digest[i + k];
+        for (int k = 7; k >= 0; k--)
+            b32[o++] = alphabet[(bits >> (5 * k)) & 31];
+    }
+    *unread = PyLong_AsLongLong(PyTuple_GET_ITEM(got, 1));
+    Py_DECREF(got);
+    return *unread == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* The line of the record whose plain WARC header block (len bytes, ended by a blank line) is
+ * at the read position, appended to ``lines``, its member finished: 1, with *problem the
+ * RecordError of a record that does not end where its Content-Length says (then no line);
+ * 0 for a record left to Python (nothing consumed); -1 on error. */
+static int
+make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *origin_key,
+          PyObject *hash_next, PyObject *filename, PyObject *skip_content_types, PyObject *lines,
+          PyObject **problem)
+{
+    const unsigned char *block = self->out + self->pos, *found[8];
+    Py_ssize_t n[8];
+    *problem = NULL;
+    find_values(block, len, 8, line_names, line_name_lens, found, n);
+    const unsigned char *type = found[L_TYPE];
+    if (type == NULL)
+        return 0;
+    int response = same(type, n[L_TYPE], "response"), revisit = same(type, n[L_TYPE], "revisit"),
+        metadata = same(type, n[L_TYPE], "metadata");
+    if (!response && !revisit && !metadata && !same(type, n[L_TYPE], "resource"))
+        return 0;
+    /* headers.lite_record's record, that record_fields indexes without reading its payload */
+    const unsigned char *uri = found[L_URI], *length_text = found[L_LENGTH];
+    if (length_text == NULL || n[L_LENGTH] < 1 || n[L_LENGTH] > 17
+            || !is_digits(length_text, n[L_LENGTH]) || uri == NULL || n[L_URI] == 0
+            || uri[0] == '<' || memchr(uri, ' ', n[L_URI]) != NULL)
+        return 0;
+    if (found[L_CTYPE] != NULL && equals_any(found[L_CTYPE], n[L_CTYPE], skip_content_types))
+        return 0;
+    long long length = 0;
+    for (Py_ssize_t i = 0; i < n[L_LENGTH]; i++)
+        length = length * 10 + (length_text[i] - '0');
+    Py_ssize_t http_at = 0, http_len = 0;
+    int with_http = 0;
+    if (length && (response || revisit) && ((n[L_URI] >= 5 && memcmp(uri, "http:", 5) == 0)
+                                            || (n[L_URI] >= 6 && memcmp(uri, "https:", 6) == 0))) {
+        Py_ssize_t at[8];
+        for (int i = 0; i < 8; i++)
+            at[i] = found[i] != NULL ? found[i] - block : 0;
+        if (peek(self, len, &http_at, &http_len) < 0)
+            return -1;
+        /* (the bytes may have moved: the WARC block is again at the read position) */
+        block = self->out + self->pos;
+        http_at -= self->pos;
+        for (int i = 0; i < 8; i++)
+            if (found[i] != NULL)
+                found[i] = block + at[i];
+        uri = found[L_URI];
+        with_http = 1;
+    }
+    const unsigned char *digest = found[L_DIGEST];
+    Py_ssize_t digest_len = n[L_DIGEST];
+    /* (without one, its payload's sha1 is its digest: indexer.wants_payload) */
+    int hashed = !revisit && (digest == NULL || digest_len == 0 || same(digest, digest_len, "-"));
+    if (digest != NULL && digest_len >= 5 && memcmp(digest, "sha1:", 5) == 0) {
+        digest += 5;
+        digest_len -= 5;
+    }
+    char ts[14];
+    int ts_len = found[L_DATE] != NULL ? warc_timestamp(found[L_DATE], n[L_DATE], ts) : 0;
+    if (ts_len == 0)
+        return 0;
+    const unsigned char *http = block + http_at, *status = NULL, *mime = NULL;
+    Py_ssize_t status_len = 0, mime_len = 0;
+    if (with_http) {
+        /* the HTTP block: plain, its first line not blank, ended by a blank line, within
+         * the record (lite_record), and a status code that is not "-" (record_fields) */
+        if (http_len < 2 || (long long)http_len > length || http[http_len - 1] != '\n'
+                || !plain(http, http_len))
+            return 0;
+        Py_ssize_t j = http_len - 2;
+        while (j >= 0 && is_blank_char(http[j]))
+            j--;
+        if (j < 0 || http[j] != '\n')
+            return 0;
+        const unsigned char *first_end = memchr(http, '\n', http_len);
+        while (first_end > http && is_space(first_end[-1]))
+            first_end--;
+        if (first_end == http)
+            return 0;
+        const unsigned char *space = memchr(http, ' ', first_end - http);
+        status = space != NULL ? space + 1 : first_end;
+        while (status < first_end && is_space(*status))
+            status++;
+        const unsigned char *code_end = memchr(status, ' ', first_end - status);
+        status_len = (code_end != NULL ? code_end : first_end) - status;
+        if (same(status, status_len, "-"))
+            return 0;
+        if (status_len == 0 || (same(status, status_len, "204")
+                                && contains(status, first_end - status, "Error")))
+            status_len = 0;  /* _status: "-", left out */
+        find_values(http, http_len, 1, http_content_type, http_content_type_len, &mime, &mime_len);
+    } else {
+        mime = found[L_CTYPE] != NULL ? found[L_CTYPE] : NULL;
+        mime_len = n[L_CTYPE];
+        status = (const unsigned char *)"200";
+        status_len = 3;
+    }
+    if (!response)
+        status_len = 0;
+    if (revisit) {
+        mime = (const unsigned char *)"warc/revisit";
+        mime_len = 12;
+    } else if (mime == NULL || mime_len == 0) {
+        mime = (const unsigned char *)"unk";
+        mime_len = 3;
+    } else {  /* _mime: what precedes the first ';', then the first space */
+        const unsigned char *cut = memchr(mime, ';', mime_len);
+        if (cut != NULL)
+            mime_len = cut - mime;
+        cut = memchr(mime, ' ', mime_len);
+        if (cut != NULL)
+            mime_len = cut - mime;
+    }
+    if (metadata && same(mime, mime_len, "text/anvl"))
+        return 0;
+    /* its key: made here where plain_key can, else by url_key */
+    PyObject *key = NULL;
+    Py_ssize_t key_len;
+    const char *key_text = NULL;
+    int plain = plain_key(uri, n[L_URI], origin_key, &self->key, &self->key_cap, &key_len);
+    if (plain == 1) {
+        key_text = (const char *)self->key;
+    } else if (plain == 0) {
+        PyObject *url = PyUnicode_DecodeASCII((const char *)uri, n[L_URI], NULL);
+        if (url == NULL)
+            return -1;
+        key = PyObject_CallOneArg(url_key, url);
+        Py_DECREF(url);
+        key_text = key == NULL ? NULL : PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &key_len)
+                                                              : NULL;
+        if (key != NULL && key_text == NULL && !PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "url_key must return a str");
+    }
+    if (plain < 0 || key_text == NULL) {
+        Py_XDECREF(key);
+        /* (surt raises assorted errors on malformed URLs: Python says which) */
+        if (!PyErr_ExceptionMatches(PyExc_Exception))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    /* the line up to its digest, from the header blocks while they are at hand; (each value
+     * escaped takes at most 6 bytes a byte; 64 for a digest made here) */
+    Py_ssize_t most = key_len + 256 + 64 + 6 * (mime_len + status_len);
+    for (int i = 0; i < 8; i++)
+        most += 6 * (found[i] != NULL ? n[i] : 0);
+    if (reserve(&self->line, &self->line_cap, most) < 0) {
+        Py_XDECREF(key);
+        return -1;
+    }
+    unsigned char *o = self->line;
+    memcpy(o, key_text, key_len);
+    o += key_len;
+    Py_XDECREF(key);
+    *o++ = ' ';
+    memcpy(o, ts, ts_len);
+    o += ts_len;
+    memcpy(o, " {", 2);
+    o += 2;
+    int first = 1;
+    /* cdxline.CDXJ_KEYS' order */
+    o = json_field(o, &first, "metadata", found[L_METADATA], n[L_METADATA]);
+    o = json_field(o, &first, "url", uri, n[L_URI]);
+    o = json_field(o, &first, "mime", mime, mime_len);
+    if (!revisit)
+        o = json_field(o, &first, "mime-detected", found[L_DETECTED], n[L_DETECTED]);
+    o = json_field(o, &first, "status", status, status_len);
+    if (!hashed)
+        o = json_field(o, &first, "digest", digest, digest_len);
+    Py_ssize_t prefix = o - self->line;
+    /* the record read: its HTTP headers, its payload hashed where need be, the rest of its
+     * member */
+    self->pos += len + http_len;
+    long long unread = length - http_len;
+    unsigned char sha1[32];
+    if (hashed && hash_sha1(self, hash_next, &unread, sha1) < 0)
+        return -1;
+    PyObject *unread_obj = PyLong_FromLongLong(unread);
+    int failed = unread_obj == NULL ? -1 : finish(self, unread_obj, problem);
+    Py_XDECREF(unread_obj);
+    if (failed < 0 || *problem != NULL)
+        return failed < 0 ? -1 : 1;
+    if (hashed) {
+        o = self->line + prefix;
+        o = json_field(o, &first, "digest", sha1, 32);
+        prefix = o - self->line;
+    }
+    /* then its place in the file, and the file's name, given as it goes in the line */
+    Py_ssize_t filename_len;
+    const char *filename_text = PyUnicode_AsUTF8AndSize(filename, &filename_len);
+    if (filename_text == NULL
+            || reserve(&self->line, &self->line_cap, prefix + filename_len + 96) < 0)
+        return -1;
+    o = self->line + prefix;
+    if (!first) {
+        memcpy(o, ", ", 2);
+        o += 2;
+    }
+    memcpy(o, "\"length\": \"", 11);
+    o = decimal(o + 11, self->end - self->start);
+    memcpy(o, "\", \"offset\": \"", 14);
+    o = decimal(o + 14, self->start);
+    memcpy(o, "\", ", 3);
+    o += 3;
+    memcpy(o, filename_text, filename_len);
+    o += filename_len;
+    memcpy(o, "}\n", 2);
+    o += 2;
+    PyObject *line = PyUnicode_DecodeUTF8((const char *)self->line, o - self->line, NULL);
+    if (line == NULL)
+        return -1;
+    failed = PyList_Append(lines, line);
+    Py_DECREF(line);
+    return failed < 0 ? -1 : 1;
+}
+
 /* Like records.GzipMembers.skim: pass over the members whose records the caller skips;
  * an ArchiveError that stops the walk of a member is returned last among the problems, not
- * raised. */
+ * raised.  With ``cdxj``, (url_key, origin_key, hash_next, '"filename": ...', a list), the
+ * common records' CDXJ
+ * lines are made too (make_line), appended to the list, and counted with those skipped. */
 static PyObject *
 Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    const char *usage = "skim(warc_types, content_types): two tuples of str";
-    if (nargs != 2 || name_tuples(args, 0, usage) < 0) {
+    const char *usage = "skim(warc_types, content_types, cdxj=None): two tuples of str, and "
+                        "None or (url_key, origin_key, hash_next, the line's filename field as str, "
+                        "a list)";
+    if ((nargs != 2 && nargs != 3) || name_tuples(args, 0, usage) < 0) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, usage);
         return NULL;
     }
     PyObject *skip_types = args[0], *skip_content_types = args[1];
+    PyObject *url_key = NULL, *origin_key = NULL, *hash_next = NULL, *filename = NULL,
+        *lines = NULL;
+    if (nargs == 3 && args[2] != Py_None) {
+        if (!PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[2]) != 5
+                || !PyCallable_Check(PyTuple_GET_ITEM(args[2], 0))
+                || !PyCallable_Check(PyTuple_GET_ITEM(args[2], 1))
+                || !PyCallable_Check(PyTuple_GET_ITEM(args[2], 2))
+                || !PyUnicode_Check(PyTuple_GET_ITEM(args[2], 3))
+                || !PyList_Check(PyTuple_GET_ITEM(args[2], 4))) {
+            PyErr_SetString(PyExc_TypeError, usage);
+            return NULL;
+        }
+        url_key = PyTuple_GET_ITEM(args[2], 0);
+        origin_key = PyTuple_GET_ITEM(args[2], 1);
+        hash_next = PyTuple_GET_ITEM(args[2], 2);
+        filename = PyTuple_GET_ITEM(args[2], 3);
+        lines = PyTuple_GET_ITEM(args[2], 4);
+    }
     long long skipped = 0;
     PyObject *problems = PyList_New(0);
     if (problems == NULL)
@@ -941,14 +1654,36 @@ Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
         if (len > HEADERS_MAX || len < 5 || memcmp(block, "WARC/", 5) != 0 || !plain(block, len))
             return Py_BuildValue("LNLO", skipped, problems, self->start, Py_None);
         long long unread;
-        PyObject *values;
-        int skip = judge_block(block, len, skip_types, skip_content_types, &unread, &values);
+        PyObject *values = NULL;
+        /* (the values go back to Python only for a record no line is made of) */
+        int skip = judge_block(block, len, skip_types, skip_content_types, &unread,
+                               lines != NULL ? NULL : &values);
         if (skip < 0)
             goto error;
-        if (!skip)
-            return Py_BuildValue("LNLN", skipped, problems, self->start, values);
+        PyObject *problem;
+        if (!skip) {
+            int made = lines != NULL ? make_line(self, len, url_key, origin_key, hash_next,
+                                                 filename, skip_content_types, lines, &problem)
+                                     : 0;
+            if (made == 0 && values == NULL && judge_block(self->out + self->pos, len, skip_types,
+                                                           skip_content_types, &unread, &values) < 0)
+                goto error;
+            if (made == 0)
+                return Py_BuildValue("LNLN", skipped, problems, self->start, values);
+            if (made < 0)
+                goto error;
+            if (problem == NULL) {
+                skipped++;
+                continue;
+            }
+            int appended = PyList_Append(problems, problem);
+            Py_DECREF(problem);
+            if (appended < 0)
+                goto error;
+            continue;
+        }
         self->pos += len;
-        PyObject *problem, *unread_obj = PyLong_FromLongLong(unread);
+        PyObject *unread_obj = PyLong_FromLongLong(unread);
         if (unread_obj == NULL)
             goto error;
         int failed = finish(self, unread_obj, &problem);
@@ -1117,6 +1852,8 @@ static PyObject *header_end(PyObject *module, PyObject *const *args, Py_ssize_t 
 static PyMethodDef module_functions[] = {
     {"header_values", (PyCFunction)(void (*)(void))header_values, METH_FASTCALL,
      "header_values(block, names): headers.pure_header_values, compiled."},
+    {"plain_key", (PyCFunction)(void (*)(void))plain_key_function, METH_FASTCALL,
+     "plain_key(url, origin_key): urlkey.url_key of a plain URL, compiled; None for others."},
     {"skim_block", (PyCFunction)(void (*)(void))skim_block, METH_FASTCALL,
      "skim_block(out, at, warc_types, content_types): (size, values, unread) of the header "
      "block at out[at:], as members.skim_values judges it; None if no blank line ends it."},
@@ -1169,6 +1906,8 @@ Members_dealloc(Members *self)
     Py_XDECREF(self->readinto);
     PyMem_Free(self->raw);
     PyMem_Free(self->out);
+    PyMem_Free(self->line);
+    PyMem_Free(self->key);
 #ifndef WALKER_ISAL
     Py_XDECREF(self->inflater);
     Py_XDECREF(self->decompress);

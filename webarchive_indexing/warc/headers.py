@@ -47,6 +47,14 @@ def hash_rest(stream):
         digest.update(buf)
 
 
+def hash_next(members, size):
+    """(the sha1 digest of the next ``size`` bytes of the member ``members`` reads, how many of
+    them it did not hold): a payload hashed as ``lite_record``'s is (``hash_rest``), for the
+    compiled walker's lines (``walk.iter_records``' ``cdxj``)."""
+    stream = _Limit(members, size)
+    return hash_rest(stream), stream.limit
+
+
 class Headers:
     """Header values with warcio's ``StatusAndHeaders`` reading interface."""
 

@@ -43,14 +43,15 @@ from .base import ArchiveError, Record, RecordError, RecordProblem, Skipped
 __all__ = ["ArchiveError", "Record", "RecordError", "Skipped", "iter_records"]
 
 
-def _iter_members(members, path, wants_payload, skip, unit, skip_methods):
+def _iter_members(members, path, wants_payload, skip, unit, skip_methods, cdxj=()):
     """The records of a file of ``unit``s (gzip members, or a .warc.zst's records' frames)
-    that ``members`` walks; after a problem, the walk goes on at the next one that reads."""
+    that ``members`` walks; after a problem, the walk goes on at the next one that reads.
+    ``cdxj``: ``skim``'s last argument, for the compiled walker only."""
     loader = Loader()
     try:
         while True:
             try:
-                skipped, problems, offset, values = members.skim(*skip)
+                skipped, problems, offset, values = members.skim(*skip, *cdxj)
                 if skipped:
                     yield Skipped(skipped)
                 for problem in problems:
@@ -130,7 +131,7 @@ def _member_record(members, offset, values, wants_payload, loader):
 
 
 def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
-                 zstd_dictionary=None, skip_methods=(), zstd_verify=False):
+                 zstd_dictionary=None, skip_methods=(), zstd_verify=False, cdxj=None):
     """Yield a ``Record`` per record (``RecordError`` for a record that can be skipped).
 
     ``wants_payload(record)`` decides whether the sha1 of the rest of the record
@@ -143,6 +144,11 @@ def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
     hashed) is passed over undecompressed (``zstdwarc.ZstdFrames``).
     ``skip_methods``: HTTP methods (``"GET"``) whose request records (when requests are not
     in ``skip``) are passed over in the same way, each a ``Skipped`` of its own (``request``).
+    ``cdxj``: (``urlkey.url_key``, ``urlkey._origin_key``, ``headers.hash_next``, the
+    ``"filename": ...`` of a line, a list): where the compiled walker reads a gzipped file,
+    it makes the whole CDXJ line of a common record (pywb's fields, ``skip`` being the
+    indexer's), appends it to the list and counts it in a ``Skipped`` instead of yielding it
+    (``_members.c``, ``make_line``); elsewhere it does nothing.
     Raises ``ArchiveError`` when the file cannot be read further.
     """
     head = fh.peek(4)[:4] if hasattr(fh, "peek") else b""
@@ -155,9 +161,10 @@ def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
     if kind == "gz":
         if CompiledMembers is not None:
             members = CompiledMembers(fh, path, ArchiveError, RecordError)
-        else:
-            members = GzipMembers(fh, path)
-        return _iter_members(members, path, wants_payload, skip, "gzip member", skip_methods)
+            return _iter_members(members, path, wants_payload, skip, "gzip member",
+                                 skip_methods, (cdxj,) if cdxj else ())
+        return _iter_members(GzipMembers(fh, path), path, wants_payload, skip, "gzip member",
+                             skip_methods)
     if kind == "zst":
         from .zstdwarc import ZstdFrames
         return _iter_members(ZstdFrames(fh, path, zstd_dictionary, verify=zstd_verify), path,
