@@ -7,6 +7,7 @@ hostile, are those of the Python walker alone, and a walk of a file ``recompress
 starts few frames in Python. A header block's end is found by the compiled ``header_end``
 (``GzipMembers.peek_headers``' search). Importing the walker costs no hashlib and no
 threading."""
+import re
 import subprocess
 import sys
 
@@ -14,11 +15,11 @@ import pytest
 import zstandard
 
 from helpers import warcs
-from test_zstd_damaged import unsized, with_content_size
+from test_zstd_damaged import kind, unsized, with_content_size
 from test_zstd_skip import BLOCKS, block_header, frames, write
 from webarchive_indexing.cdx.indexer import (SKIPPED_CONTENT_TYPES, SKIPPED_WARC_TYPES,
                                              index_file, wants_payload)
-from webarchive_indexing.warc import headers, members, zstdwarc
+from webarchive_indexing.warc import headers, members, walk, zstdwarc
 from webarchive_indexing.warc.raw import open_records
 from webarchive_indexing.warc.walk import ArchiveError, Record, RecordError, Skipped, iter_records
 
@@ -69,15 +70,27 @@ def python_alone(monkeypatch):
         monkeypatch.setattr(zstdwarc, name, None)
 
 
+def index(path, verify=False):
+    """What indexing ``path`` gives, comparable: its lines (most made by ``zstd_skim`` where
+    it is built), the records read, the problems, the warnings."""
+    result = index_file(str(path), "f.warc.zst", zstd_verify=verify)
+    return (result.lines, result.records,
+            [(type(e).__name__, e.offset, e.reason) for e in result.errors], result.warnings)
+
+
 def same_as_python(path, monkeypatch, skip=SKIP):
     """The walk of ``path`` (verified and not) with the compiled frames and with the Python
-    walker alone is the same; returns it."""
+    walker alone is the same, and so is its index (with the lines made by ``zstd_skim`` and
+    without); returns the walk."""
     walks = {}
     for verify in (False, True):
         walks[verify] = items(path, skip, verify)
+        indexed = index(path, verify) if skip == SKIP else None
         with monkeypatch.context() as patched:
             python_alone(patched)
             assert items(path, skip, verify) == walks[verify], verify
+            if indexed is not None:
+                assert index(path, verify) == indexed, verify
     return walks[False]
 
 
@@ -99,6 +112,27 @@ def test_passed_over_frames_do_not_return_to_python(crawl, monkeypatch):
     # the warcinfo record (after the dictionary frame) and the frames a read of 1 MiB cuts
     size = len(open(crawl["zst"], "rb").read())
     assert len(started) <= 1 + 4 * (size // zstdwarc.READ_SIZE + 1), len(started)
+
+
+def test_common_lines_are_made_without_python(crawl, monkeypatch):
+    """A record indexed in Python is one whose payload is hashed (no digest in its headers)
+    or whose frame a read cuts: the line of every other is made by ``zstd_skim``."""
+    compiled()
+    handed = []
+    member_record = walk._member_record
+
+    def counted(members, offset, *args):
+        item = member_record(members, offset, *args)
+        handed.append(item)
+        return item
+
+    monkeypatch.setattr(walk, "_member_record", counted)
+    lines, records, problems, _ = index(crawl["zst"])
+    assert problems == [] and records == len(crawl["records"]) and len(lines) == 151
+    hashed = sum(1 for item in handed
+                 if item.record.rec_headers.get_header("WARC-Payload-Digest") is None)
+    size = len(open(crawl["zst"], "rb").read())
+    assert len(handed) - hashed <= 1 + size // zstdwarc.READ_SIZE, (len(handed), hashed)
 
 
 def test_the_index_is_the_python_walkers(crawl, monkeypatch):
@@ -199,6 +233,56 @@ def test_random_damage(crawl, tmp_path, monkeypatch):
             del damaged[at:at + random.randrange(1, 50)]
         path.write_bytes(bytes(damaged))
         same_as_python(str(path), monkeypatch)
+
+
+def odd_responses(records):
+    """The crawl's records, every other response changed in a way that ``zstd_skim``'s line
+    maker must leave to Python or make the line of exactly as Python: bytes after the record
+    in its frame (not blank; blank, more than a record's newlines; none), a Content-Length
+    that says more or less than there is, no digest, an odd date, status or URL, an HTTP
+    block that does not end."""
+    edits = [
+        lambda r: r + b"junk\r\n",
+        lambda r: r + b" " * 300,
+        lambda r: r[:-4],
+        lambda r: r.replace(b"Content-Length: ", b"Content-Length: 1", 1),
+        lambda r: r.replace(b"\r\nContent-Length: ", b"\r\nContent-Length: 0", 1),
+        lambda r: re.sub(rb"Content-Length: (\d+)",
+                         lambda m: b"Content-Length: %d" % (int(m[1]) - 2), r, count=1),
+        lambda r: r.replace(b"WARC-Payload-Digest: ", b"X-Was-Digest: ", 1),
+        lambda r: r.replace(b"WARC-Date: ", b"WARC-Date: 1", 1),
+        lambda r: r.replace(b"\r\n\r\nHTTP/1.1 200", b"\r\n\r\nHTTP/1.1 -", 1),
+        lambda r: r.replace(b"WARC-Target-URI: http", b"WARC-Target-URI: <http", 1),
+        lambda r: r.replace(b"WARC-Target-URI: http://", b"WARC-Target-URI: http://%41.", 1),
+        lambda r: r.replace(b"\r\n\r\nHTTP/1.1 200 OK\r\n", b"\r\n\r\nHTTP/1.1 204 Error\r\n", 1),
+        lambda r: r.replace(b"\r\n\r\nHTTP/1.1 200 OK\r\n", b"\r\n\r\nHTTP/1.1 200 OK\r\n\xe9: x\r\n", 1),
+        lambda r: r.split(b"\r\n\r\n", 1)[0].replace(b"Content-Length: ", b"Content-Length: 9", 1)
+        + b"\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: text/html\r\n" + b"x" * 5000,
+    ]
+    out, responses = [], 0
+    for record in records:
+        if kind(record) == "response":
+            # (every other one: after a problem Python reads on to the next record, and that
+            # one is Python's; the one after it is zstd_skim's again)
+            if responses % 2:
+                record = edits[responses // 2 % len(edits)](record)
+            responses += 1
+        out.append(record)
+    return out
+
+
+def test_odd_responses(crawl, tmp_path, monkeypatch):
+    """Responses that are odd, in frames split after their headers (``recompress``'s) and in
+    frames of one block: their lines, and the problems, as Python's."""
+    records = odd_responses(crawl["records"])
+    split = write(tmp_path / "split.warc.zst", records, crawl["dict"])
+    one_block = zstdwarc.compressor(3, crawl["dict"]).compress
+    whole = tmp_path / "whole.warc.zst"
+    whole.write_bytes(zstdwarc.dictionary_frame(crawl["dict"])
+                      + b"".join(one_block(record) for record in records))
+    for path in (split, str(whole)):
+        walked = same_as_python(path, monkeypatch)
+        assert any(item[0] == "problem" for item in walked), path
 
 
 def test_frames_of_other_writers(crawl, tmp_path, monkeypatch):

@@ -10,7 +10,9 @@
  * against it and warcio by tests/test_header_values.py).  And for ``cdx``, ``skim`` makes the
  * whole CDXJ line of a common record (``make_line``, its SURT key by ``plain_key`` where the
  * URL is plain), whose specification is cdx/indexer.py's Python path (checked against it and
- * surt by tests/test_cdx_fastpath.py).
+ * surt by tests/test_cdx_fastpath.py); ``zstd_skim`` makes it too for a .warc.zst's record
+ * whose header blocks are in its frame's output (``line_head``, ``line_tail``: make_line's
+ * core, on any buffer; tests/test_zstd_fast.py).
  *
  * records.py is the specification: every method here says which Python method it follows,
  * and tests/test_members.py runs both over the same files, good and broken.
@@ -1385,27 +1387,35 @@ hash_sha1(Members *self, PyObject *hash_next, long long *unread, unsigned char *
     return *unread == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
-/* The line of the record whose plain WARC header block (len bytes, ended by a blank line) is
- * at the read position, appended to ``lines``, its member finished: 1, with *problem the
- * RecordError of a record that does not end where its Content-Length says (then no line);
- * 0 for a record left to Python (nothing consumed); -1 on error. */
-static int
-make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *origin_key,
-          PyObject *hash_next, PyObject *filename, PyObject *skip_content_types, PyObject *lines,
-          PyObject **problem)
-{
-    const unsigned char *block = self->out + self->pos, *found[8];
+/* A record whose line may be made here, as line_record finds it in its WARC header block:
+ * the values of line_names (found[i] NULL where missing), its Content-Length, its kind, whether
+ * its HTTP block is read (with_http) and whether its digest is its payload's sha1 (hashed). */
+typedef struct {
+    const unsigned char *found[8];
     Py_ssize_t n[8];
-    *problem = NULL;
+    long long length;
+    int response, revisit, metadata, with_http, hashed, ts_len;
+    char ts[14];
+} LineRecord;
+
+/* Whether the record of the plain WARC header block[0:len] is one whose line may be made here
+ * (headers.lite_record's record, that record_fields indexes without reading its payload), r
+ * filled: 1, else 0 (left to Python). */
+static int
+line_record(const unsigned char *block, Py_ssize_t len, PyObject *skip_content_types,
+            LineRecord *r)
+{
+    const unsigned char **found = r->found;
+    Py_ssize_t *n = r->n;
     find_values(block, len, 8, line_names, line_name_lens, found, n);
     const unsigned char *type = found[L_TYPE];
     if (type == NULL)
         return 0;
-    int response = same(type, n[L_TYPE], "response"), revisit = same(type, n[L_TYPE], "revisit"),
-        metadata = same(type, n[L_TYPE], "metadata");
-    if (!response && !revisit && !metadata && !same(type, n[L_TYPE], "resource"))
+    r->response = same(type, n[L_TYPE], "response");
+    r->revisit = same(type, n[L_TYPE], "revisit");
+    r->metadata = same(type, n[L_TYPE], "metadata");
+    if (!r->response && !r->revisit && !r->metadata && !same(type, n[L_TYPE], "resource"))
         return 0;
-    /* headers.lite_record's record, that record_fields indexes without reading its payload */
     const unsigned char *uri = found[L_URI], *length_text = found[L_LENGTH];
     if (length_text == NULL || n[L_LENGTH] < 1 || n[L_LENGTH] > 17
             || !is_digits(length_text, n[L_LENGTH]) || uri == NULL || n[L_URI] == 0
@@ -1413,45 +1423,43 @@ make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *origin_key
         return 0;
     if (found[L_CTYPE] != NULL && equals_any(found[L_CTYPE], n[L_CTYPE], skip_content_types))
         return 0;
-    long long length = 0;
+    r->length = 0;
     for (Py_ssize_t i = 0; i < n[L_LENGTH]; i++)
-        length = length * 10 + (length_text[i] - '0');
-    Py_ssize_t http_at = 0, http_len = 0;
-    int with_http = 0;
-    if (length && (response || revisit) && ((n[L_URI] >= 5 && memcmp(uri, "http:", 5) == 0)
-                                            || (n[L_URI] >= 6 && memcmp(uri, "https:", 6) == 0))) {
-        Py_ssize_t at[8];
-        for (int i = 0; i < 8; i++)
-            at[i] = found[i] != NULL ? found[i] - block : 0;
-        if (peek(self, len, &http_at, &http_len) < 0)
-            return -1;
-        /* (the bytes may have moved: the WARC block is again at the read position) */
-        block = self->out + self->pos;
-        http_at -= self->pos;
-        for (int i = 0; i < 8; i++)
-            if (found[i] != NULL)
-                found[i] = block + at[i];
-        uri = found[L_URI];
-        with_http = 1;
-    }
+        r->length = r->length * 10 + (length_text[i] - '0');
+    r->with_http = r->length && (r->response || r->revisit)
+        && ((n[L_URI] >= 5 && memcmp(uri, "http:", 5) == 0)
+            || (n[L_URI] >= 6 && memcmp(uri, "https:", 6) == 0));
+    const unsigned char *digest = found[L_DIGEST];
+    /* (without one, its payload's sha1 is its digest: indexer.wants_payload) */
+    r->hashed = !r->revisit && (digest == NULL || n[L_DIGEST] == 0
+                                || same(digest, n[L_DIGEST], "-"));
+    r->ts_len = found[L_DATE] != NULL ? warc_timestamp(found[L_DATE], n[L_DATE], r->ts) : 0;
+    return r->ts_len != 0;
+}
+
+/* The line of the record r, up to its digest where that is its payload's sha1 (hashed), else
+ * through it, into *line (*prefix bytes; *first: no field written yet); its key made in *key;
+ * http[0:http_len] its HTTP block where with_http.  1, 0 for a record left to Python, -1 with
+ * an exception raised. */
+static int
+line_head(LineRecord *r, const unsigned char *http, Py_ssize_t http_len, PyObject *url_key,
+          PyObject *origin_key, unsigned char **key_buf, Py_ssize_t *key_cap,
+          unsigned char **line, Py_ssize_t *line_cap, Py_ssize_t *prefix, int *first)
+{
+    const unsigned char **found = r->found, *uri = found[L_URI];
+    Py_ssize_t *n = r->n;
     const unsigned char *digest = found[L_DIGEST];
     Py_ssize_t digest_len = n[L_DIGEST];
-    /* (without one, its payload's sha1 is its digest: indexer.wants_payload) */
-    int hashed = !revisit && (digest == NULL || digest_len == 0 || same(digest, digest_len, "-"));
     if (digest != NULL && digest_len >= 5 && memcmp(digest, "sha1:", 5) == 0) {
         digest += 5;
         digest_len -= 5;
     }
-    char ts[14];
-    int ts_len = found[L_DATE] != NULL ? warc_timestamp(found[L_DATE], n[L_DATE], ts) : 0;
-    if (ts_len == 0)
-        return 0;
-    const unsigned char *http = block + http_at, *status = NULL, *mime = NULL;
+    const unsigned char *status = NULL, *mime = NULL;
     Py_ssize_t status_len = 0, mime_len = 0;
-    if (with_http) {
+    if (r->with_http) {
         /* the HTTP block: plain, its first line not blank, ended by a blank line, within
          * the record (lite_record), and a status code that is not "-" (record_fields) */
-        if (http_len < 2 || (long long)http_len > length || http[http_len - 1] != '\n'
+        if (http_len < 2 || (long long)http_len > r->length || http[http_len - 1] != '\n'
                 || !plain(http, http_len))
             return 0;
         Py_ssize_t j = http_len - 2;
@@ -1482,9 +1490,9 @@ make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *origin_key
         status = (const unsigned char *)"200";
         status_len = 3;
     }
-    if (!response)
+    if (!r->response)
         status_len = 0;
-    if (revisit) {
+    if (r->revisit) {
         mime = (const unsigned char *)"warc/revisit";
         mime_len = 12;
     } else if (mime == NULL || mime_len == 0) {
@@ -1498,15 +1506,15 @@ make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *origin_key
         if (cut != NULL)
             mime_len = cut - mime;
     }
-    if (metadata && same(mime, mime_len, "text/anvl"))
+    if (r->metadata && same(mime, mime_len, "text/anvl"))
         return 0;
     /* its key: made here where plain_key can, else by url_key */
     PyObject *key = NULL;
     Py_ssize_t key_len;
     const char *key_text = NULL;
-    int plain = plain_key(uri, n[L_URI], origin_key, &self->key, &self->key_cap, &key_len);
+    int plain = plain_key(uri, n[L_URI], origin_key, key_buf, key_cap, &key_len);
     if (plain == 1) {
-        key_text = (const char *)self->key;
+        key_text = (const char *)*key_buf;
     } else if (plain == 0) {
         PyObject *url = PyUnicode_DecodeASCII((const char *)uri, n[L_URI], NULL);
         if (url == NULL)
@@ -1526,81 +1534,146 @@ make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *origin_key
         PyErr_Clear();
         return 0;
     }
-    /* the line up to its digest, from the header blocks while they are at hand; (each value
-     * escaped takes at most 6 bytes a byte; 64 for a digest made here) */
+    /* (each value escaped takes at most 6 bytes a byte; 64 for a digest made later) */
     Py_ssize_t most = key_len + 256 + 64 + 6 * (mime_len + status_len);
     for (int i = 0; i < 8; i++)
         most += 6 * (found[i] != NULL ? n[i] : 0);
-    if (reserve(&self->line, &self->line_cap, most) < 0) {
+    if (reserve(line, line_cap, most) < 0) {
         Py_XDECREF(key);
         return -1;
     }
-    unsigned char *o = self->line;
+    unsigned char *o = *line;
     memcpy(o, key_text, key_len);
     o += key_len;
     Py_XDECREF(key);
     *o++ = ' ';
-    memcpy(o, ts, ts_len);
-    o += ts_len;
+    memcpy(o, r->ts, r->ts_len);
+    o += r->ts_len;
     memcpy(o, " {", 2);
     o += 2;
-    int first = 1;
+    *first = 1;
     /* cdxline.CDXJ_KEYS' order */
-    o = json_field(o, &first, "metadata", found[L_METADATA], n[L_METADATA]);
-    o = json_field(o, &first, "url", uri, n[L_URI]);
-    o = json_field(o, &first, "mime", mime, mime_len);
-    if (!revisit)
-        o = json_field(o, &first, "mime-detected", found[L_DETECTED], n[L_DETECTED]);
-    o = json_field(o, &first, "status", status, status_len);
-    if (!hashed)
-        o = json_field(o, &first, "digest", digest, digest_len);
-    Py_ssize_t prefix = o - self->line;
-    /* the record read: its HTTP headers, its payload hashed where need be, the rest of its
-     * member */
-    self->pos += len + http_len;
-    long long unread = length - http_len;
-    unsigned char sha1[32];
-    if (hashed && hash_sha1(self, hash_next, &unread, sha1) < 0)
-        return -1;
-    PyObject *unread_obj = PyLong_FromLongLong(unread);
-    int failed = unread_obj == NULL ? -1 : finish(self, unread_obj, problem);
-    Py_XDECREF(unread_obj);
-    if (failed < 0 || *problem != NULL)
-        return failed < 0 ? -1 : 1;
-    if (hashed) {
-        o = self->line + prefix;
-        o = json_field(o, &first, "digest", sha1, 32);
-        prefix = o - self->line;
-    }
-    /* then its place in the file, and the file's name, given as it goes in the line */
+    o = json_field(o, first, "metadata", found[L_METADATA], n[L_METADATA]);
+    o = json_field(o, first, "url", uri, n[L_URI]);
+    o = json_field(o, first, "mime", mime, mime_len);
+    if (!r->revisit)
+        o = json_field(o, first, "mime-detected", found[L_DETECTED], n[L_DETECTED]);
+    o = json_field(o, first, "status", status, status_len);
+    if (!r->hashed)
+        o = json_field(o, first, "digest", digest, digest_len);
+    *prefix = o - *line;
+    return 1;
+}
+
+/* The rest of the line line_head began (prefix bytes of *line): the digest sha1 (base32, NULL
+ * where none is made), the record's place in the file and the file's name, given as it goes
+ * in the line; the line appended to ``lines``: 0, or -1 with an exception raised. */
+static int
+line_tail(unsigned char **line, Py_ssize_t *line_cap, Py_ssize_t prefix, int first,
+          const unsigned char *sha1, long long length, long long offset, PyObject *filename,
+          PyObject *lines)
+{
     Py_ssize_t filename_len;
     const char *filename_text = PyUnicode_AsUTF8AndSize(filename, &filename_len);
-    if (filename_text == NULL
-            || reserve(&self->line, &self->line_cap, prefix + filename_len + 96) < 0)
+    if (filename_text == NULL || reserve(line, line_cap, prefix + filename_len + 160) < 0)
         return -1;
-    o = self->line + prefix;
+    unsigned char *o = *line + prefix;
+    if (sha1 != NULL)
+        o = json_field(o, &first, "digest", sha1, 32);
     if (!first) {
         memcpy(o, ", ", 2);
         o += 2;
     }
     memcpy(o, "\"length\": \"", 11);
-    o = decimal(o + 11, self->end - self->start);
+    o = decimal(o + 11, length);
     memcpy(o, "\", \"offset\": \"", 14);
-    o = decimal(o + 14, self->start);
+    o = decimal(o + 14, offset);
     memcpy(o, "\", ", 3);
     o += 3;
     memcpy(o, filename_text, filename_len);
     o += filename_len;
     memcpy(o, "}\n", 2);
     o += 2;
-    PyObject *line = PyUnicode_DecodeUTF8((const char *)self->line, o - self->line, NULL);
-    if (line == NULL)
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)*line, o - *line, NULL);
+    if (text == NULL)
         return -1;
-    failed = PyList_Append(lines, line);
-    Py_DECREF(line);
-    return failed < 0 ? -1 : 1;
+    int failed = PyList_Append(lines, text);
+    Py_DECREF(text);
+    return failed;
 }
 
+/* The line of the record whose plain WARC header block (len bytes, ended by a blank line) is
+ * at the read position, appended to ``lines``, its member finished: 1, with *problem the
+ * RecordError of a record that does not end where its Content-Length says (then no line);
+ * 0 for a record left to Python (nothing consumed); -1 on error. */
+static int
+make_line(Members *self, Py_ssize_t len, PyObject *url_key, PyObject *origin_key,
+          PyObject *hash_next, PyObject *filename, PyObject *skip_content_types, PyObject *lines,
+          PyObject **problem)
+{
+    const unsigned char *block = self->out + self->pos;
+    LineRecord r;
+    *problem = NULL;
+    if (!line_record(block, len, skip_content_types, &r))
+        return 0;
+    Py_ssize_t http_at = 0, http_len = 0;
+    if (r.with_http) {
+        Py_ssize_t at[8];
+        for (int i = 0; i < 8; i++)
+            at[i] = r.found[i] != NULL ? r.found[i] - block : 0;
+        if (peek(self, len, &http_at, &http_len) < 0)
+            return -1;
+        /* (the bytes may have moved: the WARC block is again at the read position) */
+        block = self->out + self->pos;
+        http_at -= self->pos;
+        for (int i = 0; i < 8; i++)
+            if (r.found[i] != NULL)
+                r.found[i] = block + at[i];
+    }
+    Py_ssize_t prefix;
+    int first;
+    int made = line_head(&r, block + http_at, http_len, url_key, origin_key, &self->key,
+                         &self->key_cap, &self->line, &self->line_cap, &prefix, &first);
+    if (made <= 0)
+        return made;
+    /* the record read: its HTTP headers, its payload hashed where need be, the rest of its
+     * member */
+    self->pos += len + http_len;
+    long long unread = r.length - http_len;
+    unsigned char sha1[32];
+    if (r.hashed && hash_sha1(self, hash_next, &unread, sha1) < 0)
+        return -1;
+    PyObject *unread_obj = PyLong_FromLongLong(unread);
+    int failed = unread_obj == NULL ? -1 : finish(self, unread_obj, problem);
+    Py_XDECREF(unread_obj);
+    if (failed < 0 || *problem != NULL)
+        return failed < 0 ? -1 : 1;
+    return line_tail(&self->line, &self->line_cap, prefix, first, r.hashed ? sha1 : NULL,
+                     self->end - self->start, self->start, filename, lines) < 0 ? -1 : 1;
+}
+
+/* skim's cdxj argument, (url_key, origin_key, hash_next, '"filename": ...', a list), into
+ * cdxj[0:5] (borrowed); None leaves them NULL; 0, or -1 with TypeError(usage). */
+static int
+cdxj_arg(PyObject *arg, const char *usage, PyObject **cdxj)
+{
+    for (int i = 0; i < 5; i++)
+        cdxj[i] = NULL;
+    if (arg == Py_None)
+        return 0;
+    if (!PyTuple_Check(arg) || PyTuple_GET_SIZE(arg) != 5
+            || !PyCallable_Check(PyTuple_GET_ITEM(arg, 0))
+            || !PyCallable_Check(PyTuple_GET_ITEM(arg, 1))
+            || !PyCallable_Check(PyTuple_GET_ITEM(arg, 2))
+            || !PyUnicode_Check(PyTuple_GET_ITEM(arg, 3))
+            || !PyList_Check(PyTuple_GET_ITEM(arg, 4))) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    for (int i = 0; i < 5; i++)
+        cdxj[i] = PyTuple_GET_ITEM(arg, i);
+    return 0;
+}
 /* Like records.GzipMembers.skim: pass over the members whose records the caller skips;
  * an ArchiveError that stops the walk of a member is returned last among the problems, not
  * raised.  With ``cdxj``, (url_key, origin_key, hash_next, '"filename": ...', a list), the
@@ -1618,24 +1691,11 @@ Members_skim(Members *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *skip_types = args[0], *skip_content_types = args[1];
-    PyObject *url_key = NULL, *origin_key = NULL, *hash_next = NULL, *filename = NULL,
-        *lines = NULL;
-    if (nargs == 3 && args[2] != Py_None) {
-        if (!PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[2]) != 5
-                || !PyCallable_Check(PyTuple_GET_ITEM(args[2], 0))
-                || !PyCallable_Check(PyTuple_GET_ITEM(args[2], 1))
-                || !PyCallable_Check(PyTuple_GET_ITEM(args[2], 2))
-                || !PyUnicode_Check(PyTuple_GET_ITEM(args[2], 3))
-                || !PyList_Check(PyTuple_GET_ITEM(args[2], 4))) {
-            PyErr_SetString(PyExc_TypeError, usage);
-            return NULL;
-        }
-        url_key = PyTuple_GET_ITEM(args[2], 0);
-        origin_key = PyTuple_GET_ITEM(args[2], 1);
-        hash_next = PyTuple_GET_ITEM(args[2], 2);
-        filename = PyTuple_GET_ITEM(args[2], 3);
-        lines = PyTuple_GET_ITEM(args[2], 4);
-    }
+    PyObject *cdxj[5];
+    if (cdxj_arg(nargs == 3 ? args[2] : Py_None, usage, cdxj) < 0)
+        return NULL;
+    PyObject *url_key = cdxj[0], *origin_key = cdxj[1], *hash_next = cdxj[2], *filename = cdxj[3],
+        *lines = cdxj[4];
     long long skipped = 0;
     PyObject *problems = PyList_New(0);
     if (problems == NULL)
@@ -2080,11 +2140,15 @@ zstd_output(PyObject *decompress, const unsigned char *buf, Py_ssize_t len)
     return out;
 }
 
-/* zstd_skim(raw, rpos, decompressor, skip_types, content_types, verify): ZstdFrames.skim over
- * the frames wholly in raw[rpos:], as far as they are common ones (see zstd_frame) and their
- * records are passed over as GzipMembers.skim, skim_block and ZstdFrames.finish pass them: a
- * plain WARC header block judged skipped, then the record ending in its frame with at most
- * TRAILER_MAX bytes after it (whitespace, where the frame is decompressed whole). A frame is
+/* zstd_skim(raw, rpos, decompressor, skip_types, content_types, verify, raw_offset=0,
+ * cdxj=None): ZstdFrames.skim over the frames wholly in raw[rpos:] (raw[0] at raw_offset in the
+ * file), as far as they are common ones (see zstd_frame) and their records are passed over as
+ * GzipMembers.skim, skim_block and ZstdFrames.finish pass them: a plain WARC header block
+ * judged skipped, then the record ending in its frame with at most TRAILER_MAX bytes after it
+ * (whitespace, where the frame is decompressed whole).  With ``cdxj`` (as Members.skim's), a
+ * record whose line make_line would make and whose header blocks are in the frame's output
+ * is passed over so too, its line made (line_head, line_tail: the offset and length its
+ * frame's), unless its payload would be hashed (Python hashes it). A frame is
  * decompressed whole by decompressor.decompress, or (unless verify) its first block alone by a
  * decompressor.decompressobj() where it has more.  Returns (records passed over, rpos after
  * them, the frame stopped at if its record is not passed over: (its output, its end in raw, the
@@ -2095,9 +2159,10 @@ zstd_output(PyObject *decompress, const unsigned char *buf, Py_ssize_t len)
 static PyObject *
 zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    const char *usage = "zstd_skim(raw, rpos, decompressor, warc_types, content_types, verify)";
+    const char *usage = "zstd_skim(raw, rpos, decompressor, warc_types, content_types, verify, "
+                        "raw_offset=0, cdxj=None)";
     Py_ssize_t rpos;
-    if (nargs != 6 || name_tuples(args, 3, usage) < 0) {
+    if ((nargs != 6 && nargs != 8) || name_tuples(args, 3, usage) < 0) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, usage);
         return NULL;
@@ -2106,6 +2171,14 @@ zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int verify = PyObject_IsTrue(args[5]);
     if ((rpos == -1 && PyErr_Occurred()) || verify < 0)
         return NULL;
+    long long raw_offset = nargs == 8 ? PyLong_AsLongLong(args[6]) : 0;
+    PyObject *cdxj[5];
+    if ((raw_offset == -1 && PyErr_Occurred())
+            || cdxj_arg(nargs == 8 ? args[7] : Py_None, usage, cdxj) < 0)
+        return NULL;
+    PyObject *lines = cdxj[4];
+    unsigned char *line = NULL, *key = NULL;  /* (line_head's, made as needed) */
+    Py_ssize_t line_cap = 0, key_cap = 0;
     static PyObject *str_decompress_name;
     if (str_decompress_name == NULL
             && (str_decompress_name = PyUnicode_InternFromString("decompress")) == NULL)
@@ -2123,7 +2196,7 @@ zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     const unsigned char *buf = raw.buf;
     long long passed = 0;
     PyObject *started = NULL, *out = NULL, *inflater = NULL;
-    ZstdFrame frame;
+    ZstdFrame frame = {0};  /* (zstd_frame fills it; gcc cannot tell) */
     while (rpos >= 0 && rpos < raw.len
            && zstd_frame(buf + rpos, raw.len - rpos, &frame) == 0
            && (!(verify || frame.blocks == 1) || frame.end <= READ_SIZE)) {
@@ -2149,13 +2222,48 @@ zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_ssize_t out_len = PyBytes_GET_SIZE(out), len = blank_line_end(block, 0, out_len);
         if (len < 0)
             break;
-        PyObject *values = Py_NewRef(Py_None);
+        PyObject *values = NULL;
         long long unread = 0;
-        int skip = 0;
-        if (len <= HEADERS_MAX && len >= 5 && memcmp(block, "WARC/", 5) == 0 && plain(block, len)) {
-            Py_DECREF(values);
-            skip = judge_block(block, len, args[3], args[4], &unread, &values);
+        int skip = 0, common = len <= HEADERS_MAX && len >= 5 && memcmp(block, "WARC/", 5) == 0
+                               && plain(block, len);
+        if (common) {
+            /* (the values go back to Python only for a record no line is made of) */
+            skip = judge_block(block, len, args[3], args[4], &unread,
+                               lines != NULL ? NULL : &values);
             if (skip < 0)
+                goto error;
+        }
+        LineRecord r;
+        if (common && !skip && lines != NULL && line_record(block, len, args[4], &r) && !r.hashed) {
+            /* as ZstdFrames.finish passes it over: its header blocks read, the rest of the
+             * record and at most TRAILER_MAX bytes after it in the frame (whitespace, where
+             * the frame is decompressed whole) */
+            Py_ssize_t http_end = r.with_http ? blank_line_end(block, len, out_len) : len;
+            long long rest = (inflater != NULL ? frame.content : out_len) - len - r.length;
+            int ends = http_end >= 0 && rest > 0 && rest <= TRAILER_MAX;
+            for (Py_ssize_t k = out_len - rest; ends && inflater == NULL && k < out_len; k++)
+                ends = is_byte_space(block[k]);
+            Py_ssize_t prefix;
+            int first, made = ends ? line_head(&r, block + len, http_end - len, cdxj[0], cdxj[1],
+                                               &key, &key_cap, &line, &line_cap, &prefix, &first)
+                                   : 0;
+            if (made > 0 && line_tail(&line, &line_cap, prefix, first, NULL, frame.end,
+                                      raw_offset + rpos, cdxj[3], lines) < 0)
+                made = -1;
+            if (made < 0)
+                goto error;
+            if (made) {
+                Py_CLEAR(out);
+                Py_CLEAR(inflater);
+                passed++;
+                rpos += frame.end;
+                continue;
+            }
+        }
+        if (!skip && values == NULL) {
+            if (!common)
+                values = Py_NewRef(Py_None);
+            else if (judge_block(block, len, args[3], args[4], &unread, &values) < 0)
                 goto error;
         }
         if (!skip) {
@@ -2184,6 +2292,8 @@ zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 stop:
     Py_XDECREF(out);
     Py_XDECREF(inflater);
+    PyMem_Free(line);
+    PyMem_Free(key);
     Py_DECREF(decompress);
     Py_DECREF(decompressobj);
     PyBuffer_Release(&raw);
@@ -2193,6 +2303,8 @@ stop:
 error:
     Py_XDECREF(out);
     Py_XDECREF(inflater);
+    PyMem_Free(line);
+    PyMem_Free(key);
     Py_DECREF(decompress);
     Py_DECREF(decompressobj);
     PyBuffer_Release(&raw);

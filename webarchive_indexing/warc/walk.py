@@ -145,10 +145,11 @@ def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
     ``skip_methods``: HTTP methods (``"GET"``) whose request records (when requests are not
     in ``skip``) are passed over in the same way, each a ``Skipped`` of its own (``request``).
     ``cdxj``: (``urlkey.url_key``, ``urlkey._origin_key``, ``headers.hash_next``, the
-    ``"filename": ...`` of a line, a list): where the compiled walker reads a gzipped file,
-    it makes the whole CDXJ line of a common record (pywb's fields, ``skip`` being the
-    indexer's), appends it to the list and counts it in a ``Skipped`` instead of yielding it
-    (``_members.c``, ``make_line``); elsewhere it does nothing.
+    ``"filename": ...`` of a line, a list): where the compiled walker reads a gzipped file
+    or a .warc.zst (there, records whose payload need not be hashed), it makes the whole
+    CDXJ line of a common record (pywb's fields, ``skip`` being the indexer's), appends it
+    to the list and counts it in a ``Skipped`` instead of yielding it (``_members.c``,
+    ``make_line``, ``zstd_skim``); elsewhere it does nothing.
     Raises ``ArchiveError`` when the file cannot be read further.
     """
     head = fh.peek(4)[:4] if hasattr(fh, "peek") else b""
@@ -168,7 +169,8 @@ def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
     if kind == "zst":
         from .zstdwarc import ZstdFrames
         return _iter_members(ZstdFrames(fh, path, zstd_dictionary, verify=zstd_verify), path,
-                             wants_payload, skip, "record's zstd frame", skip_methods)
+                             wants_payload, skip, "record's zstd frame", skip_methods,
+                             (cdxj,) if cdxj else ())
     if kind == "zip":
         return _iter_wacz(fh, path, wants_payload, skip, skip_methods)
     from .plain import iter_plain  # (its patterns cost start-up time)

@@ -593,16 +593,19 @@ class ZstdFrames(GzipMembers):
                     "it does not hold, give it with --zstd-dictionary FILE)")
         return f"corrupt zstd frame: {exc}"
 
-    def skim(self, skip_types, skip_content_types):
+    def skim(self, skip_types, skip_content_types, cdxj=None):
         """``GzipMembers.skim``; where the compiled ``zstd_skim`` is built, the common frames
         in what is read are passed over, and the record stopped at started, by it, in one
         call: the Python of the walk reads only what it leaves (a frame cut by the end of a
-        read, a skippable frame, and anything uncommon or wrong, which it reports)."""
+        read, a skippable frame, and anything uncommon or wrong, which it reports). ``cdxj``:
+        as the compiled gzip walker's, the common records' lines made by ``zstd_skim`` too
+        (and counted with those passed over); without it, nothing."""
         passed = 0
         if zstd_skim is not None and self.decompressor is not None and self.started is None \
                 and self.ahead_error is None:
             passed, self.rpos, started = zstd_skim(self.raw, self.rpos, self.decompressor,
-                                                   skip_types, skip_content_types, self.verify)
+                                                   skip_types, skip_content_types, self.verify,
+                                                   self.raw_offset, cdxj)
             if passed:
                 self.decompressed = True
             if started is not None:
