@@ -1,0 +1,142 @@
+"""A build from CDX files with less work a line (issue 26, item 4).
+
+* ``inputs/_linecheck.c``: the compiled check of a chunk of CDXJ lines takes exactly the
+  lines its twin, the regular expression ``linecheck.ALL_WELL_FORMED["cdxj"]``, takes
+  (crafted lines at every rule of the grammar, and random mutations of real lines), and an
+  index input reads to the same lines and problems through either.
+"""
+import gzip
+import random
+
+import pytest
+
+from webarchive_indexing.inputs import linecheck
+from webarchive_indexing.inputs.sources import open_index
+
+GOOD = (b'com,example)/ 20240101000000 {"url": "http://example.com/", "mime": "text/html", '
+        b'"status": "200", "digest": "AAAA", "length": "1043", "offset": "333", '
+        b'"filename": "a.warc.gz"}')
+
+CRAFTED = [
+    GOOD,
+    b'k 1 {"offset": "1", "length": "2"}',
+    b'k 1 {"length": 2, "offset": 0}',
+    b'k 1 { \t"offset"\t:\t"1" , "length" :  2  }',
+    b'k 1 {"offset": "1", "length": "2", "x": -1.5e+3, "y": true, "z": false, "w": null}',
+    b'k 1 {"offset": "1", "length": "2", "u": "\\u00e9\\n\\"\\\\\\/\\b\\f\\r\\t"}',
+    b'k\xc3\xa9 1 {"offset": "1", "length": "2", "s": "caf\xc3\xa9"}',
+    b'k\x00\x0e\x1b\x7f 1 {"offset": "1", "length": "2"}',
+    b'k 1 {"offset": "1", "length": "2", "offset": "x"}',
+    b'k 1 {"offset": "x", "length": "2", "offset": "1"}',
+    # refused
+    b'',
+    b'k 1 {}',
+    b'k 1 {"offset": "1"}',
+    b'k 1 {"length": "1"}',
+    b'k 1 {"offset": 1.0, "length": 2}',
+    b'k 1 {"offset": -1, "length": 2}',
+    b'k 1 {"offset": 01, "length": 2}',
+    b'k 1 {"offset": "", "length": 2}',
+    b'k 1 {"offset": "1a", "length": 2}',
+    b'k 1 {"offset": 1e5, "length": 2}',
+    b'k 1 {"offset": 1, "length": 2,}',
+    b'k 1 {"offset": 1 "length": 2}',
+    b'k 1 {"offset": 1, "length": 2, "a": {"b": 1}}',
+    b'k 1 {"offset": 1, "length": 2, "a": [1]}',
+    b'k 1 {"offset": 1, "length": 2, "a": tru}',
+    b'k 1 {"offset": 1, "length": 2, "a": 1.}',
+    b'k 1 {"offset": 1, "length": 2, "a": 1e}',
+    b'k 1 {"offset": 1, "length": 2, "a": 1e+}',
+    b'k 1 {"offset": 1, "length": 2, "a": -}',
+    b'k 1 {"offset": 1, "length": 2, "a": "\\x"}',
+    b'k 1 {"offset": 1, "length": 2, "a": "\\u12g4"}',
+    b'k 1 {"offset": 1, "length": 2, "a": "\\u123"}',
+    b'k 1 {"offset": 1, "length": 2, "a": "tab\there"}',
+    b'k 1 {"offset": 1, "length": 2, a: 1}',
+    b'k 1 {"offset": 1, "length": 2}x',
+    b'k 1 {"offset": 1, "length": 2} ',
+    b'k 1 {"off\\u0073et": 1, "length": 2}',
+    b'k 1  {"offset": 1, "length": 2}',
+    b'k  1 {"offset": 1, "length": 2}',
+    b'k x1 {"offset": 1, "length": 2}',
+    b'k 1{"offset": 1, "length": 2}',
+    b' 1 {"offset": 1, "length": 2}',
+    b'k\x1c 1 {"offset": 1, "length": 2}',
+    b'k\x0b 1 {"offset": 1, "length": 2}',
+    b'k\t1 {"offset": 1, "length": 2}',
+    b'k 1 {"offset": 1, "length": 2}}k 1 {"offset": 1, "length": 2}',
+    b'k 1 {"offset": 1, "length": 2, "a": "open}',
+]
+
+# What mutations insert: the bytes the grammar turns on
+ALPHABET = b' \t"\\{}:,.-+eE0123456789abfnrtu\x00\x1c\x7f\xc3\xa9\x0bxnull'
+
+
+def expression(data):
+    return linecheck.ALL_WELL_FORMED["cdxj"].fullmatch(data) is not None
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    assert linecheck.cdxj_well_formed is not None, \
+        "inputs/_linecheck.c is not built: reinstall (pip install -e .) with a C compiler"
+    return linecheck.cdxj_well_formed
+
+
+def test_compiled_check_is_the_chunk_check_of_cdxj():
+    assert linecheck.ALL_WELL_FORMED_MATCH["cdxj"] is linecheck.cdxj_well_formed
+
+
+def test_compiled_check_takes_crafted_lines_as_the_expression(compiled):
+    taken = 0
+    for line in CRAFTED:
+        for data in (line + b"\n", line, line + b"\n" + GOOD + b"\n", GOOD + b"\n" + line + b"\n"):
+            assert compiled(data) == expression(data), data
+        taken += expression(line + b"\n")
+    assert taken == 10  # the crafted lines take both answers
+    assert compiled(b"") and compiled(memoryview(GOOD + b"\n")[:])
+
+
+def mutated(rng, line):
+    data = bytearray(line)
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randrange(len(data) + 1)
+        kind = rng.random()
+        if kind < 0.4 and at < len(data):
+            data[at] = rng.choice(ALPHABET)
+        elif kind < 0.7:
+            data[at:at] = bytes(rng.choice(ALPHABET) for _ in range(rng.randint(1, 4)))
+        else:
+            del data[at:at + rng.randint(1, 6)]
+    return bytes(data).replace(b"\n", b"")
+
+
+def test_compiled_check_takes_random_lines_as_the_expression(compiled):
+    rng = random.Random(26)
+    seeds = [line for line in CRAFTED if line]
+    answers = set()
+    for _ in range(20000):
+        line = mutated(rng, rng.choice(seeds))
+        data = line + b"\n"
+        answer = expression(data)
+        assert compiled(data) == answer, data
+        answers.add(answer)
+    assert answers == {True, False}
+
+
+def test_index_input_reads_the_same_through_either_check(tmp_path, monkeypatch, compiled):
+    rng = random.Random(4)
+    lines = sorted({mutated(rng, GOOD) if rng.random() < 0.3 else
+                    GOOD.replace(b"example", b"ex%05d" % n) for n in range(3000)})
+    path = tmp_path / "in.cdxj.gz"
+    path.write_bytes(gzip.compress(b"\n".join(lines) + b"\n"))
+
+    def read():
+        source = open_index(str(path))
+        return [list(chunk) for chunk in source.chunks(4096)], source.problems, source.malformed
+
+    with_compiled = read()
+    monkeypatch.setitem(linecheck.ALL_WELL_FORMED_MATCH, "cdxj",
+                        linecheck.ALL_WELL_FORMED["cdxj"].fullmatch)
+    assert read() == with_compiled
+    assert with_compiled[2] > 0 and sum(map(len, with_compiled[0])) > 2000
