@@ -140,3 +140,40 @@ def test_index_input_reads_the_same_through_either_check(tmp_path, monkeypatch, 
                         linecheck.ALL_WELL_FORMED["cdxj"].fullmatch)
     assert read() == with_compiled
     assert with_compiled[2] > 0 and sum(map(len, with_compiled[0])) > 2000
+
+
+def test_run_writer_writes_a_large_chunk_in_pieces_of_its_index(tmp_path, monkeypatch):
+    """A merge hands RunWriter chunks of tens of MB; it writes them an index entry's lines
+    at a time (no copy of the whole chunk), the same file and index as one write."""
+    from webarchive_indexing.build import runs
+
+    lines = sorted(b"k%07d %s" % (n, b"x" * (n % 50)) for n in range(10000))
+    chunks = [lines[:1], lines[1:700], [], lines[700:]]
+    writes = []
+
+    class Recording:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def write(self, data):
+            writes.append(len(data))
+            return self.fh.write(data)
+
+        def close(self):
+            self.fh.close()
+
+    with runs.RunWriter(str(tmp_path / "a.run")) as out:
+        out._fh = Recording(out._fh)
+        for chunk in chunks:
+            out.write(chunk)
+    data = (tmp_path / "a.run").read_bytes()
+    assert data == b"".join(line + b"\n" for line in lines)
+    assert max(writes) <= max(map(len, lines)) * runs.INDEX_EVERY + runs.INDEX_EVERY
+    index = runs.array.array("Q", (tmp_path / "a.run.idx").read_bytes())
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    assert list(index) == starts[:len(lines):runs.INDEX_EVERY]
+    run = out.run
+    assert (run.lines, run.size) == (len(lines), len(data))
+    assert run.position(lines[5000]) == (5000, starts[5000])
