@@ -7,6 +7,7 @@
 """
 import gzip
 import random
+import sys
 
 import pytest
 
@@ -177,3 +178,69 @@ def test_run_writer_writes_a_large_chunk_in_pieces_of_its_index(tmp_path, monkey
     run = out.run
     assert (run.lines, run.size) == (len(lines), len(data))
     assert run.position(lines[5000]) == (5000, starts[5000])
+
+
+def shard_of_blocks(path, blocks, lines_per_block, seed=0):
+    """A shard file of gzip blocks of random lines; its ``Block``s and lines."""
+    import os as _os
+    from webarchive_indexing.zipnum import layout
+    from webarchive_indexing.zipnum.shardrun import Block
+
+    rng = random.Random(seed)
+    lines = sorted(b"k%08d %s" % (rng.randrange(10 ** 8), _os.urandom(60).hex().encode())
+                   for _ in range(blocks * lines_per_block))
+    found, offset = [], 0
+    with open(path, "wb") as out:
+        for start in range(0, len(lines), lines_per_block):
+            member = layout.gzip_block([b"\n".join(lines[start:start + lines_per_block]) + b"\n"],
+                                       "libdeflate-5")
+            out.write(member)
+            found.append(Block(layout.block_key(lines[start]), offset, len(member)))
+            offset += len(member)
+    return found, lines
+
+
+def test_a_shard_is_read_a_member_at_a_time(tmp_path):
+    """An update reads each old shard a fetch of blocks at a time; the fetch is inflated a
+    member at a time, never into one buffer of its whole size beside its lines."""
+    import tracemalloc
+    from webarchive_indexing.zipnum.shardrun import ShardRun
+
+    blocks, lines = shard_of_blocks(tmp_path / "cdx-00000.gz", 12, 1000)
+    run = ShardRun(0, str(tmp_path / "cdx-00000.gz"), blocks, 1000, 1000)
+    assert [line for chunk in run.chunks() for line in chunk] == lines
+    size = sum(map(len, lines))
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        fetched = blocks[-1].offset + blocks[-1].length
+        read = run._inflate(0, fetched)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert read == lines
+    held = sum(map(sys.getsizeof, read)) + sys.getsizeof(read)
+    # besides its lines: the fetch, what is left of it after a member, two members' lines
+    assert peak - held < 2 * fetched + 2 * size // len(blocks), (peak, held, fetched, size)
+
+
+def test_a_shards_members_read_as_gzip_reads_them(tmp_path):
+    """Zero bytes between members are passed over; a member cut short or bytes that are no
+    member are a damaged cluster."""
+    from webarchive_indexing.zipnum.shardrun import ClusterChanged, ShardRun
+
+    path = tmp_path / "cdx-00000.gz"
+    blocks, lines = shard_of_blocks(path, 3, 10)
+    data = path.read_bytes()
+    cut = blocks[1].offset
+    for changed, expected in ((data[:cut] + b"\0\0\0" + data[cut:], lines),
+                              (data + b"\0", lines),
+                              (gzip.compress(b"a\nb"), [b"a"]),
+                              (b"", [])):
+        path.write_bytes(changed)
+        assert ShardRun(0, str(path), [], 10, 0)._inflate(0, len(changed)) == expected
+    for changed in (data[:-3], data + b"xyz", data[:cut] + b"x" + data[cut:]):
+        path.write_bytes(changed)
+        with pytest.raises(ClusterChanged, match="cannot be read"):
+            ShardRun(0, str(path), [], 10, 0)._inflate(0, len(changed))
