@@ -222,8 +222,7 @@ class RunWriter:
             lines = chunk[at:at + INDEX_EVERY - self.lines % INDEX_EVERY]
             at += len(lines)
             self.lines += len(lines)
-            lines.append(b"")
-            data = b"\n".join(lines)
+            data = b"\n".join(lines) + b"\n"
             self._fh.write(data)
             self.size += len(data)
 
