@@ -70,7 +70,7 @@ CRAFTED = [
 ]
 
 # What mutations insert: the bytes the grammar turns on
-ALPHABET = b' \t"\\{}:,.-+eE0123456789abfnrtu\x00\x1c\x7f\xc3\xa9\x0bxnull'
+ALPHABET = b' \t\r\x0c\x1d\x1f"\\{}:,.-+eE0123456789abfnrtu\x00\x1c\x7f\xc3\xa9\x0bxnull'
 
 
 def expression(data):
@@ -244,3 +244,40 @@ def test_a_shards_members_read_as_gzip_reads_them(tmp_path):
         path.write_bytes(changed)
         with pytest.raises(ClusterChanged, match="cannot be read"):
             ShardRun(0, str(path), [], 10, 0)._inflate(0, len(changed))
+
+
+def test_compiled_check_takes_random_json_blocks_as_the_expression(compiled):
+    """Lines made of the grammar's parts, valid and nearly valid, so that many are taken."""
+    rng = random.Random(7)
+
+    def blank():
+        return rng.choice([b"", b"", b" ", b"\t", b"  ", b" \t"])
+
+    def string():
+        return b'"' + b"".join(rng.choice([b"a", b"\\n", b"\\u00e9", b'\\"', b"\xc3\xa9", b"/",
+                                           b"\\/", b" ", b"\\x", b"\x7f", b"\\u12", b"\x01"])
+                               for _ in range(rng.randint(0, 6))) + b'"'
+
+    def value():
+        return rng.choice([string(), rng.choice([b"0", b"12", b"-3", b"1.5", b"1e5", b"-0.0E+2",
+                                                 b"01", b"1.", b"-", b"1e"]),
+                           rng.choice([b"true", b"false", b"null", b"nul"])])
+
+    def member(key, value):
+        return key + blank() + b":" + blank() + value + blank()
+
+    answers = []
+    for _ in range(10000):
+        members = [member(rng.choice([string(), b'"url"', b'"offset"', b'"length"']), value())
+                   for _ in range(rng.randint(0, 5))]
+        for name, values in ((b'"offset"', [b'"123"', b"0", b"45", b'""', b"1.0", b'"1 "']),
+                             (b'"length"', [b'"9"', b"0", b"7", b"-1"])):
+            if rng.random() < 0.8:
+                members.insert(rng.randint(0, len(members)), member(name, rng.choice(values)))
+        block = b"{" + blank() + b",".join(m if i == 0 else blank() + m
+                                           for i, m in enumerate(members)) + b"}"
+        data = b"%s %s %s\n" % (rng.choice([b"com,example)/", b"k\xc3\xa9", b"a\x00b"]),
+                                rng.choice([b"2024", b"1", b"20x"]), block)
+        answers.append(expression(data))
+        assert compiled(data) == answers[-1], data
+    assert 0.02 < sum(answers) / len(answers) < 0.5
