@@ -8,7 +8,7 @@ BIN = $(VENV)/bin
 
 .PHONY: demo test test-quick test-fast bench bench-zstd bench-serve clean clean-venv
 
-$(BIN)/webarchive-index: setup.py webarchive_indexing/warc/_members.c
+$(BIN)/webarchive-index: setup.py webarchive_indexing/warc/_members.c webarchive_indexing/inputs/_linecheck.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'

@@ -19,6 +19,9 @@ MEMBERS = "webarchive_indexing.warc._members"
 WHY_PURE = "webarchive_indexing/warc/_install.py"
 EXTENSIONS = [] if PURE else [
     Extension(MEMBERS, ["webarchive_indexing/warc/_members.c"], optional=True),
+    # linecheck's compiled check of CDXJ lines (optional too: the expression is its twin)
+    Extension("webarchive_indexing.inputs._linecheck", ["webarchive_indexing/inputs/_linecheck.c"],
+              optional=True),
 ]
 
 

@@ -212,17 +212,19 @@ class RunWriter:
             Run(self.path, 0, 0).remove()
 
     def write(self, chunk):
-        if not chunk:
-            return
-        first = -self.lines % INDEX_EVERY
-        if first < len(chunk):
-            # where line i starts: the lengths before it, and a newline after each
-            starts = list(itertools.accumulate(map(len, chunk), initial=self.size))
-            self._index.extend(starts[i] + i for i in range(first, len(chunk), INDEX_EVERY))
-        data = b"\n".join(chunk) + b"\n"
-        self._fh.write(data)
-        self.lines += len(chunk)
-        self.size += len(data)
+        # written INDEX_EVERY lines at a time, from one entry of the index to the next: no
+        # line is measured alone, and no copy is the size of a merge's chunk (tens of MB,
+        # which the allocator maps afresh from the kernel and faults in a page at a time)
+        at = 0
+        while at < len(chunk):
+            if not self.lines % INDEX_EVERY:
+                self._index.append(self.size)
+            lines = chunk[at:at + INDEX_EVERY - self.lines % INDEX_EVERY]
+            at += len(lines)
+            self.lines += len(lines)
+            data = b"\n".join(lines) + b"\n"
+            self._fh.write(data)
+            self.size += len(data)
 
     def close(self):
         self._fh.close()
