@@ -467,7 +467,10 @@ def test_indexing_a_local_file_leaves_the_remote_and_unused_libraries_unimported
     """Start-up time is part of every per-archive indexing command: `cdx` of a local file
     imports no S3, HTTP or Hadoop client, nor the copy package (extract), zstandard, dataclasses,
     random, socket, tldextract or logging (of a file whose records all take the fast path, past
-    warcio's loader), each of which costs more than indexing a small archive."""
+    warcio's loader), each of which costs more than indexing a small archive; nor the ZipNum
+    layout (deflate, typing), which only tells a shard (cdx-NNNNN.gz) by its name, datetime and
+    base64, which only check a date and write a digest the compiled walker leaves to Python,
+    gzip (a gzipped manifest) or postquery (--post-append)."""
     import subprocess
     import sys
     sample = os.path.join(REAL, "iipc+jwarc__cc.warc.gz")

@@ -266,24 +266,3 @@ def test_plain_key_leaves_surt_errors_to_python():
     with pytest.raises(ValueError):
         plain_key("http://example.com/a", failing)
     assert plain_key("http://example.com/a", lambda origin: None) is None
-
-
-def test_cdx_of_an_archive_leaves_what_it_does_not_use_unimported():
-    """Start-up: `cdx` of an archive loads no ZipNum layout (deflate, typing), which only
-    tells a shard (cdx-NNNNN.gz) by its name; nor datetime and base64, which only check a
-    date and write a digest the compiled walker leaves to Python; nor gzip (a gzipped
-    manifest) or postquery (--post-append)."""
-    import os
-    import subprocess
-    import sys
-    from helpers import REAL
-    sample = os.path.join(REAL, "iipc+jwarc__cc.warc.gz")
-    script = (
-        "import io, sys\n"
-        "from webarchive_indexing.cli import main\n"
-        "sys.stdout = io.StringIO()\n"
-        f"assert main(['cdx', {sample!r}]) == 0\n"
-        "unwanted = {'webarchive_indexing.zipnum.layout', 'typing', 'deflate', 'datetime',\n"
-        "            'base64', 'gzip', 'webarchive_indexing.cdx.postquery'}\n"
-        "assert not unwanted & set(sys.modules), sorted(unwanted & set(sys.modules))\n")
-    subprocess.run([sys.executable, "-c", script], check=True)
