@@ -57,7 +57,7 @@ COVERED = {
     r"^make PYTHON=python3\.13 test$": ("the suite itself, on another Python", ".ci/run"),
     r"^make clean-venv demo$": ("makes the environment the suite runs in again", ".ci/run"),
     r"^make bench$": ("minutes of benchmarks, not a check", "bench/run.py"),
-    r"^python bench/\w+\.py( --[-\w]+( [\w,.]+)?)*$": ("a benchmark: minutes, not a check", "bench/"),
+    r"^python bench/\w+\.py( --[-\w]+( [\w,.-]+)?)*$": ("a benchmark: minutes, not a check", "bench/"),
     r"^pip wheel --no-deps$": ("how the EMR launchers make the wheel they ship",
                                "test_launchers.py::test_emr_cluster_is_launched_as_the_sample_conf_says"),
     r"^aws ": ("AWS itself (no network here): the listing it makes is made by the fixtures",
