@@ -192,3 +192,23 @@ def test_inflated_blocks_are_given_back_as_they_go(tmp_path):
     # its cache (16 MiB) and 8 exact answers in flight (a block of ~1 MiB read, inflated):
     # 20 MiB measured; 46 MiB when the blocks stayed in glibc's heaps
     assert grown < 16 + 16, grown
+
+
+def test_a_build_replaced_lets_its_shard_files_go(tmp_path):
+    """When a newer build is served, the shard files kept open for the one before are let go
+    (a later build removes those shards: open, they would hold their disk)."""
+    from webarchive_indexing.api.collection import Reloading
+    write_cluster(LINES, tmp_path, [LINES[len(LINES) // 2]], lines_per_block=7)
+    cache = BlockCache(1 << 20)
+    live = Reloading("c", [str(tmp_path)], cache)
+    old = live.current().clusters[0]
+    assert list(old.lookup("*.com"))
+    assert {key[0] for key in cache.files._files} == {old._generation}
+    newer = tmp_path / "newer"
+    write_cluster(LINES[::2], newer, [LINES[len(LINES) // 2]], lines_per_block=7)
+    for name in sorted(os.listdir(newer), key=lambda name: name.endswith(".idx")):  # the index last
+        os.replace(newer / name, tmp_path / name)
+    new = live.current().clusters[0]
+    assert new is not old and not cache.files._files
+    assert b"".join(new.lookup("*.com")) == b"".join(Cluster(tmp_path).lookup("*.com"))
+    assert {key[0] for key in cache.files._files} == {new._generation}

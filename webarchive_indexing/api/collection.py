@@ -359,6 +359,7 @@ class Reloading:
                 self._failed[i] = version
                 continue
             # a local index: what was opened (a build may have come since the stat)
+            clusters[i].let_go()
             clusters[i], versions[i], changed = cluster, cluster.idx.version or version, True
             log.info("%s: a new build published: collection %s answers from it", path, self.name)
         if changed:

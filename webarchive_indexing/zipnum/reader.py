@@ -230,6 +230,13 @@ class ShardFiles:
             while len(self._files) > self.most:
                 self._files.popitem(last=False)
 
+    def forget(self, generation):
+        """Let go of the files of the cluster opened as ``generation``: a newer build
+        replaced it, and the shards a later build removes must not stay held open."""
+        with self._lock:
+            for key in [key for key in self._files if key[0] == generation]:
+                del self._files[key]
+
 
 class BlockCache:
     """Inflated blocks (``Block``) by shard and offset, the least recently used dropped
@@ -305,6 +312,14 @@ class Cluster:
             raise DamagedCluster(str(exc)) from None
         self.shard_dir = self.shards.directory
         self._lines_per_block = None
+        self._keeps_files = cache is not None  # (ShardFiles: until a newer build is served)
+
+    def let_go(self):
+        """Keep no shard file of this cluster open beyond the reads in flight (a newer build
+        of it is served)."""
+        self._keeps_files = False
+        if self.cache is not None:
+            self.cache.files.forget(self._generation)
 
     def lookup(self, url, match_type="exact", limit=None):
         """Iterate the lines (bytes, ``\\n``-terminated) matching ``url``, in index order.
@@ -504,7 +519,7 @@ class Cluster:
         return block
 
     def _read(self, shard, offset, length):
-        files = self.cache.files if self.cache is not None else None
+        files = self.cache.files if self._keeps_files else None
         key = self._generation, shard
         kept = files.get(key) if files is not None else None
         if kept is not None:
