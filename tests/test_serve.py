@@ -350,9 +350,9 @@ def test_a_remote_cluster_served_with_bounded_caches(cluster_dir, tmp_path):
                 got = servers.get(base + "/r/cdx", url=url)[2]
                 assert got == b"".join(Cluster(cluster_dir).lookup(url))
             assert remote.requests == []  # the repeated lookup: all from the caches
-            assert cache._bytes <= 200_000
+            assert cache.size <= 200_000
             servers.get(base + "/r/cdx", url="*.com")
-            assert 0 < cache._bytes <= 200_000
+            assert 0 < cache.size <= 200_000
 
 
 def test_readme_serve_commands(tmp_path):

@@ -69,7 +69,7 @@ def test_the_cache_counts_a_blocks_text():
     cache = BlockCache(3 * (1000 + BlockCache.BLOCK_OVERHEAD))
     for n in range(5):
         cache.put(n, Block(b"x" * 999 + b"\n"))
-    assert cache._bytes <= cache.max_bytes and [cache.get(n) is not None for n in range(5)] == [False] * 2 + [True] * 3
+    assert cache.size <= cache.bound and [cache.get(n) is not None for n in range(5)] == [False] * 2 + [True] * 3
 
 
 def test_shard_files_are_judged_once_kept_open_and_bounded(tmp_path, monkeypatch):
@@ -78,7 +78,7 @@ def test_shard_files_are_judged_once_kept_open_and_bounded(tmp_path, monkeypatch
     the build the cluster is of."""
     write_cluster(LINES, tmp_path, [LINES[n] for n in range(5, len(LINES), 5)], lines_per_block=2)
     cache = BlockCache(1)  # no block kept: every lookup reads its blocks
-    cache.files.most = 3
+    cache.files.bound = 3
     cluster = Cluster(tmp_path, cache=cache)
     judged = []
     paths = places.Shards.paths
@@ -86,7 +86,7 @@ def test_shard_files_are_judged_once_kept_open_and_bounded(tmp_path, monkeypatch
     urls = ("com", "org", "net", "uk")
     expected = [b"".join(Cluster(tmp_path).lookup(url, "domain")) for url in urls]
     assert [b"".join(cluster.lookup(url, "domain")) for url in urls] == expected
-    assert len(set(judged)) > 3 and len(cache.files._files) == 3
+    assert len(set(judged)) > 3 and len(cache.files.keys()) == 3
     answer = b"".join(Cluster(tmp_path).lookup("example.com/"))
     judged.clear()
     for _ in range(3):
@@ -203,12 +203,12 @@ def test_a_build_replaced_lets_its_shard_files_go(tmp_path):
     live = Reloading("c", [str(tmp_path)], cache)
     old = live.current().clusters[0]
     assert list(old.lookup("*.com"))
-    assert {key[0] for key in cache.files._files} == {old._generation}
+    assert {key[0] for key in cache.files.keys()} == {old._generation}
     newer = tmp_path / "newer"
     write_cluster(LINES[::2], newer, [LINES[len(LINES) // 2]], lines_per_block=7)
     for name in sorted(os.listdir(newer), key=lambda name: name.endswith(".idx")):  # the index last
         os.replace(newer / name, tmp_path / name)
     new = live.current().clusters[0]
-    assert new is not old and not cache.files._files
+    assert new is not old and not cache.files.keys()
     assert b"".join(new.lookup("*.com")) == b"".join(Cluster(tmp_path).lookup("*.com"))
-    assert {key[0] for key in cache.files._files} == {new._generation}
+    assert {key[0] for key in cache.files.keys()} == {new._generation}

@@ -205,72 +205,75 @@ class Block:
         return len(self.text)
 
 
-class ShardFiles:
-    """Local shard files kept open by cluster and shard, the least recently read closed
-    beyond ``most``; shared by threads. A block is then read from a file whose place was
-    judged once (``places.Shards``: ~50 µs of following links), and a shard a rebuild
-    replaced is read as the build its cluster is of. (A file dropped here is closed when
-    the last read of it ends.)"""
+class Recent:
+    """Values by key, the least recently used dropped while their sizes add up to more than
+    ``bound`` (a value larger than the bound is not kept); shared by threads."""
 
-    def __init__(self, most=OPEN_SHARDS):
-        self.most = most
-        self._files = collections.OrderedDict()
+    def __init__(self, bound):
+        self.bound = bound
+        self.size = 0
+        self._values = collections.OrderedDict()  # key: (value, its size)
         self._lock = threading.Lock()
 
     def get(self, key):
         with self._lock:
-            found = self._files.get(key)
-            if found is not None:
-                self._files.move_to_end(key)
-            return found
+            found = self._values.get(key)
+            if found is None:
+                return None
+            self._values.move_to_end(key)
+            return found[0]
 
-    def put(self, key, file):
+    def put(self, key, value, size=1):
+        if size > self.bound:
+            return
         with self._lock:
-            self._files[key] = file
-            while len(self._files) > self.most:
-                self._files.popitem(last=False)
+            old = self._values.pop(key, None)
+            self.size += size - (old[1] if old else 0)
+            self._values[key] = (value, size)
+            while self.size > self.bound:
+                _, (_, freed) = self._values.popitem(last=False)
+                self.size -= freed
+
+    def keys(self):
+        with self._lock:
+            return list(self._values)
+
+    def _forget(self, gone):
+        """Drop the values whose key ``gone(key)`` says."""
+        with self._lock:
+            for key in [key for key in self._values if gone(key)]:
+                self.size -= self._values.pop(key)[1]
+
+
+class ShardFiles(Recent):
+    """Local shard files kept open by cluster and shard, the least recently read closed
+    beyond ``bound`` of them. A block is then read from a file whose place was judged once
+    (``places.Shards``: ~50 µs of following links), and a shard a rebuild replaced is read
+    as the build its cluster is of. (A file dropped here is closed when the last read of it
+    ends.)"""
+
+    def __init__(self, most=OPEN_SHARDS):
+        super().__init__(most)
 
     def forget(self, generation):
         """Let go of the files of the cluster opened as ``generation``: a newer build
         replaced it, and the shards a later build removes must not stay held open."""
-        with self._lock:
-            for key in [key for key in self._files if key[0] == generation]:
-                del self._files[key]
+        self._forget(lambda key: key[0] == generation)
 
 
-class BlockCache:
+class BlockCache(Recent):
     """Inflated blocks (``Block``) by shard and offset, the least recently used dropped
-    beyond ``max_bytes`` (their text's bytes plus ``BLOCK_OVERHEAD`` each), and the local
-    shard files they are read from (``files``); shared by threads."""
+    beyond ``bound`` bytes (their text's bytes plus ``BLOCK_OVERHEAD`` each), and the local
+    shard files they are read from (``files``)."""
 
     BLOCK_OVERHEAD = 200
 
     def __init__(self, max_bytes=BLOCK_CACHE_BYTES):
-        self.max_bytes = max_bytes
-        self._blocks = collections.OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
+        super().__init__(max_bytes)
         self.files = ShardFiles()
 
-    def get(self, key):
-        with self._lock:
-            found = self._blocks.get(key)
-            if found is None:
-                return None
-            self._blocks.move_to_end(key)
-            return found[0]
-
     def put(self, key, block):
-        size = len(block) + self.BLOCK_OVERHEAD
-        if size > self.max_bytes:
-            return
-        with self._lock:
-            old = self._blocks.pop(key, None)
-            self._bytes += size - (old[1] if old else 0)
-            self._blocks[key] = (block, size)
-            while self._bytes > self.max_bytes:
-                _, (_, freed) = self._blocks.popitem(last=False)
-                self._bytes -= freed
+        super().put(key, block, len(block) + self.BLOCK_OVERHEAD)
 
 
 class _Entry(collections.namedtuple("_Entry", "key shard offset length lineno line")):
