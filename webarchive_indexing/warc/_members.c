@@ -2116,6 +2116,21 @@ zstd_frame(const unsigned char *buf, Py_ssize_t len, ZstdFrame *frame)
     return frame->end <= len ? 0 : -1;
 }
 
+/* Whether a record of ``used`` bytes (its header blocks and content) ends in its frame as
+ * ZstdFrames.finish passes it over: at most TRAILER_MAX bytes after it in the frame's ``size``,
+ * whitespace where the frame was decompressed whole (block[0:size]). */
+static int
+ends_in_frame(const unsigned char *block, long long size, long long used, int whole)
+{
+    long long rest = size - used;
+    if (rest <= 0 || rest > TRAILER_MAX)
+        return 0;
+    for (long long k = size - rest; whole && k < size; k++)
+        if (!is_byte_space(block[k]))
+            return 0;
+    return 1;
+}
+
 /* The output of ``decompress`` of buf[0:len] (given a copy: cheaper than a view's making and
  * release, for the few KB of most calls); NULL, with no error set, where zstd fails
  * (ZstdFrames' Python reports it), or with an error set. */
@@ -2195,7 +2210,7 @@ zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     const unsigned char *buf = raw.buf;
     long long passed = 0;
-    PyObject *started = NULL, *out = NULL, *inflater = NULL;
+    PyObject *started = NULL, *out = NULL, *inflater = NULL, *result;
     ZstdFrame frame = {0};  /* (zstd_frame fills it; gcc cannot tell) */
     while (rpos >= 0 && rpos < raw.len
            && zstd_frame(buf + rpos, raw.len - rpos, &frame) == 0
@@ -2239,10 +2254,8 @@ zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
              * record and at most TRAILER_MAX bytes after it in the frame (whitespace, where
              * the frame is decompressed whole) */
             Py_ssize_t http_end = r.with_http ? blank_line_end(block, len, out_len) : len;
-            long long rest = (inflater != NULL ? frame.content : out_len) - len - r.length;
-            int ends = http_end >= 0 && rest > 0 && rest <= TRAILER_MAX;
-            for (Py_ssize_t k = out_len - rest; ends && inflater == NULL && k < out_len; k++)
-                ends = is_byte_space(block[k]);
+            int ends = http_end >= 0 && ends_in_frame(block, inflater != NULL ? frame.content : out_len,
+                                                      len + r.length, inflater == NULL);
             Py_ssize_t prefix;
             int first, made = ends ? line_head(&r, block + len, http_end - len, cdxj[0], cdxj[1],
                                                &key, &key_cap, &line, &line_cap, &prefix, &first)
@@ -2276,31 +2289,19 @@ zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 goto error;
             break;
         }
-        /* ZstdFrames.finish: what follows the record in its frame, at most TRAILER_MAX bytes */
-        long long rest = (inflater != NULL ? frame.content : out_len) - len - unread;
-        if (rest <= 0 || rest > TRAILER_MAX)
+        if (!ends_in_frame(block, inflater != NULL ? frame.content : out_len, len + unread,
+                           inflater == NULL))
             break;
-        if (inflater == NULL)
-            for (Py_ssize_t k = out_len - rest; k < out_len; k++)
-                if (!is_byte_space(block[k]))
-                    goto stop;
         Py_CLEAR(out);
         Py_CLEAR(inflater);
         passed++;
         rpos += frame.end;
     }
-stop:
-    Py_XDECREF(out);
-    Py_XDECREF(inflater);
-    PyMem_Free(line);
-    PyMem_Free(key);
-    Py_DECREF(decompress);
-    Py_DECREF(decompressobj);
-    PyBuffer_Release(&raw);
-    if (started == NULL)
-        return Py_BuildValue("LnO", passed, rpos, Py_None);
-    return Py_BuildValue("LnN", passed, rpos, started);
+    result = Py_BuildValue("LnN", passed, rpos, started != NULL ? started : Py_NewRef(Py_None));
+    goto done;
 error:
+    result = NULL;
+done:
     Py_XDECREF(out);
     Py_XDECREF(inflater);
     PyMem_Free(line);
@@ -2308,7 +2309,7 @@ error:
     Py_DECREF(decompress);
     Py_DECREF(decompressobj);
     PyBuffer_Release(&raw);
-    return NULL;
+    return result;
 }
 
 /* header_end(out, at): for ZstdFrames.peek_headers, where GzipMembers.peek_headers' search of
