@@ -59,6 +59,9 @@ def test_inflate_block_checks_the_member_whole():
                          (member[:-3], "not a gzip block|not one whole"),
                          (bad_crc, "not a gzip block"),
                          (member[:10] + b"\xff" * 40 + member[50:], "not a gzip block|not one whole"),
+                         # (libdeflate says so with a ValueError of its own)
+                         (b"xx" + member[2:], "not a gzip block"),
+                         (member[:3] + b"\x07" + member[4:], "not a gzip block"),
                          # a size no member this long can hold is not given a buffer
                          (member[:-4] + struct.pack("<I", 0xFFFFFFF0), "not a gzip block|not one whole")):
         with pytest.raises(BadBlock, match=why):

@@ -184,7 +184,7 @@ def inflate_block(member: bytes) -> bytes:
             text = deflate.gzip_decompress(member)
         else:
             text = isal_zlib.decompress(member, wbits=31)
-    except (deflate.DeflateError, isal_zlib.error) as exc:
+    except (deflate.DeflateError, ValueError, isal_zlib.error) as exc:  # (ValueError: a bad header)
         raise BadBlock(f"not a gzip block ({exc})") from None
     # inflating stops at the member's end: bytes after it (or fewer) mean the length is wrong
     if len(text) & 0xFFFFFFFF != size:
