@@ -200,9 +200,9 @@ def shard_of_blocks(path, blocks, lines_per_block, seed=0):
     return found, lines
 
 
-def test_a_shard_is_read_a_member_at_a_time(tmp_path):
+def test_a_shard_is_read_a_block_at_a_time(tmp_path):
     """An update reads each old shard a fetch of blocks at a time; the fetch is inflated a
-    member at a time, never into one buffer of its whole size beside its lines."""
+    block at a time, never into one buffer of its whole size beside its lines."""
     import tracemalloc
     from webarchive_indexing.zipnum.shardrun import ShardRun
 
@@ -215,35 +215,45 @@ def test_a_shard_is_read_a_member_at_a_time(tmp_path):
         tracemalloc.reset_peak()
         before = tracemalloc.get_traced_memory()[0]
         fetched = blocks[-1].offset + blocks[-1].length
-        read = run._inflate(0, fetched)
+        read = run._inflate(0, len(blocks))
         peak = tracemalloc.get_traced_memory()[1] - before
     finally:
         tracemalloc.stop()
     assert read == lines
     held = sum(map(sys.getsizeof, read)) + sys.getsizeof(read)
-    # besides its lines: the fetch, what is left of it after a member, two members' lines
-    assert peak - held < 2 * fetched + 2 * size // len(blocks), (peak, held, fetched, size)
+    # besides its lines: the fetch, a block's text and its lines' copy
+    assert peak - held < 2 * fetched + 3 * size // len(blocks), (peak, held, fetched, size)
 
 
-def test_a_shards_members_read_as_gzip_reads_them(tmp_path):
-    """Zero bytes between members are passed over; a member cut short or bytes that are no
-    member are a damaged cluster."""
-    from webarchive_indexing.zipnum.shardrun import ClusterChanged, ShardRun
+def test_a_shards_blocks_read_where_the_index_places_them(tmp_path):
+    """Bytes between blocks that the index passes over are not read; a block cut short,
+    longer than one gzip member, or not a gzip member, and a block the index places
+    outside the shard, are a damaged cluster."""
+    from webarchive_indexing.zipnum.shardrun import Block, ClusterChanged, ShardRun
 
     path = tmp_path / "cdx-00000.gz"
     blocks, lines = shard_of_blocks(path, 3, 10)
     data = path.read_bytes()
     cut = blocks[1].offset
-    for changed, expected in ((data[:cut] + b"\0\0\0" + data[cut:], lines),
-                              (data + b"\0", lines),
-                              (gzip.compress(b"a\nb"), [b"a"]),
-                              (b"", [])):
+
+    def moved(by, start=1):
+        return [b._replace(offset=b.offset + (by if i >= start else 0)) for i, b in enumerate(blocks)]
+
+    for changed, placed in ((data[:cut] + b"\0\0\0" + data[cut:], moved(3)),
+                            (data + b"xyz", blocks),
+                            (data[:cut] + b"junk" + data[cut:], moved(4))):
         path.write_bytes(changed)
-        assert ShardRun(0, str(path), [], 10, 0)._inflate(0, len(changed)) == expected
-    for changed in (data[:-3], data + b"xyz", data[:cut] + b"x" + data[cut:]):
+        assert ShardRun(0, str(path), placed, 10, 10)._inflate(0, 3) == lines
+        assert ShardRun(0, str(path), placed, 10, 10)._inflate(1, 2) == lines[10:20]
+    longer = [*blocks[:2], blocks[2]._replace(length=blocks[2].length + 1)]
+    backwards = [blocks[1], blocks[0]._replace(offset=blocks[1].offset - 5)]
+    for changed, placed in ((data[:-3], blocks), (data + b"xyz", longer),
+                            (data[:cut] + b"x" + data[cut:], blocks),
+                            (data, [*blocks, Block(b"z", len(data) + 10, 20)]),
+                            (data, backwards)):
         path.write_bytes(changed)
         with pytest.raises(ClusterChanged, match="cannot be read"):
-            ShardRun(0, str(path), [], 10, 0)._inflate(0, len(changed))
+            ShardRun(0, str(path), placed, 10, 10)._inflate(0, len(placed))
 
 
 def test_compiled_check_takes_random_json_blocks_as_the_expression(compiled):

@@ -19,10 +19,8 @@ import json
 import re
 from typing import NamedTuple
 
-from isal import isal_zlib
-
 from .. import storage
-from .layout import BadIdxLine, parse_idx_line
+from .layout import BadBlock, BadIdxLine, inflate_block, parse_idx_line
 
 # Bytes of blocks fetched at once when a shard is read on
 READ_BYTES = 1 << 20
@@ -115,21 +113,23 @@ class ShardRun:
         self.lines = self.stored - len(self.removed)
         self.size = sum(block.length for block in self.blocks)
 
-    def _inflate(self, offset, length):
-        """The lines of the blocks in ``length`` bytes at ``offset``; ClusterChanged if they
-        are not whole gzip members."""
-        data = storage.read_range(self.path, offset, length)
+    def _inflate(self, first, end):
+        """The lines of blocks ``first`` to ``end - 1``, fetched in one read; ClusterChanged
+        if the index does not place whole gzip members there."""
+        offset = self.blocks[first].offset
+        length = self.blocks[end - 1].offset + self.blocks[end - 1].length - offset
         try:
+            data = storage.read_range(self.path, offset, length) if length >= 0 else b""
             if len(data) != length:
                 raise EOFError(f"{len(data)} bytes where the index says {length}")
-            return _member_lines(data)
-        except (OSError, EOFError, isal_zlib.error) as exc:
+            return _block_lines(data, [(block.offset - offset, block.length)
+                                       for block in self.blocks[first:end]])
+        except (OSError, EOFError, BadBlock) as exc:
             raise ClusterChanged(f"{self.path}: the blocks at bytes {offset}-{offset + length - 1} "
                                  f"cannot be read ({exc}): the cluster is damaged") from None
 
     def _block_lines(self, number):
-        block = self.blocks[number]
-        return self._inflate(block.offset, block.length)
+        return self._inflate(number, number + 1)
 
     def position(self, key):
         """``(n, (block, line))``: the lines (not removed) below ``key``, and where the
@@ -162,7 +162,7 @@ class ShardRun:
             while number < len(self.blocks) and end - self.blocks[first].offset < chunk_bytes:
                 end = self.blocks[number].offset + self.blocks[number].length
                 number += 1
-            lines = self._inflate(self.blocks[first].offset, end - self.blocks[first].offset)
+            lines = self._inflate(first, number)
             self._check(first, number, len(lines))
             start = first * self.lines_per_block + skip
             lines = lines[skip:] if skip else lines
@@ -184,21 +184,19 @@ class ShardRun:
                                  "not built with these lines per block")
 
 
-def _member_lines(data):
-    """The lines (without ``\\n``; what follows the last one left out) of the gzip members
-    in ``data``, zero bytes between them allowed, as gzip's reader reads them: a member at
-    a time, so that no buffer holds what a whole fetch inflates to (~8 MB, which the
-    allocator maps afresh and faults in a page at a time: half the cost of reading a
-    shard)."""
-    lines, carry = [], b""
-    while data:
-        inflater = isal_zlib.decompressobj(31)
-        part = (carry + inflater.decompress(data)).split(b"\n")
-        if not inflater.eof:
-            raise EOFError("a gzip member is cut short")
+def _block_lines(data, blocks):
+    """The lines (without ``\\n``; what follows the last one left out) of the gzip blocks
+    ``blocks`` ((offset, length) in ``data``, as the index places them), each inflated by
+    ``layout.inflate_block`` into a buffer of its own (a whole fetch in one, ~8 MB, would
+    be mapped afresh and faulted in a page at a time: half the cost of reading a shard)."""
+    lines, carry, view = [], b"", memoryview(data)
+    for at, length in blocks:
+        if at < 0 or at + length > len(data):
+            raise BadBlock(f"the index places a block at {at}-{at + length - 1} of the "
+                           f"{len(data)} bytes fetched")
+        part = (carry + inflate_block(view[at:at + length])).split(b"\n")
         carry = part.pop()
         lines += part
-        data = inflater.unused_data.lstrip(b"\x00")
     return lines
 
 
