@@ -75,6 +75,26 @@ def test_the_cache_counts_a_blocks_text():
     assert cache.size <= cache.bound and [cache.get(n) is not None for n in range(5)] == [False] * 2 + [True] * 3
 
 
+def test_the_least_recently_used_go_first_and_the_newest_may_stay():
+    """``Recent``, the store of blocks, shard files and index ranges: what is used goes to
+    the back; a value over the bound is not kept, unless the store keeps the newest."""
+    from webarchive_indexing.util.recent import Recent
+
+    store = Recent(10)
+    for key in "abc":
+        store.put(key, key.upper(), 4)
+    assert store.keys() == ["b", "c"] and store.size == 8
+    assert store.get("b") == "B" and store.keys() == ["c", "b"]
+    store.put("d", "D", 4)
+    assert store.keys() == ["b", "d"] and store.get("c") is None
+    store.put("e", "E", 11)
+    assert store.get("e") is None and store.keys() == ["b", "d"]
+    newest = Recent(10, keep_newest=True)
+    newest.put("a", "A", 4)
+    newest.put("e", "E", 11)
+    assert newest.keys() == ["e"] and newest.get("e") == "E" and newest.size == 11
+
+
 def test_shard_files_are_judged_once_kept_open_and_bounded(tmp_path, monkeypatch):
     """A cluster with a cache reads its shards from files it opened once (their place
     judged then), at most ``most`` of them open; a shard replaced meanwhile is still read as

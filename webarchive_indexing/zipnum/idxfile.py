@@ -14,7 +14,6 @@ over is too (``DamagedCluster`` names the file and the lines).
 """
 
 import bisect
-import collections
 import itertools
 import logging
 import os
@@ -22,6 +21,7 @@ import threading
 import weakref
 
 from .. import storage
+from ..util.recent import Recent
 from .layout import BadIdxLine, parse_idx_line, parse_root
 
 __all__ = ["IdxFile", "DamagedCluster", "PAGE_BYTES", "SLICE_OVERLAP", "CACHE_BYTES", "version"]
@@ -63,10 +63,9 @@ class IdxFile:
             weakref.finalize(self, os.close, self._fd)
             self.version = _local_version(os.fstat(self._fd))
         self._use_root(root)
-        self._cache = collections.OrderedDict()
-        self._cached_bytes = 0
-        self._cache_bytes = cache_bytes
-        self._lock = threading.Lock()
+        # (the newest range stays even when it alone is over the bound: it is being read)
+        self._cache = Recent(cache_bytes, keep_newest=True)
+        self._lock = threading.Lock()  # (of ``size``)
 
     @classmethod
     def open(cls, path, cache_bytes=CACHE_BYTES):
@@ -354,24 +353,10 @@ class IdxFile:
         return data
 
     def _cached(self, name):
-        with self._lock:
-            value = self._cache.get(name)
-            if value is not None:
-                self._cache.move_to_end(name)
-                return value[0]
-        return None
+        return self._cache.get(name)
 
     def _remember(self, name, data, nbytes):
-        with self._lock:
-            old = self._cache.pop(name, None)
-            if old is not None:
-                self._cached_bytes -= old[1]
-            self._cache[name] = (data, nbytes)
-            self._cached_bytes += nbytes
-            # the newest entry stays even when it alone is over the bound
-            while self._cached_bytes > self._cache_bytes and len(self._cache) > 1:
-                _, (_, freed) = self._cache.popitem(last=False)
-                self._cached_bytes -= freed
+        self._cache.put(name, data, nbytes)
 
 
 def version(path):

@@ -45,9 +45,9 @@ import io
 import itertools
 import logging
 import os
-import threading
 
 from .. import storage
+from ..util.recent import Recent
 # surt.surt, quicker, and without importing tldextract (a tenth of a second) at start
 from ..cdx.urlkey import url_key
 from .idxfile import DamagedCluster, IdxFile
@@ -203,46 +203,6 @@ class Block:
 
     def __len__(self):
         return len(self.text)
-
-
-class Recent:
-    """Values by key, the least recently used dropped while their sizes add up to more than
-    ``bound`` (a value larger than the bound is not kept); shared by threads."""
-
-    def __init__(self, bound):
-        self.bound = bound
-        self.size = 0
-        self._values = collections.OrderedDict()  # key: (value, its size)
-        self._lock = threading.Lock()
-
-    def get(self, key):
-        with self._lock:
-            found = self._values.get(key)
-            if found is None:
-                return None
-            self._values.move_to_end(key)
-            return found[0]
-
-    def put(self, key, value, size=1):
-        if size > self.bound:
-            return
-        with self._lock:
-            old = self._values.pop(key, None)
-            self.size += size - (old[1] if old else 0)
-            self._values[key] = (value, size)
-            while self.size > self.bound:
-                _, (_, freed) = self._values.popitem(last=False)
-                self.size -= freed
-
-    def keys(self):
-        with self._lock:
-            return list(self._values)
-
-    def _forget(self, gone):
-        """Drop the values whose key ``gone(key)`` says."""
-        with self._lock:
-            for key in [key for key in self._values if gone(key)]:
-                self.size -= self._values.pop(key)[1]
 
 
 class ShardFiles(Recent):
