@@ -60,7 +60,7 @@ LINES_PER_BLOCK=${LINES_PER_BLOCK:-3000}  # Common Crawl and the Internet Archiv
 # EXTRA_ARGS=(--label cc-main-2024-22)
 # INDEX_ARGS=(--no-skip-existing)
 # SAMPLE_ARGS=(--scaler 100)
-# CLUSTER_ARGS=()
+# CLUSTER_ARGS=(--block-deflate zlib-6)   # blocks as the original jobs wrote them (default libdeflate-5)
 # EMR: bootstrap.sh installs the wheel built from this checkout into WHEEL_DIR
 # (default build/emr-wheels; other wheels put there are offered to pip as well).
 # WHEEL_DIR=./build/emr-wheels
