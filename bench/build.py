@@ -178,9 +178,9 @@ def generate(files, lines, seed, tag, tld=None):
     key = f"{tag}-l{lines}-f{files}-s{seed}"
     directory = os.path.join(OUT, "cdx", key)
     done = directory + ".done.json"
-    if os.path.exists(done):
-        with open(done) as fh:
-            return json.load(fh)["paths"]
+    paths = generated(directory)
+    if paths is not None:
+        return paths
     os.makedirs(directory, exist_ok=True)
     paths = [os.path.join(directory, f"{tag}-{n:05d}.cdx.gz") for n in range(files)]
     have = sum(map(os.path.exists, paths))
@@ -195,6 +195,17 @@ def generate(files, lines, seed, tag, tld=None):
     with open(done, "w") as fh:
         json.dump({"paths": paths}, fh)
     return paths
+
+
+def generated(directory):
+    """The paths of the inputs cached in ``directory``, or None where they were not all
+    made (or some were removed since: the advice of ``check_disk``)."""
+    try:
+        with open(directory + ".done.json") as fh:
+            paths = json.load(fh)["paths"]
+    except FileNotFoundError:
+        return None
+    return paths if all(map(os.path.exists, paths)) else None
 
 
 def published(cluster_dir):
@@ -315,7 +326,7 @@ def disk_needed(scale, args, per_line):
     for tag, count, seed in inputs:
         n = files if tag == "old" else max(1, round(files * args.new))
         key = os.path.join(OUT, "cdx", f"{tag}-l{count}-f{n}-s{seed}")
-        if not os.path.exists(key + ".done.json"):
+        if generated(key) is None:
             there = disk_used(key) if os.path.isdir(key) else 0
             missing += max(0, count * GZ_BYTES_PER_LINE - there)
     clusters = 1 if args.slope else 8  # the baseline's, all cores, one core, two each of the updates
