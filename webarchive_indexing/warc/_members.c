@@ -12,7 +12,8 @@
  * URL is plain), whose specification is cdx/indexer.py's Python path (checked against it and
  * surt by tests/test_cdx_fastpath.py); ``zstd_skim`` makes it too for a .warc.zst's record
  * whose header blocks are in its frame's output (``line_head``, ``line_tail``: make_line's
- * core, on any buffer; tests/test_zstd_fast.py).
+ * core, on any buffer; a payload without a digest hashed by ``zstd_sha1``;
+ * tests/test_zstd_fast.py).
  *
  * records.py is the specification: every method here says which Python method it follows,
  * and tests/test_members.py runs both over the same files, good and broken.
@@ -1354,13 +1355,26 @@ plain_key_function(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return key;
 }
 
+/* The base32 of a sha1 digest (20 bytes), as record_fields writes it, into b32 (32 bytes). */
+static void
+base32_sha1(const unsigned char *digest, unsigned char *b32)
+{
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    for (int i = 0, o = 0; i < 20; i += 5) {
+        unsigned long long bits = 0;
+        for (int k = 0; k < 5; k++)
+            bits = bits << 8 | digest[i + k];
+        for (int k = 7; k >= 0; k--)
+            b32[o++] = alphabet[(bits >> (5 * k)) & 31];
+    }
+}
+
 /* The base32 of the sha1 of the next *unread bytes of the member (its payload, as
  * walk._member_record hashes it: headers.hash_next), into b32; *unread less what was hashed;
  * 0, or -1 with an exception raised. */
 static int
 hash_sha1(Members *self, PyObject *hash_next, long long *unread, unsigned char *b32)
 {
-    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
     PyObject *size = PyLong_FromLongLong(*unread);
     PyObject *got = size == NULL ? NULL
         : PyObject_CallFunctionObjArgs(hash_next, (PyObject *)self, size, NULL);
@@ -1374,14 +1388,7 @@ hash_sha1(Members *self, PyObject *hash_next, long long *unread, unsigned char *
         PyErr_SetString(PyExc_TypeError, "hash_next must return (a sha1 digest, an int)");
         return -1;
     }
-    const unsigned char *digest = (const unsigned char *)PyBytes_AS_STRING(PyTuple_GET_ITEM(got, 0));
-    for (int i = 0, o = 0; i < 20; i += 5) {
-        unsigned long long bits = 0;
-        for (int k = 0; k < 5; k++)
-            bits = bits << 8 | digest[i + k];
-        for (int k = 7; k >= 0; k--)
-            b32[o++] = alphabet[(bits >> (5 * k)) & 31];
-    }
+    base32_sha1((const unsigned char *)PyBytes_AS_STRING(PyTuple_GET_ITEM(got, 0)), b32);
     *unread = PyLong_AsLongLong(PyTuple_GET_ITEM(got, 1));
     Py_DECREF(got);
     return *unread == -1 && PyErr_Occurred() ? -1 : 0;
@@ -2155,6 +2162,68 @@ zstd_output(PyObject *decompress, const unsigned char *buf, Py_ssize_t len)
     return out;
 }
 
+/* The base32 of the sha1 of data[0:len] (a payload, as headers.hash_rest hashes it) into b32,
+ * by hashlib (imported at the first payload hashed: a walk of records that carry their digest
+ * does without it); 0, or -1 with an exception raised. */
+static int
+zstd_sha1(const unsigned char *data, Py_ssize_t len, unsigned char *b32)
+{
+    static PyObject *sha1, *str_digest;
+    if (sha1 == NULL) {
+        PyObject *hashlib = PyImport_ImportModule("hashlib");
+        if (hashlib == NULL)
+            return -1;
+        sha1 = PyObject_GetAttrString(hashlib, "sha1");
+        Py_DECREF(hashlib);
+        if (sha1 == NULL)
+            return -1;
+    }
+    if (str_digest == NULL && (str_digest = PyUnicode_InternFromString("digest")) == NULL)
+        return -1;
+    /* (a view of the bytes, not a copy: hashlib keeps no reference to what it hashes) */
+    PyObject *view = PyMemoryView_FromMemory((char *)data, len, PyBUF_READ);
+    PyObject *hash = view == NULL ? NULL : PyObject_CallOneArg(sha1, view);
+    Py_XDECREF(view);
+    PyObject *digest = hash == NULL ? NULL : PyObject_CallMethodNoArgs(hash, str_digest);
+    Py_XDECREF(hash);
+    if (digest == NULL)
+        return -1;
+    if (!PyBytes_Check(digest) || PyBytes_GET_SIZE(digest) != 20) {
+        Py_DECREF(digest);
+        PyErr_SetString(PyExc_TypeError, "zstd_skim: hashlib.sha1 gave no 20-byte digest");
+        return -1;
+    }
+    base32_sha1((const unsigned char *)PyBytes_AS_STRING(digest), b32);
+    Py_DECREF(digest);
+    return 0;
+}
+
+/* "decompress" (made by zstd_skim) */
+static PyObject *str_decompress_name;
+
+/* The output of the rest of a frame whose first block ``inflater`` decompressed into
+ * ``first``, raw[0:len] its blocks after the first (and checksum), through the same
+ * ``inflater``: first's bytes and theirs, ``content`` bytes in all; NULL, with no error set
+ * where zstd fails or gives another size (the inflater is then of no more use), or with an
+ * error set. */
+static PyObject *
+zstd_rest(PyObject *inflater, PyObject *first, const unsigned char *raw, Py_ssize_t len,
+          long long content)
+{
+    PyObject *part = PyObject_GetAttr(inflater, str_decompress_name);
+    if (part == NULL)
+        return NULL;
+    PyObject *rest = zstd_output(part, raw, len);
+    Py_DECREF(part);
+    if (rest == NULL)
+        return NULL;
+    PyObject *whole = Py_NewRef(first);
+    PyBytes_ConcatAndDel(&whole, rest);
+    if (whole != NULL && PyBytes_GET_SIZE(whole) != content)
+        Py_CLEAR(whole);
+    return whole;
+}
+
 /* zstd_skim(raw, rpos, decompressor, skip_types, content_types, verify, raw_offset=0,
  * cdxj=None): ZstdFrames.skim over the frames wholly in raw[rpos:] (raw[0] at raw_offset in the
  * file), as far as they are common ones (see zstd_frame) and their records are passed over as
@@ -2163,14 +2232,15 @@ zstd_output(PyObject *decompress, const unsigned char *buf, Py_ssize_t len)
  * (whitespace, where the frame is decompressed whole).  With ``cdxj`` (as Members.skim's), a
  * record whose line make_line would make and whose header blocks are in the frame's output
  * is passed over so too, its line made (line_head, line_tail: the offset and length its
- * frame's), unless its payload would be hashed (Python hashes it). A frame is
- * decompressed whole by decompressor.decompress, or (unless verify) its first block alone by a
- * decompressor.decompressobj() where it has more.  Returns (records passed over, rpos after
- * them, the frame stopped at if its record is not passed over: (its output, its end in raw, the
- * end of its first block in raw or None where decompressed whole, its content size, its checksum
- * flag, its
- * decompressobj or None, its WARC header block's values or None), else None: anything
- * uncommon, which the Python walker reads and reports). */
+ * frame's), its payload hashed where it has no digest (zstd_sha1: then all of its frame is
+ * decompressed, and a record left to Python whose frame's blocks after the first were is
+ * started by Python again).  A frame is decompressed whole by decompressor.decompress, or
+ * (unless verify) its first block alone by a decompressor.decompressobj() where it has more,
+ * and its other blocks by that decompressobj where its payload is hashed.  Returns (records
+ * passed over, rpos after them, the frame stopped at if its record is not passed over: (its
+ * output, its end in raw, the end of its first block in raw or None where decompressed whole,
+ * its content size, its checksum flag, its decompressobj or None, its WARC header block's
+ * values or None), else None: anything uncommon, which the Python walker reads and reports). */
 static PyObject *
 zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -2194,7 +2264,6 @@ zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *lines = cdxj[4];
     unsigned char *line = NULL, *key = NULL;  /* (line_head's, made as needed) */
     Py_ssize_t line_cap = 0, key_cap = 0;
-    static PyObject *str_decompress_name;
     if (str_decompress_name == NULL
             && (str_decompress_name = PyUnicode_InternFromString("decompress")) == NULL)
         return NULL;
@@ -2249,22 +2318,48 @@ zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 goto error;
         }
         LineRecord r;
-        if (common && !skip && lines != NULL && line_record(block, len, args[4], &r) && !r.hashed) {
+        if (common && !skip && lines != NULL && line_record(block, len, args[4], &r)) {
+            /* a payload hashed is read whole: the frame's blocks after the first, where only
+             * it is decompressed, decompressed too (whole: all of the frame's output) */
+            PyObject *whole = NULL;
+            if (r.hashed && inflater != NULL) {
+                whole = zstd_rest(inflater, out, at + frame.first_end,
+                                  frame.end - frame.first_end, frame.content);
+                if (whole == NULL) {
+                    if (PyErr_Occurred())
+                        goto error;
+                    break;  /* (the inflater spent: Python starts the frame again) */
+                }
+            }
+            const unsigned char *content = whole != NULL
+                ? (const unsigned char *)PyBytes_AS_STRING(whole) : block;
+            Py_ssize_t content_len = whole != NULL ? PyBytes_GET_SIZE(whole) : out_len;
+            int known = inflater == NULL || whole != NULL;
             /* as ZstdFrames.finish passes it over: its header blocks read, the rest of the
              * record and at most TRAILER_MAX bytes after it in the frame (whitespace, where
-             * the frame is decompressed whole) */
-            Py_ssize_t http_end = r.with_http ? blank_line_end(block, len, out_len) : len;
-            int ends = http_end >= 0 && ends_in_frame(block, inflater != NULL ? frame.content : out_len,
-                                                      len + r.length, inflater == NULL);
+             * all of the frame's output is known) */
+            Py_ssize_t http_end = r.with_http ? blank_line_end(content, len, content_len) : len;
+            int ends = http_end >= 0 && ends_in_frame(content, known ? content_len : frame.content,
+                                                      len + r.length, known);
             Py_ssize_t prefix;
-            int first, made = ends ? line_head(&r, block + len, http_end - len, cdxj[0], cdxj[1],
-                                               &key, &key_cap, &line, &line_cap, &prefix, &first)
+            int first, made = ends ? line_head(&r, content + len, http_end - len, cdxj[0],
+                                               cdxj[1], &key, &key_cap, &line, &line_cap,
+                                               &prefix, &first)
                                    : 0;
-            if (made > 0 && line_tail(&line, &line_cap, prefix, first, NULL, frame.end,
-                                      raw_offset + rpos, cdxj[3], lines) < 0)
+            /* (its payload as lite_record's _Limit reads it: after the HTTP block, to the
+             * record's end) */
+            unsigned char sha1[32];
+            if (made > 0 && r.hashed
+                    && zstd_sha1(content + http_end, len + r.length - http_end, sha1) < 0)
                 made = -1;
+            if (made > 0 && line_tail(&line, &line_cap, prefix, first, r.hashed ? sha1 : NULL,
+                                      frame.end, raw_offset + rpos, cdxj[3], lines) < 0)
+                made = -1;
+            Py_XDECREF(whole);
             if (made < 0)
                 goto error;
+            if (!made && r.hashed && inflater != NULL)
+                break;  /* (as above) */
             if (made) {
                 Py_CLEAR(out);
                 Py_CLEAR(inflater);

@@ -146,10 +146,9 @@ def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
     in ``skip``) are passed over in the same way, each a ``Skipped`` of its own (``request``).
     ``cdxj``: (``urlkey.url_key``, ``urlkey._origin_key``, ``headers.hash_next``, the
     ``"filename": ...`` of a line, a list): where the compiled walker reads a gzipped file
-    or a .warc.zst (there, records whose payload need not be hashed), it makes the whole
-    CDXJ line of a common record (pywb's fields, ``skip`` being the indexer's), appends it
-    to the list and counts it in a ``Skipped`` instead of yielding it (``_members.c``,
-    ``make_line``, ``zstd_skim``); elsewhere it does nothing.
+    or a .warc.zst, it makes the whole CDXJ line of a common record (pywb's fields, ``skip``
+    being the indexer's), appends it to the list and counts it in a ``Skipped`` instead of
+    yielding it (``_members.c``, ``make_line``, ``zstd_skim``); elsewhere it does nothing.
     Raises ``ArchiveError`` when the file cannot be read further.
     """
     head = fh.peek(4)[:4] if hasattr(fh, "peek") else b""
