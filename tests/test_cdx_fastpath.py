@@ -242,7 +242,7 @@ def test_plain_keys_are_surts_own():
     a URL it leaves to Python is left whole (``url_key`` then makes it)."""
     from surt import surt
 
-    from webarchive_indexing.cdx.urlkey import _origin_key, url_key
+    from webarchive_indexing.cdx.urlkey import origin_key, url_key
     from webarchive_indexing.warc._members import plain_key
     rng = random.Random(26)
     urls = [random_url(rng) for _ in range(20000)] + URLS[:-4] + [
@@ -250,7 +250,7 @@ def test_plain_keys_are_surts_own():
         "http://e.com/", "http://e.com/?", "http://e.com/" + "&x" * 70, "http://e.com/?" + "a" * 2000]
     made = 0
     for url in filter(str.isascii, urls):  # (as the header blocks it reads are)
-        key = plain_key(url, _origin_key)
+        key = plain_key(url, origin_key)
         if key is None:
             continue
         made += 1

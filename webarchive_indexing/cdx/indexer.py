@@ -22,7 +22,7 @@ from urllib.parse import urljoin
 
 from .. import storage
 from .cdxline import CDX_FIELDS, CDXJ_KEYS, FORMATS, POST_KEYS, format_line, name_problem
-from .urlkey import _origin_key, url_key
+from .urlkey import origin_key, url_key
 from ..warc.headers import hash_next, header_getter
 from ..warc.magic import compression
 from ..warc.walk import ArchiveError, Record, RecordError, Skipped, iter_records
@@ -331,7 +331,7 @@ def iter_fields(fh, path, filename, result, cdx_fields="pywb", zstd_dictionary=N
     skip = (SKIPPED_WARC_TYPES, () if cc else SKIPPED_CONTENT_TYPES)
     cdxj = None
     if lines is not None and not cc and filename not in ("", "-"):
-        cdxj = (url_key, _origin_key, hash_next, f'"filename": {json.dumps(filename)}', lines)
+        cdxj = (url_key, origin_key, hash_next, f'"filename": {json.dumps(filename)}', lines)
     try:
         for item in iter_records(fh, path, metadata or wants_payload, skip, zstd_dictionary,
                                  zstd_verify=zstd_verify, cdxj=cdxj):

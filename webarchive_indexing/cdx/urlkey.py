@@ -71,7 +71,7 @@ QUERY_SESSION_MARKERS = re.compile("jsessionid=|phpsessid=|sid=|aspsessionid|cfi
 
 
 @functools.lru_cache(maxsize=1 << 14)
-def _origin_key(origin):
+def origin_key(origin):
     """The SURT of ``origin`` (scheme://host[:port]) up to its path, e.g. 'com,example)';
     None when its host leaves no host in the SURT (the path is then treated differently)."""
     key = surt(origin + "/")
@@ -85,8 +85,8 @@ def url_key(url):
     the steps that change nothing in them. (The checks are on str: ``in`` on bytes costs a
     caught TypeError each time.)"""
     plain = PLAIN_URL.match(url)
-    origin_key = plain and _origin_key(plain.group(1))
-    if not origin_key:
+    origin = plain and origin_key(plain.group(1))
+    if not origin:
         return surt(url)
     path, _, query = (plain.group(2) or "").partition("?")
     # GoogleURLCanonicalizer: unescape, normalize, escape the path; unescape, escape the query
@@ -109,4 +109,4 @@ def url_key(url):
         # alphaReorderQuery, on str: the (name, value) pairs sorted
         query = "&".join(["=".join(arg) for arg in sorted(
             [tuple(arg.split("=", 1)) for arg in lower.split("&")])]) if "&" in lower else lower
-    return origin_key + (path + "?" + query if query else path)
+    return origin + (path + "?" + query if query else path)

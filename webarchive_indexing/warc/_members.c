@@ -1211,7 +1211,7 @@ session_id(const unsigned char *query, Py_ssize_t n)
 /* urlkey.url_key of a URL of urlkey.PLAIN_URL's class whose path and query need none of
  * surt's steps but its escaping, case and sorting (no "//" nor "/." in the path, unescaped,
  * no session id surt strips from the path or the query): the origin's key from ``origin_key``
- * (urlkey._origin_key, surt's own), then the path ('/' where there is none) unescaped and
+ * (urlkey.origin_key, surt's own), then the path ('/' where there is none) unescaped and
  * escaped once where it has a '%', lower-cased, less a final '/', then the query, likewise
  * escaped and lower-cased, its arguments sorted.  1 with the key in *buf (*len bytes), 0 for
  * a URL left to url_key, -1 with an exception raised. */

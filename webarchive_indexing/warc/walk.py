@@ -144,7 +144,7 @@ def iter_records(fh, path, wants_payload=lambda record: False, skip=((), ()),
     hashed) is passed over undecompressed (``zstdwarc.ZstdFrames``).
     ``skip_methods``: HTTP methods (``"GET"``) whose request records (when requests are not
     in ``skip``) are passed over in the same way, each a ``Skipped`` of its own (``request``).
-    ``cdxj``: (``urlkey.url_key``, ``urlkey._origin_key``, ``headers.hash_next``, the
+    ``cdxj``: (``urlkey.url_key``, ``urlkey.origin_key``, ``headers.hash_next``, the
     ``"filename": ...`` of a line, a list): where the compiled walker reads a gzipped file
     or a .warc.zst, it makes the whole CDXJ line of a common record (pywb's fields, ``skip``
     being the indexer's), appends it to the list and counts it in a ``Skipped`` instead of
