@@ -608,4 +608,8 @@ def main(argv=None):
 if __name__ == "__main__":
     if os.path.realpath(sys.prefix) != os.path.realpath(VENV) and os.path.exists(PYTHON):
         os.execv(PYTHON, [PYTHON, *sys.argv])
+    # killed (kill, a closed terminal): the servers it started are stopped on the way out,
+    # as on Ctrl-C, by the `finally` that started them
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, lambda number, frame: sys.exit(128 + number))
     sys.exit(main())
