@@ -3,7 +3,8 @@ against the zstd decompression floor, in one run.
 
 Usage (from the project root; plain `python` re-runs itself with .venv/bin/python):
 
-    python bench/zstd.py                 # 4 files x 2000 captures, levels 1 3 8 19, repeat 5
+    python bench/zstd.py                 # sizes: 4 files x 2000 captures, levels 1 3 8 19;
+                                         # speed: bench/run.py's 4 files x 5000, repeat 5
     python bench/zstd.py --quick         # smoke run: 2 files x 300 captures, levels 1 3
     python bench/zstd.py --real DIR      # real WARCs of your own for the size table
     python bench/zstd.py --no-copy       # without timing copy
@@ -26,7 +27,9 @@ per second, one core, python-zstandard.
 
 Speed, as bench/run.py measures (whole commands, Python start-up included, from a regular
 install in bench/out/venv, pinned to one core with taskset, the commands alternated round
-after round, medians (and best) of --repeat): `webarchive-index cdx` of each .warc.gz and of
+after round, medians (and best) of --repeat), on files of --speed-captures (default 5000:
+bench/run.py's corpus, ~74 MB .warc.gz files, the size the issue measured; the start of a
+command, ~0.05 s, weighs more in smaller ones): `webarchive-index cdx` of each .warc.gz and of
 the .warc.zst `recompress --dictionary --level 3` made of it, against the decompression
 floors: isal.igzip for gzip, and python-zstandard's stream reader and the `zstd -dc -D` tool
 (its output to /dev/null) for zstd. The ratios are of medians: the .warc.zst's speed-up over
@@ -39,7 +42,7 @@ bench/out/venv-baseline) is timed in the same rounds. Our .warc.zst lines must e
 the run exits with status 1.
 
 Copy (unless --no-copy): `webarchive-index copy copy` of the captures of every domain of the
-first half of the files, from a cluster of the .warc.gz and from one of the .warc.zst, into
+first half of the speed files, from a cluster of the .warc.gz and from one of the .warc.zst, into
 .warc.gz and into .warc.zst outputs (--runner inline, local source and output, pinned, best
 of --repeat).
 
@@ -350,8 +353,10 @@ def report(size_table, speed_rows, ratio, verdicts, meta):
     load = meta["loadavg_1_5_15min"]
     print(f"load     1-min load average {load['start'][0]:.2f} at the start, {load['end'][0]:.2f} at "
           "the end (other processes share the cores: compare ratios from one run)")
-    print(f"corpus   {meta['corpus']}: {meta['files']} files x {meta['captures']} captures; "
+    print(f"corpus   sizes: {meta['corpus']}: {meta['files']} files x {meta['captures']} captures; "
           f"dictionary {meta['dict_size']} bytes; real samples: {', '.join(meta['real'])}")
+    print(f"         speed and copy: {meta['speed_corpus']}: {meta['files']} files x "
+          f"{meta['speed_captures']} captures")
     print()
     fmt = "{:<28} {:>5} {:>10} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9}"
     print("sizes as a share of per-record gzip -6 (the same records)")
@@ -404,7 +409,11 @@ def report(size_table, speed_rows, ratio, verdicts, meta):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=4)
-    parser.add_argument("--captures", type=int, default=2000, help="captures per file")
+    parser.add_argument("--captures", type=int, default=2000,
+                        help="captures per file of the sizes' corpus (default 2000)")
+    parser.add_argument("--speed-captures", type=int, default=5000,
+                        help="captures per file of the timed files (default 5000: bench/run.py's "
+                             "corpus, ~74 MB .warc.gz files)")
     parser.add_argument("--mean-kb", type=float, default=40, help="mean payload size")
     parser.add_argument("--levels", default="1,3,8,19", help="zstd levels of the size table")
     parser.add_argument("--dict-size", type=int, default=1 << 20,
@@ -425,11 +434,12 @@ def main(argv=None):
                              "dictionary (--no-quick: the sizes above, the default)")
     args = parser.parse_args(argv)
     if args.quick:
-        args.files, args.captures, args.levels, args.dict_size = 2, 300, "1,3", 64 << 10
+        args.files, args.captures, args.speed_captures, args.levels, args.dict_size = (
+            2, 300, 300, "1,3", 64 << 10)
     levels = [int(x) for x in args.levels.split(",")]
-    if args.files < 2 or args.captures < 1 or args.repeat < 1:
-        parser.error("--files must be at least 2 (half train the dictionary), --captures and "
-                     "--repeat at least 1")
+    if args.files < 2 or min(args.captures, args.speed_captures, args.repeat) < 1:
+        parser.error("--files must be at least 2 (half train the dictionary), --captures, "
+                     "--speed-captures and --repeat at least 1")
     missing = speedbench.missing_tools()
     if missing or not shutil.which("zstd"):
         sys.exit(f"bench: {', '.join(missing) or 'the zstd tool'} missing: run `make bench` "
@@ -445,16 +455,17 @@ def main(argv=None):
     size_table = sizes(paths, real, levels, args.dict_size)
     ours_bin = speedbench.install_project()
     print("making the .warc.zst files ...", flush=True)
-    dictionary = train(paths[:max(1, len(paths) // 2)], os.path.join(TMP, "speed.dict"), args.dict_size)
-    zst = make_zst(paths, dictionary, ours_bin)
-    for path in [*paths, *zst]:  # a warm page cache for every command
+    timed = speedbench.corpus(args.files, args.speed_captures, args.mean_kb)
+    dictionary = train(timed[:max(1, len(timed) // 2)], os.path.join(TMP, "speed.dict"), args.dict_size)
+    zst = make_zst(timed, dictionary, ours_bin)
+    for path in [*timed, *zst]:  # a warm page cache for every command
         with open(path, "rb") as fh:
             while fh.read(1 << 24):
                 pass
     pin = speedbench.pinning()
     print("timing ...", flush=True)
-    groups, speed_rows = speed(paths, zst, dictionary, pin, args.repeat, ours_bin, baseline_bin)
-    copy_rows = copy_speed(paths, zst, pin, args.repeat, ours_bin) if args.copy else []
+    groups, speed_rows = speed(timed, zst, dictionary, pin, args.repeat, ours_bin, baseline_bin)
+    copy_rows = copy_speed(timed, zst, pin, args.repeat, ours_bin) if args.copy else []
     verdicts = check(groups, bool(args.baseline))
     ratio = ratios(speed_rows, groups)
     import zstandard
@@ -465,6 +476,8 @@ def main(argv=None):
             "ours_walker": speedbench.walker(ours_bin), "baseline": args.baseline,
             "corpus": os.path.relpath(os.path.dirname(paths[0]), ROOT), "files": args.files,
             "captures": args.captures, "dict_size": args.dict_size,
+            "speed_corpus": os.path.relpath(os.path.dirname(timed[0]), ROOT),
+            "speed_captures": args.speed_captures,
             "real": [os.path.basename(p) for p in real],
             "loadavg_1_5_15min": {"start": load_start, "end": os.getloadavg()}}
     report(size_table, speed_rows, ratio, verdicts, meta)
