@@ -122,8 +122,8 @@ class ShardRun:
             data = storage.read_range(self.path, offset, length) if length >= 0 else b""
             if len(data) != length:
                 raise EOFError(f"{len(data)} bytes where the index says {length}")
-            return _block_lines(data, [(block.offset - offset, block.length)
-                                       for block in self.blocks[first:end]])
+            return _inflated_lines(data, [(block.offset - offset, block.length)
+                                          for block in self.blocks[first:end]])
         except (OSError, EOFError, BadBlock) as exc:
             raise ClusterChanged(f"{self.path}: the blocks at bytes {offset}-{offset + length - 1} "
                                  f"cannot be read ({exc}): the cluster is damaged") from None
@@ -184,7 +184,7 @@ class ShardRun:
                                  "not built with these lines per block")
 
 
-def _block_lines(data, blocks):
+def _inflated_lines(data, blocks):
     """The lines (without ``\\n``; what follows the last one left out) of the gzip blocks
     ``blocks`` ((offset, length) in ``data``, as the index places them), each inflated by
     ``layout.inflate_block`` into a buffer of its own (a whole fetch in one, ~8 MB, would
