@@ -2201,6 +2201,19 @@ zstd_sha1(const unsigned char *data, Py_ssize_t len, unsigned char *b32)
 /* "decompress" (made by zstd_skim) */
 static PyObject *str_decompress_name;
 
+/* The output of ``inflater.decompress`` of buf[0:len], as zstd_output gives it (a frame's
+ * blocks fed to the decompressobj that started it). */
+static PyObject *
+inflater_output(PyObject *inflater, const unsigned char *buf, Py_ssize_t len)
+{
+    PyObject *decompress = PyObject_GetAttr(inflater, str_decompress_name);
+    if (decompress == NULL)
+        return NULL;
+    PyObject *out = zstd_output(decompress, buf, len);
+    Py_DECREF(decompress);
+    return out;
+}
+
 /* The output of the rest of a frame whose first block ``inflater`` decompressed into
  * ``first``, raw[0:len] its blocks after the first (and checksum), through the same
  * ``inflater``: first's bytes and theirs, ``content`` bytes in all; NULL, with no error set
@@ -2210,11 +2223,7 @@ static PyObject *
 zstd_rest(PyObject *inflater, PyObject *first, const unsigned char *raw, Py_ssize_t len,
           long long content)
 {
-    PyObject *part = PyObject_GetAttr(inflater, str_decompress_name);
-    if (part == NULL)
-        return NULL;
-    PyObject *rest = zstd_output(part, raw, len);
-    Py_DECREF(part);
+    PyObject *rest = inflater_output(inflater, raw, len);
     if (rest == NULL)
         return NULL;
     PyObject *whole = Py_NewRef(first);
@@ -2291,11 +2300,7 @@ zstd_skim(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             inflater = PyObject_CallNoArgs(decompressobj);
             if (inflater == NULL)
                 goto error;
-            PyObject *part = PyObject_GetAttr(inflater, str_decompress_name);
-            if (part == NULL)
-                goto error;
-            out = zstd_output(part, at, frame.first_end);
-            Py_DECREF(part);
+            out = inflater_output(inflater, at, frame.first_end);
         }
         if (out == NULL) {
             if (PyErr_Occurred())
