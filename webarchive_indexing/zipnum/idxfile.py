@@ -199,20 +199,20 @@ class IdxFile:
     def _slice_lines(self, i):
         """The lines of slice ``i``, checked for order; _StaleRoot if the root describes
         another index (a build published between reading the two)."""
-        cached = self._cached(("lines", i))
+        cached = self._cache.get(("lines", i))
         if cached is not None:
             return cached
         lines = self._slice(i).split(b"\n")[:-1]
         for before, after in zip(lines, lines[1:]):
             if after < before:
                 raise self.out_of_order(before, after)
-        self._remember(("lines", i), lines, sum(map(len, lines)) + 40 * len(lines))
+        self._cache.put(("lines", i), lines, sum(map(len, lines)) + 40 * len(lines))
         return lines
 
     def _slice(self, i):
         size, entries = self._root
         key, offset, length = entries[i]
-        head = self._cached(("head", i))
+        head = self._cache.get(("head", i))
         if head is not None and len(head) == length:
             return head
         overlap = min(SLICE_OVERLAP, entries[i + 1][2]) if i + 1 < len(entries) else 0
@@ -228,7 +228,7 @@ class IdxFile:
             # the next slice is read whole when a scan gets there, unless it is this short
             head = head[:head.rfind(b"\n") + 1]
             if len(head) == entries[i + 1][2]:
-                self._remember(("head", i + 1), head, len(head))
+                self._cache.put(("head", i + 1), head, len(head))
         return data[:length]
 
     def _paged_lines(self, key):
@@ -323,7 +323,7 @@ class IdxFile:
     # -- reading -----------------------------------------------------------------------
 
     def _page(self, n):
-        cached = self._cached(("page", n))
+        cached = self._cache.get(("page", n))
         if cached is None:
             cached = self._read(n * PAGE_BYTES, PAGE_BYTES)
             # its whole lines in order, checked once: a scan may stop after one of them
@@ -333,7 +333,7 @@ class IdxFile:
             for before, after in zip(lines, lines[1:]):
                 if after < before:
                     raise self.out_of_order(before, after)
-            self._remember(("page", n), cached, len(cached))
+            self._cache.put(("page", n), cached, len(cached))
         return cached
 
     def _read(self, offset, length):
@@ -351,12 +351,6 @@ class IdxFile:
                 raise DamagedCluster(f"{self.path} changed while being read: {self.size} "
                                      f"bytes, then {size}")
         return data
-
-    def _cached(self, name):
-        return self._cache.get(name)
-
-    def _remember(self, name, data, nbytes):
-        self._cache.put(name, data, nbytes)
 
 
 def version(path):
